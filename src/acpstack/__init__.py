@@ -1,0 +1,3 @@
+"""acpstack: the Agent Client Protocol stack for Python."""
+
+__version__ = "0.1.0"
