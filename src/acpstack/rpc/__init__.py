@@ -1,1 +1,5 @@
-"""acpstack.rpc"""
+"""asyncio runtime that drives the sans-IO protocol over a transport."""
+
+from acpstack.rpc._connection import Connection, ConnectionClosed, Dispatcher, RequestTimeout
+
+__all__ = ["Connection", "ConnectionClosed", "Dispatcher", "RequestTimeout"]

@@ -1,1 +1,29 @@
-"""acpstack.schema"""
+"""ACP wire types generated from the vendored official JSON Schema.
+
+`acpstack.schema.v1` holds the stable v1 types; `acpstack.schema.v1_unstable` the
+unstable superset (opt-in per connection). Absent fields are `UNSET`, distinct from `None`.
+"""
+
+from __future__ import annotations
+
+from msgspec import UNSET, UnsetType
+
+from acpstack.schema import _generated_v1 as v1
+from acpstack.schema import _generated_v1_unstable as v1_unstable
+from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate
+from acpstack.schema._generated_methods import STABLE_METHODS, UNSTABLE_METHODS
+
+PROTOCOL_VERSION = 1
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "STABLE_METHODS",
+    "UNSET",
+    "UNSTABLE_METHODS",
+    "AcpStruct",
+    "MethodSpec",
+    "UnknownSessionUpdate",
+    "UnsetType",
+    "v1",
+    "v1_unstable",
+]

@@ -1,1 +1,51 @@
-"""acpstack.wire"""
+"""Sans-IO JSON-RPC for ACP: framing, envelopes, errors and the connection state machine."""
+
+from acpstack.wire._connection import (
+    CapabilityError,
+    IncomingCancel,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    PendingCall,
+    ProtocolState,
+    capability_allows,
+)
+from acpstack.wire._errors import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    PERMISSION_DENIED,
+    REQUEST_CANCELLED,
+    RESOURCE_NOT_FOUND,
+    RequestError,
+)
+from acpstack.wire._framing import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized, encode_frame
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "PERMISSION_DENIED",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "CapabilityError",
+    "FrameDecoder",
+    "FramingError",
+    "IncomingCancel",
+    "IncomingNotification",
+    "IncomingRequest",
+    "IncomingResponse",
+    "Oversized",
+    "PendingCall",
+    "ProtocolState",
+    "RequestError",
+    "capability_allows",
+    "encode_frame",
+]

@@ -1,0 +1,337 @@
+"""The asyncio runtime: drives a ProtocolState over a Transport.
+
+- Both sides send requests concurrently; each inbound request runs in its own task,
+  at most `max_inbound_requests` at once (reading pauses at the limit: backpressure).
+- Notifications are handled in order per session (one worker per busy session), and a
+  response is delivered only after the notifications the peer sent before it.
+- Frames are written in the order they are produced, coalesced into one write per
+  event-loop turn.
+- When the transport closes, every pending call fails at once with ConnectionClosed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from acpstack.transports._base import Transport
+from acpstack.wire._connection import (
+    Event,
+    IncomingCancel,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    ProtocolState,
+)
+from acpstack.wire._errors import RequestError
+
+log = logging.getLogger("acpstack.rpc")
+
+WRITE_HIGH_WATER = 1024 * 1024
+QUEUE_HIGH_WATER = 4096
+
+
+class ConnectionClosed(ConnectionError):
+    """The connection ended; raised by every call that was pending or is made afterwards."""
+
+    def __init__(self, reason: str = "connection closed") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RequestTimeout(TimeoutError):
+    """A call got no answer within its timeout (a `$/cancel_request` was sent)."""
+
+
+class Dispatcher(Protocol):
+    async def handle_request(self, event: IncomingRequest) -> Any: ...
+    async def handle_notification(self, event: IncomingNotification) -> None: ...
+
+
+class _PeerCancelled(Exception):
+    pass
+
+
+class Connection:
+    """One live ACP connection. Use as an async context manager, or call start()/aclose()."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        state: ProtocolState,
+        dispatcher: Dispatcher,
+        *,
+        max_inbound_requests: int = 512,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.state = state
+        self.dispatcher = dispatcher
+        self._limit = asyncio.Semaphore(max_inbound_requests)
+        self._futures: dict[Any, asyncio.Future[Any]] = {}
+        self._inbound: dict[Any, asyncio.Task[None]] = {}
+        self._peer_cancelled: set[Any] = set()
+        self._queues: dict[Any, deque[Any]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._queue_space = asyncio.Event()
+        self._queued = 0
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._reader: asyncio.Task[None] | None = None
+        self._closed: ConnectionClosed | None = None
+        self._closed_event = asyncio.Event()
+        self._on_close = on_close
+        self._loop = asyncio.get_running_loop()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def __aenter__(self) -> Connection:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def start(self) -> None:
+        if self._reader is None:
+            self._reader = self._loop.create_task(self._read_loop(), name="acp-reader")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()
+
+    async def aclose(self) -> None:
+        """Close the transport, cancel our handlers, fail pending calls. Idempotent."""
+        self._flush()
+        self._shutdown(ConnectionClosed("connection closed locally"))
+        await self.transport.close()
+        tasks = [t for t in (self._reader, *self._inbound.values(), *self._workers) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._on_close is not None:
+            callback, self._on_close = self._on_close, None
+            await callback()
+
+    def _shutdown(self, exc: ConnectionClosed) -> None:
+        if self._closed is not None:
+            return
+        self._closed = exc
+        self.state.fail_all_pending()
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.set_exception(exc)
+        self._futures.clear()
+        self._closed_event.set()
+        self._queue_space.set()
+
+    # -- reading -----------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self.transport.read()
+                if not data:
+                    self._handle_events(self.state.receive_eof())
+                    break
+                self._handle_events(self.state.receive(data))
+                reply = self.state.take_outgoing()
+                if reply:
+                    self._send(reply)
+                if self._queued > QUEUE_HIGH_WATER:
+                    self._queue_space.clear()
+                    await self._queue_space.wait()
+                while self._limit.locked() and self._closed is None:
+                    # Too many inbound requests in flight: stop reading until one finishes.
+                    await self._limit.acquire()
+                    self._limit.release()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reader failed")
+        finally:
+            self._flush()
+            # Let queued notifications run before pending calls fail, so nothing is lost.
+            await self._drain_queues()
+            reason = self.transport.close_reason() if self._closed is None else None
+            self._shutdown(ConnectionClosed(reason or "connection closed by peer"))
+
+    async def _drain_queues(self) -> None:
+        workers = [w for w in self._workers if not w.done()]
+        if workers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait(workers, timeout=5)
+
+    def _handle_events(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, IncomingNotification):
+                self._enqueue(_session_key(event.params), event)
+            elif isinstance(event, IncomingResponse):
+                queue = self._queues.get(event.call.session_id)
+                if queue:
+                    queue.append(event)  # delivered after the notifications before it
+                    self._queued += 1
+                else:
+                    self._resolve(event)
+            elif isinstance(event, IncomingRequest):
+                self._start_request(event)
+            elif isinstance(event, IncomingCancel):
+                task = self._inbound.get(event.request_id)
+                if task is not None and not task.done():
+                    self._peer_cancelled.add(event.request_id)
+                    task.cancel()
+
+    def _enqueue(self, key: Any, item: Any) -> None:
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+            worker = self._loop.create_task(self._work(key, queue))
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+        queue.append(item)
+        self._queued += 1
+
+    async def _work(self, key: Any, queue: deque[Any]) -> None:
+        try:
+            while queue:
+                item = queue[0]
+                if isinstance(item, IncomingResponse):
+                    self._resolve(item)
+                else:
+                    try:
+                        await self.dispatcher.handle_notification(item)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("notification handler for %s failed", item.method)
+                queue.popleft()
+                self._queued -= 1
+                if self._queued <= QUEUE_HIGH_WATER // 2:
+                    self._queue_space.set()
+        finally:
+            if self._queues.get(key) is queue:
+                del self._queues[key]
+
+    def _resolve(self, event: IncomingResponse) -> None:
+        fut = self._futures.pop(event.call.id, None)
+        if fut is None or fut.done():
+            return
+        if event.error is not None:
+            fut.set_exception(event.error)
+        else:
+            fut.set_result(event.result)
+
+    def _start_request(self, event: IncomingRequest) -> None:
+        if self._limit.locked():
+            log.debug("inbound request limit reached; reading pauses")
+        self._loop.create_task(self._acquire_and_run(event))
+
+    async def _acquire_and_run(self, event: IncomingRequest) -> None:
+        async with self._limit:
+            task = asyncio.current_task()
+            assert task is not None
+            self._inbound[event.id] = task
+            try:
+                await self._run_request(event)
+            finally:
+                self._inbound.pop(event.id, None)
+                self._peer_cancelled.discard(event.id)
+
+    async def _run_request(self, event: IncomingRequest) -> None:
+        try:
+            result = await self.dispatcher.handle_request(event)
+        except asyncio.CancelledError:
+            if event.id in self._peer_cancelled and self._closed is None:
+                self._send(self.state.error(event.id, RequestError.request_cancelled()))
+                return
+            raise
+        except RequestError as err:
+            self._send(self.state.error(event.id, err))
+            return
+        except Exception:
+            correlation = uuid.uuid4().hex[:12]
+            log.exception("handler for %s failed (correlation id %s)", event.method, correlation)
+            self._send(self.state.error(event.id, RequestError.internal_error({"correlationId": correlation})))
+            return
+        try:
+            frame = self.state.result(event.id, event.method, result)
+        except Exception:
+            correlation = uuid.uuid4().hex[:12]
+            log.exception("could not encode the result of %s (correlation id %s)", event.method, correlation)
+            frame = self.state.error(event.id, RequestError.internal_error({"correlationId": correlation}))
+        self._send(frame)
+
+    # -- writing -----------------------------------------------------------------
+
+    def _send(self, frame: bytes) -> None:
+        if self._closed is not None and not frame:
+            return
+        self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._out:
+            return
+        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+        self._out.clear()
+        self.transport.write(data)
+
+    async def _backpressure(self) -> None:
+        if self.transport.write_buffer_size() > WRITE_HIGH_WATER:
+            self._flush()
+            await self.transport.drain()
+
+    # -- calling the peer ----------------------------------------------------------
+
+    async def request(self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True) -> Any:
+        """Send a request and wait for its result (a typed Struct)."""
+        if self._closed is not None:
+            raise self._closed
+        rid, frame, _call = self.state.start_request(method, params, check_gate=check_gate)
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        self._futures[rid] = fut
+        self._send(frame)
+        try:
+            if timeout is None:
+                return await fut
+            async with asyncio.timeout(timeout):
+                return await fut
+        except TimeoutError:
+            self._cancel_outbound(rid)
+            raise RequestTimeout(f"{method} got no answer within {timeout} s") from None
+        except asyncio.CancelledError:
+            self._cancel_outbound(rid)
+            raise
+        finally:
+            self._futures.pop(rid, None)
+
+    def _cancel_outbound(self, rid: Any) -> None:
+        if self._closed is not None:
+            return
+        frame = self.state.cancel_outbound(rid)
+        if frame is not None:
+            self._send(frame)
+
+    async def notify(self, method: str, params: Any) -> None:
+        """Send a notification (written in order with everything else we send)."""
+        if self._closed is not None:
+            raise self._closed
+        self._send(self.state.notification(method, params))
+        await self._backpressure()
+
+
+def _session_key(params: Any) -> Any:
+    return getattr(params, "session_id", None)

@@ -1,0 +1,94 @@
+"""Hand-written support for the generated wire types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, Struct
+
+
+class AcpStruct(Struct, kw_only=True, repr_omit_defaults=True):
+    """Base of every generated wire type. Absent fields are `UNSET`, distinct from `None`."""
+
+
+class UnknownSessionUpdate(AcpStruct):
+    """A `session/update` variant this library does not know (custom or newer).
+
+    Kept instead of dropped, so a client can show or forward it.
+    """
+
+    session_update: str
+    data: dict[str, Any]
+
+
+def _convert(value: Any, tp: Any) -> Any:
+    return msgspec.convert(value, tp)
+
+
+def _coerce_one(value: Any, spec: tuple[str | None, dict[str, type], tuple[Any, ...], bool]) -> Any:
+    tag_field, tagged, ordered, keep_unknown = spec
+    if value is None or value is UNSET:
+        return value
+    if isinstance(value, Struct):
+        return value
+    if isinstance(value, dict) and tag_field is not None and tag_field in value:
+        tag = value[tag_field]
+        if tag in tagged:
+            return _convert(value, tagged[tag])
+        if keep_unknown:
+            return value
+    errors = []
+    for tp in ordered:
+        try:
+            return _convert(value, tp)
+        except msgspec.ValidationError as exc:
+            errors.append(str(exc))
+    if keep_unknown and isinstance(value, dict):
+        return value
+    raise ValueError("matches no variant: " + "; ".join(errors))
+
+
+def coerce_union(
+    value: Any,
+    spec: tuple[str | None, dict[str, type], tuple[Any, ...], bool],
+    *,
+    many: Literal[False, "list", "map"],
+) -> Any:
+    """Turn the plain JSON value of a custom-union field into its variant Struct(s)."""
+    if not many or value is None or value is UNSET:
+        return _coerce_one(value, spec)
+    if many == "list":
+        return [_coerce_one(item, spec) for item in value]
+    return {key: _coerce_one(item, spec) for key, item in value.items()}
+
+
+def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
+    """Convert every custom-union field of a freshly built struct (see `__acp_unions__`)."""
+    for name, (union, many) in getattr(obj, "__acp_unions__").items():
+        setattr(obj, name, coerce_union(getattr(obj, name), unions[union], many=many))
+
+
+def check_arms(obj: Struct) -> None:
+    """A flattened union (e.g. SetSessionConfigOptionRequest) must match one of its arms."""
+    arms: list[tuple[list[str], dict[str, Any]]] = getattr(obj, "__acp_arms__")
+    encoded = msgspec.to_builtins(obj)
+    for required, consts in arms:
+        if all(name in encoded for name in required) and all(encoded.get(k) == v for k, v in consts.items()):
+            return
+    raise ValueError(f"{type(obj).__name__} matches none of its variants")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """One row of the generated method table."""
+
+    name: str
+    handler: str
+    handled_by: Literal["agent", "client", "both", "protocol"]
+    kind: Literal["request", "notification"]
+    params: type
+    result: type | None
+    gate: tuple[str, ...] | None
+    unstable: bool

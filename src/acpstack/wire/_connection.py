@@ -1,0 +1,388 @@
+"""The sans-IO ACP connection: bytes in, typed events out; typed calls in, bytes out.
+
+No asyncio here. The runtime (`acpstack.rpc`) feeds received bytes to `receive()`,
+handles the returned events, and writes whatever `take_outgoing()` returns. Everything a
+peer can get wrong is answered here with the right JSON-RPC error, and the connection
+stays usable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, Struct
+
+from acpstack.schema import STABLE_METHODS, UNSTABLE_METHODS, MethodSpec
+from acpstack.schema._aliases import ALWAYS_NORMALIZE, normalize_params, normalize_result
+from acpstack.schema._lenient import lenient_convert
+from acpstack.wire._codec import (
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    decode_message,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+    looks_like_request,
+    salvage_id,
+)
+from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR, RequestError
+from acpstack.wire._framing import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized, encode_frame
+
+log = logging.getLogger("acpstack.wire")
+
+Role = Literal["agent", "client"]
+CANCEL_REQUEST = "$/cancel_request"
+
+
+class CapabilityError(RuntimeError):
+    """Raised instead of sending a call the peer did not advertise (or before initialize)."""
+
+
+# ---- events -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class IncomingRequest:
+    id: RequestId
+    method: str
+    spec: MethodSpec | None  # None for `_` extension methods
+    params: Any
+
+
+@dataclass(slots=True)
+class IncomingNotification:
+    method: str
+    spec: MethodSpec | None
+    params: Any
+
+
+@dataclass(slots=True)
+class IncomingCancel:
+    request_id: RequestId
+
+
+@dataclass(slots=True)
+class PendingCall:
+    id: RequestId
+    method: str
+    result_type: type | None
+    session_id: str | None
+
+
+@dataclass(slots=True)
+class IncomingResponse:
+    call: PendingCall
+    result: Any = None
+    error: RequestError | None = None
+
+
+Event = IncomingRequest | IncomingNotification | IncomingCancel | IncomingResponse
+
+
+# ---- helpers ------------------------------------------------------------------
+
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+_PATH_RE = re.compile(r" - at `\$(.*)`$")
+
+
+def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    dec = _decoders.get(tp)
+    if dec is None:
+        dec = _decoders[tp] = msgspec.json.Decoder(tp)
+    return dec
+
+
+def _error_path(exc: Exception, prefix: str) -> tuple[str, str]:
+    text = str(exc)
+    match = _PATH_RE.search(text)
+    if match is None:
+        return prefix, text
+    return prefix + match.group(1), text[: match.start()]
+
+
+def _has_required_fields(tp: type) -> bool:
+    return any(f.required for f in msgspec.structs.fields(tp))
+
+
+def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool = False) -> Any:
+    """Decode params/result into `tp`: strict fast path, then aliases and leniency.
+
+    Raises RequestError(-32602) with the failing path in `error.data`.
+    """
+    where = "$.result" if result else "$.params"
+    if raw is UNSET or raw is None:
+        data: Any = None
+    elif not result and method in ALWAYS_NORMALIZE:
+        data = msgspec.json.decode(raw)
+        data = normalize_params(method, data)
+        return _convert(data, tp, where)
+    else:
+        try:
+            return _decoder(tp).decode(raw)
+        except msgspec.ValidationError:
+            data = msgspec.json.decode(raw)
+    if data is None:
+        # Absent params / `null` result: fine when the type has no required field.
+        data = {}
+    data = normalize_result(method, data) if result else normalize_params(method, data)
+    return _convert(data, tp, where)
+
+
+def _convert(data: Any, tp: type, where: str) -> Any:
+    if data is None:
+        data = {}
+    try:
+        return msgspec.convert(data, tp)
+    except (msgspec.ValidationError, ValueError, TypeError):
+        pass
+    try:
+        return lenient_convert(data, tp)
+    except (msgspec.ValidationError, ValueError, TypeError) as exc:
+        path, detail = _error_path(exc, where)
+        raise RequestError.invalid_params({"path": path, "detail": detail}) from None
+
+
+def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
+    """Walk a gate path on an advertised capabilities struct: absent/null/false = no."""
+    if gate is None:
+        return True
+    obj = caps
+    for name in gate:
+        obj = getattr(obj, name, UNSET)
+        if obj is UNSET or obj is None or obj is False:
+            return False
+    return True
+
+
+# ---- the state machine ----------------------------------------------------------
+
+
+@dataclass
+class ProtocolState:
+    """One side of an ACP connection, without I/O."""
+
+    role: Role
+    unstable: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    framing: str = "auto"
+    send_framing: str = "ndjson"
+    local_capabilities: Any = None
+    peer_capabilities: Any = None
+    initialized: bool = False
+    pending: dict[RequestId, PendingCall] = field(default_factory=dict)
+    _outgoing: list[bytes] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        table = UNSTABLE_METHODS if self.unstable else STABLE_METHODS
+        mine = {self.role, "both", "protocol"}
+        peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
+        self.inbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in mine}
+        self.outbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in peer}
+        self._decoder = FrameDecoder(self.max_message_size, self.framing)
+        self._ids = itertools.count(0)
+
+    # -- receiving --------------------------------------------------------------
+
+    def receive(self, data: bytes) -> list[Event]:
+        return self._frames(self._decoder.feed(data))
+
+    def receive_eof(self) -> list[Event]:
+        return self._frames(self._decoder.feed_eof())
+
+    def take_outgoing(self) -> bytes:
+        if not self._outgoing:
+            return b""
+        data = b"".join(self._outgoing)
+        self._outgoing.clear()
+        return data
+
+    def _frames(self, frames: list[bytes | Oversized | FramingError]) -> list[Event]:
+        events: list[Event] = []
+        for frame in frames:
+            if isinstance(frame, bytes):
+                event = self._message(frame)
+                if event is not None:
+                    events.append(event)
+            elif isinstance(frame, Oversized):
+                event = self._oversized(frame)
+                if event is not None:
+                    events.append(event)
+            else:
+                log.warning("framing error: %s", frame.detail)
+                self._queue_error(None, RequestError(PARSE_ERROR, "Parse error", {"detail": frame.detail}))
+        return events
+
+    def _oversized(self, frame: Oversized) -> Event | None:
+        rid = salvage_id(frame.prefix)
+        detail = {"detail": f"message of at least {frame.size} bytes exceeds the limit of {self.max_message_size} bytes"}
+        if rid is None:
+            self._queue_error(None, RequestError(PARSE_ERROR, "Parse error", detail))
+            return None
+        if not looks_like_request(frame.prefix) and rid in self.pending:
+            call = self.pending.pop(rid)
+            return IncomingResponse(call, error=RequestError(INVALID_REQUEST, "Response too large", detail))
+        if looks_like_request(frame.prefix):
+            self._queue_error(rid, RequestError(INVALID_REQUEST, "Invalid request: message too large", detail))
+        else:
+            log.warning("dropped an oversized message: %s", detail["detail"])
+        return None
+
+    def _message(self, frame: bytes) -> Event | None:
+        msg = decode_message(frame)
+        if isinstance(msg, Notification):
+            return self._notification(msg)
+        if isinstance(msg, Response):
+            return self._response(msg)
+        if isinstance(msg, Request):
+            return self._request(msg)
+        assert isinstance(msg, Invalid)
+        log.warning("invalid message: %s", msg.detail)
+        self._queue_error(msg.id, RequestError(msg.code, "Parse error" if msg.code == PARSE_ERROR else "Invalid request", {"detail": msg.detail}))
+        return None
+
+    def _request(self, msg: Request) -> Event | None:
+        method = msg.method
+        if method.startswith("_") and len(method) > 1:
+            return IncomingRequest(msg.id, method, None, _plain(msg.params))
+        spec = self.inbound.get((method, "request"))
+        if spec is None:
+            self._queue_error(msg.id, RequestError.method_not_found(method))
+            return None
+        if self.role == "agent" and not self.initialized and method != "initialize":
+            self._queue_error(msg.id, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
+            return None
+        if spec.gate is not None and self.local_capabilities is not None and not capability_allows(self.local_capabilities, spec.gate):
+            self._queue_error(msg.id, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
+            return None
+        try:
+            params = decode_typed(msg.params, spec.params, method)
+        except RequestError as err:
+            self._queue_error(msg.id, err)
+            return None
+        return IncomingRequest(msg.id, method, spec, params)
+
+    def _notification(self, msg: Notification) -> Event | None:
+        method = msg.method
+        if method.startswith("_") and len(method) > 1:
+            return IncomingNotification(method, None, _plain(msg.params))
+        spec = self.inbound.get((method, "notification"))
+        if spec is None:
+            log.debug("ignored unknown notification %s", method)
+            return None
+        try:
+            params = decode_typed(msg.params, spec.params, method)
+        except RequestError as err:
+            log.warning("ignored notification %s with invalid params: %s", method, err.data)
+            return None
+        if method == CANCEL_REQUEST:
+            return IncomingCancel(params.request_id)
+        return IncomingNotification(method, spec, params)
+
+    def _response(self, msg: Response) -> Event | None:
+        call = self.pending.pop(msg.id, None) if msg.id is not None else None
+        if call is None:
+            log.warning("ignored a response with unknown id %r", msg.id)
+            return None
+        if msg.error is not UNSET:
+            return IncomingResponse(call, error=_decode_error(msg.error))
+        if call.result_type is None:
+            return IncomingResponse(call, result=_plain(msg.result))
+        try:
+            result = decode_typed(msg.result, call.result_type, call.method, result=True)
+        except RequestError as err:
+            return IncomingResponse(call, error=RequestError(err.code, "Invalid result from peer", err.data))
+        if call.method == "initialize" and self.role == "client":
+            self.peer_capabilities = result.agent_capabilities
+            self.initialized = True
+        return IncomingResponse(call, result=result)
+
+    def _queue_error(self, rid: RequestId, err: RequestError) -> None:
+        self._outgoing.append(encode_frame(encode_error(rid, err.to_dict()), self.send_framing))
+
+    # -- sending ------------------------------------------------------------------
+
+    def start_request(self, method: str, params: Any, *, check_gate: bool = True) -> tuple[RequestId, bytes, PendingCall]:
+        spec = self.outbound.get((method, "request"))
+        if spec is None and not method.startswith("_"):
+            raise CapabilityError(f"{method} is not a request the {self.role} can send")
+        if spec is not None and check_gate:
+            self._check_gate(spec)
+        rid = next(self._ids)
+        session_id = getattr(params, "session_id", None)
+        call = PendingCall(rid, method, spec.result if spec else None, session_id if isinstance(session_id, str) else None)
+        self.pending[rid] = call
+        if method == "initialize" and self.role == "client":
+            self.local_capabilities = getattr(params, "client_capabilities", None)
+        return rid, encode_frame(encode_request(rid, method, params), self.send_framing), call
+
+    def notification(self, method: str, params: Any) -> bytes:
+        spec = self.outbound.get((method, "notification"))
+        if spec is None and not method.startswith("_"):
+            raise CapabilityError(f"{method} is not a notification the {self.role} can send")
+        if spec is not None:
+            self._check_gate(spec)
+        return encode_frame(encode_notification(method, params), self.send_framing)
+
+    def result(self, rid: RequestId, method: str, result: Any) -> bytes:
+        if method == "initialize" and self.role == "agent":
+            self.local_capabilities = getattr(result, "agent_capabilities", None)
+            self.initialized = True
+        return encode_frame(encode_result(rid, result), self.send_framing)
+
+    def error(self, rid: RequestId, err: RequestError) -> bytes:
+        return encode_frame(encode_error(rid, err.to_dict()), self.send_framing)
+
+    def cancel_outbound(self, rid: RequestId) -> bytes | None:
+        """Forget a pending call and return the `$/cancel_request` frame for it."""
+        if self.pending.pop(rid, None) is None:
+            return None
+        return encode_frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}), self.send_framing)
+
+    def fail_all_pending(self) -> list[PendingCall]:
+        calls = list(self.pending.values())
+        self.pending.clear()
+        return calls
+
+    def record_peer_initialize(self, params: Any) -> None:
+        """Agent side: remember what the client advertised."""
+        self.peer_capabilities = getattr(params, "client_capabilities", None)
+
+    def _check_gate(self, spec: MethodSpec) -> None:
+        if spec.name == "initialize" or spec.name == CANCEL_REQUEST:
+            return
+        if self.role == "client" and not self.initialized:
+            raise CapabilityError(f"cannot send {spec.name} before `initialize` has completed")
+        if spec.gate is None:
+            return
+        if not capability_allows(self.peer_capabilities, spec.gate):
+            path = ".".join(spec.gate)
+            raise CapabilityError(f"the peer did not advertise `{path}`, so {spec.name} may not be sent")
+
+
+def _plain(raw: Any) -> Any:
+    if raw is UNSET or raw is None:
+        return None
+    return msgspec.json.decode(raw)
+
+
+class _WireError(Struct):
+    code: int
+    message: str
+    data: Any = None
+
+
+def _decode_error(raw: Any) -> RequestError:
+    try:
+        err = msgspec.json.decode(raw, type=_WireError)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return RequestError(-32603, "Malformed error from peer", {"raw": _plain(raw)})
+    return RequestError(err.code, err.message, err.data)

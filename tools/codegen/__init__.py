@@ -1,0 +1,1 @@
+"""Code generator for acpstack's wire types (not shipped with the package)."""

@@ -1,0 +1,70 @@
+"""python -m tools.codegen [--check]: regenerate (or verify) the generated schema modules."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tools.codegen.generate import OUT_DIR, ROOT, generate_all
+
+VENDOR = ROOT / "vendor" / "acp-schema"
+
+
+def verify_vendor() -> list[str]:
+    """The vendored schema must match its pinned sha256 list byte for byte."""
+    problems = []
+    for line in (VENDOR / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        path = VENDOR / name
+        if not path.exists():
+            problems.append(f"missing vendored file {name}")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"vendored file {name} does not match SHA256SUMS")
+    return problems
+
+
+def formatted(outputs: dict[str, str]) -> dict[str, str]:
+    """Run ruff format over the generated text so the files read well and diff cleanly."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in outputs.items():
+            Path(tmp, name).write_text(text, encoding="utf-8")
+        subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", "--isolated", "--line-length", "100", tmp], check=True)
+        return {name: Path(tmp, name).read_text(encoding="utf-8") for name in outputs}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.codegen")
+    parser.add_argument("--check", action="store_true", help="fail if the generated files are stale")
+    args = parser.parse_args()
+    problems = verify_vendor()
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    outputs = formatted(generate_all())
+    if args.check:
+        stale = False
+        for name, text in outputs.items():
+            path = OUT_DIR / name
+            current = path.read_text(encoding="utf-8") if path.exists() else ""
+            if current != text:
+                stale = True
+                diff = difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "regenerated", lineterm="")
+                print("\n".join(list(diff)[:40]), file=sys.stderr)
+        if stale:
+            print("generated files are stale: run `python -m tools.codegen`", file=sys.stderr)
+            return 1
+        print("generated files are up to date")
+        return 0
+    for name, text in outputs.items():
+        (OUT_DIR / name).write_text(text, encoding="utf-8")
+        print(f"wrote {OUT_DIR / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
