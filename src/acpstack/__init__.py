@@ -31,11 +31,38 @@ _EXPORTS = {
     "PROTOCOL_VERSION": "acpstack.schema",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Agent",
+    "AgentPeer",
+    "CapabilityError",
+    "Client",
+    "ClientConnection",
+    "ClientPeer",
+    "Connection",
+    "ConnectionClosed",
+    "PROTOCOL_VERSION",
+    "ProtocolVersionError",
+    "RequestError",
+    "RequestTimeout",
+    "UNSET",
+    "__version__",
+    "connect_agent",
+    "connect_client",
+    "run_agent",
+    "serve_stdio",
+    "spawn_agent",
+]
 
 if TYPE_CHECKING:
     from acpstack.agent import Agent, ClientPeer, connect_agent, run_agent, serve_stdio
-    from acpstack.client import AgentPeer, Client, ClientConnection, ProtocolVersionError, connect_client, spawn_agent
+    from acpstack.client import (
+        AgentPeer,
+        Client,
+        ClientConnection,
+        ProtocolVersionError,
+        connect_client,
+        spawn_agent,
+    )
     from acpstack.rpc import Connection, ConnectionClosed, RequestTimeout
     from acpstack.schema import PROTOCOL_VERSION, UNSET
     from acpstack.wire import CapabilityError, RequestError

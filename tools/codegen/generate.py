@@ -626,7 +626,7 @@ class Generator:
 
     @staticmethod
     def quote_union_member(t: str) -> str:
-        return t
+        return f'"{t}"'  # the classes are defined further down
 
     @staticmethod
     def runtime_alias(ann: str) -> str:

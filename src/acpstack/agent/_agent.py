@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import CapabilityError, IncomingNotification, IncomingRequest, RequestError, capability_allows
+from acpstack.wire import (
+    CapabilityError,
+    IncomingNotification,
+    IncomingRequest,
+    RequestError,
+    capability_allows,
+)
 
 if TYPE_CHECKING:
     from acpstack.rpc import Connection

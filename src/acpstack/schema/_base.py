@@ -66,13 +66,14 @@ def coerce_union(
 
 def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
     """Convert every custom-union field of a freshly built struct (see `__acp_unions__`)."""
-    for name, (union, many) in getattr(obj, "__acp_unions__").items():
+    specs: dict[str, tuple[str, Any]] = getattr(obj, "__acp_unions__")  # noqa: B009 (a generated ClassVar)
+    for name, (union, many) in specs.items():
         setattr(obj, name, coerce_union(getattr(obj, name), unions[union], many=many))
 
 
 def check_arms(obj: Struct) -> None:
     """A flattened union (e.g. SetSessionConfigOptionRequest) must match one of its arms."""
-    arms: list[tuple[list[str], dict[str, Any]]] = getattr(obj, "__acp_arms__")
+    arms: list[tuple[list[str], dict[str, Any]]] = getattr(obj, "__acp_arms__")  # noqa: B009
     encoded = msgspec.to_builtins(obj)
     for required, consts in arms:
         if all(name in encoded for name in required) and all(encoded.get(k) == v for k, v in consts.items()):

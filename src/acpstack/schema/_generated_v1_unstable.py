@@ -341,42 +341,42 @@ NesRejectReason = Literal["rejected", "ignored", "replaced", "cancelled"]
 # Unions msgspec cannot decode natively (an arm without a tag, or untagged arms):
 # the field is `Any` at runtime and the containing struct converts it in __post_init__.
 if TYPE_CHECKING:
-    EmbeddedResourceResource: TypeAlias = Union[TextResourceContents, BlobResourceContents]
+    EmbeddedResourceResource: TypeAlias = Union["TextResourceContents", "BlobResourceContents"]
 else:
     EmbeddedResourceResource = Any
 if TYPE_CHECKING:
     ElicitationPropertySchema: TypeAlias = Union[
-        StringPropertySchema,
-        NumberPropertySchema,
-        IntegerPropertySchema,
-        BooleanPropertySchema,
-        MultiSelectPropertySchema,
-        dict[str, Any],
+        "StringPropertySchema",
+        "NumberPropertySchema",
+        "IntegerPropertySchema",
+        "BooleanPropertySchema",
+        "MultiSelectPropertySchema",
+        "dict[str, Any]",
     ]
 else:
     ElicitationPropertySchema = Any
 if TYPE_CHECKING:
     MultiSelectItems: TypeAlias = Union[
-        StringMultiSelectItems, dict[str, Any], TitledMultiSelectItems
+        "StringMultiSelectItems", "dict[str, Any]", "TitledMultiSelectItems"
     ]
 else:
     MultiSelectItems = Any
 if TYPE_CHECKING:
-    AuthMethod: TypeAlias = Union[AuthMethodTerminal, AuthMethodAgent]
+    AuthMethod: TypeAlias = Union["AuthMethodTerminal", "AuthMethodAgent"]
 else:
     AuthMethod = Any
 if TYPE_CHECKING:
     SessionConfigSelectOptions: TypeAlias = Union[
-        list[SessionConfigSelectOption], list[SessionConfigSelectGroup]
+        "list[SessionConfigSelectOption]", "list[SessionConfigSelectGroup]"
     ]
 else:
     SessionConfigSelectOptions = Any
 if TYPE_CHECKING:
-    AvailableCommandInput: TypeAlias = Union[UnstructuredCommandInput]
+    AvailableCommandInput: TypeAlias = Union["UnstructuredCommandInput"]
 else:
     AvailableCommandInput = Any
 if TYPE_CHECKING:
-    McpServer: TypeAlias = Union[McpServerHttp, McpServerSse, McpServerAcp, McpServerStdio]
+    McpServer: TypeAlias = Union["McpServerHttp", "McpServerSse", "McpServerAcp", "McpServerStdio"]
 else:
     McpServer = Any
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import types
 import typing
-from functools import lru_cache
+from functools import cache
 from typing import Any, Union, get_args, get_origin
 
 import msgspec
@@ -39,7 +39,7 @@ def _strip(tp: Any) -> Any:
     return tp
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(cls: type[Struct]) -> tuple[tuple[str, str, Any], ...]:
     return tuple((f.name, f.encode_name, f.type) for f in struct_fields(cls))
 

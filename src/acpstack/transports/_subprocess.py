@@ -125,7 +125,7 @@ class SubprocessTransport(StreamTransport):
         if not self._stderr_task.done():
             try:
                 await asyncio.wait_for(self._stderr_task, 1.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 self._stderr_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._stderr_task
@@ -140,7 +140,7 @@ class SubprocessTransport(StreamTransport):
                     os.killpg(proc.pid, sig)
             try:
                 await asyncio.wait_for(proc.wait(), self._shutdown_timeout if sig != signal.SIGKILL else 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         # Children of the agent that outlived it.
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -22,7 +22,13 @@ from acpstack.wire._errors import (
     RESOURCE_NOT_FOUND,
     RequestError,
 )
-from acpstack.wire._framing import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized, encode_frame
+from acpstack.wire._framing import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    FrameDecoder,
+    FramingError,
+    Oversized,
+    encode_frame,
+)
 
 __all__ = [
     "AUTH_REQUIRED",

@@ -57,11 +57,11 @@ _INVALID_REQUEST = -32600
 def decode_message(frame: bytes) -> Message:
     try:
         env = _envelope_decoder.decode(frame)
-    except msgspec.DecodeError as exc:
-        return Invalid(_PARSE_ERROR, None, f"invalid JSON: {exc}")
-    except msgspec.ValidationError as exc:
+    except msgspec.ValidationError as exc:  # (a subclass of DecodeError: test it first)
         # Valid JSON but not an object (array, number, string, null) or a bad id/method type.
         return Invalid(_INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {exc}")
+    except msgspec.DecodeError as exc:
+        return Invalid(_PARSE_ERROR, None, f"invalid JSON: {exc}")
     if env.jsonrpc != "2.0":
         rid = env.id if env.id is not UNSET else None
         return Invalid(_INVALID_REQUEST, rid, 'missing or wrong "jsonrpc" (must be "2.0")')
@@ -78,7 +78,7 @@ def decode_message(frame: bytes) -> Message:
     return Invalid(_INVALID_REQUEST, rid, "neither a request, a notification nor a response")
 
 
-_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,256}")')
+_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,19}(?=\s*[,}])|"(?:[^"\\]|\\.){0,256}")')
 
 
 def _salvage_id(prefix: bytes) -> RequestId:
