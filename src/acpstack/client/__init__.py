@@ -1,6 +1,34 @@
-"""The client side: implement `Client`, talk to the agent through `AgentPeer`."""
+"""The client side: implement `Client` (or use `ClientRuntime`), talk to the agent through `AgentPeer`."""
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
+from acpstack.client._fs import FileSystem
+from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
+from acpstack.client._runtime import ClientRuntime, ClientSession
+from acpstack.client._state import Message, SessionState, ToolCallState
+from acpstack.client._terminals import TerminalExit, TerminalManager, TerminalOutput
+from acpstack.client._workspace import Workspace
 
-__all__ = ["AgentPeer", "Client", "ClientConnection", "ProtocolVersionError", "connect_client", "spawn_agent"]
+__all__ = [
+    "AgentPeer",
+    "AskUser",
+    "Client",
+    "ClientConnection",
+    "ClientRuntime",
+    "ClientSession",
+    "DenyAll",
+    "FileSystem",
+    "Message",
+    "PermissionPolicy",
+    "ProtocolVersionError",
+    "Rule",
+    "Rules",
+    "SessionState",
+    "TerminalExit",
+    "TerminalManager",
+    "TerminalOutput",
+    "ToolCallState",
+    "Workspace",
+    "connect_client",
+    "spawn_agent",
+]

@@ -100,6 +100,18 @@ class SubprocessTransport(StreamTransport):
             else:
                 log.debug("peer stderr: %s", text)
 
+    async def read(self) -> bytes:
+        data = await super().read()
+        if not data:
+            # stdout closed: give the process a moment to exit and its stderr to drain, so
+            # the ConnectionClosed error can say how it ended (exit code, last stderr lines).
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.process.wait()), 1.0)
+            if self.process.returncode is not None:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+        return data
+
     def stderr_tail(self) -> list[str]:
         return list(self._stderr_tail)
 

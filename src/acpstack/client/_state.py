@@ -1,0 +1,144 @@
+"""A session's state as the `session/update` stream builds it: what a UI renders.
+
+Apply every `session/update` of one session in order with `SessionState.apply`.
+- Message chunks are joined by `messageId`; a changed id (or a change of speaker)
+  starts a new message.
+- Tool calls are merged by id: `tool_call_update` replaces only the fields it carries;
+  `content` and `locations` replace whole arrays. An update for an unknown id creates it.
+- The plan, available commands and config options are replaced whole.
+- Unknown update kinds are kept in `unknown_updates`, not dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET
+
+from acpstack.schema import UnknownSessionUpdate
+from acpstack.schema import v1 as acp
+
+Speaker = Literal["user", "agent", "thought"]
+
+
+@dataclass
+class Message:
+    speaker: Speaker
+    message_id: str | None
+    content: list[acp.ContentBlock] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, acp.TextContent))
+
+
+@dataclass
+class ToolCallState:
+    tool_call_id: str
+    title: str = ""
+    kind: str = "other"
+    status: str = "pending"
+    content: list[acp.ToolCallContent] = field(default_factory=list)
+    locations: list[acp.ToolCallLocation] = field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+_CHUNK_SPEAKERS: dict[type, Speaker] = {
+    acp.UserMessageChunk: "user",
+    acp.AgentMessageChunk: "agent",
+    acp.AgentThoughtChunk: "thought",
+}
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    messages: list[Message] = field(default_factory=list)
+    tool_calls: dict[str, ToolCallState] = field(default_factory=dict)
+    plan: list[acp.PlanEntry] = field(default_factory=list)
+    available_commands: list[acp.AvailableCommand] = field(default_factory=list)
+    current_mode_id: str | None = None
+    config_options: list[acp.SessionConfigOption] = field(default_factory=list)
+    title: str | None = None
+    updated_at: str | None = None
+    usage: acp.UsageUpdate | None = None
+    unknown_updates: list[dict[str, Any]] = field(default_factory=list)
+
+    def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
+        speaker = _CHUNK_SPEAKERS.get(type(update))
+        if speaker is not None:
+            assert isinstance(update, acp.ContentChunk)
+            self._chunk(speaker, update)
+        elif isinstance(update, acp.ToolCall):
+            self._tool_call(update)
+        elif isinstance(update, acp.ToolCallUpdate):
+            self._tool_call_update(update)
+        elif isinstance(update, acp.Plan):
+            self.plan = list(update.entries)
+        elif isinstance(update, acp.AvailableCommandsUpdate):
+            self.available_commands = list(update.available_commands)
+        elif isinstance(update, acp.CurrentModeUpdate):
+            self.current_mode_id = update.current_mode_id
+        elif isinstance(update, acp.ConfigOptionUpdate):
+            self.config_options = list(update.config_options)
+        elif isinstance(update, acp.SessionInfoUpdate):
+            # Omitted = unchanged, null = cleared.
+            if update.title is not UNSET:
+                self.title = update.title
+            if update.updated_at is not UNSET:
+                self.updated_at = update.updated_at
+        elif isinstance(update, acp.UsageUpdate):
+            self.usage = update
+        elif isinstance(update, UnknownSessionUpdate):
+            self.unknown_updates.append(update.data)
+        else:  # a variant newer than this model (e.g. from an unstable connection)
+            self.unknown_updates.append(msgspec.to_builtins(update))
+
+    @property
+    def last_agent_message(self) -> Message | None:
+        for message in reversed(self.messages):
+            if message.speaker == "agent":
+                return message
+        return None
+
+    def _chunk(self, speaker: Speaker, chunk: acp.ContentChunk) -> None:
+        message_id = chunk.message_id if isinstance(chunk.message_id, str) else None
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.speaker != speaker or last.message_id != message_id:
+            last = Message(speaker, message_id)
+            self.messages.append(last)
+        last.content.append(chunk.content)
+
+    def _tool_call(self, call: acp.ToolCall) -> None:
+        self.tool_calls[call.tool_call_id] = ToolCallState(
+            tool_call_id=call.tool_call_id,
+            title=call.title,
+            kind=call.kind if isinstance(call.kind, str) else "other",
+            status=call.status if isinstance(call.status, str) else "pending",
+            content=list(call.content) if isinstance(call.content, list) else [],
+            locations=list(call.locations) if isinstance(call.locations, list) else [],
+            raw_input=None if call.raw_input is UNSET else call.raw_input,
+            raw_output=None if call.raw_output is UNSET else call.raw_output,
+        )
+
+    def _tool_call_update(self, update: acp.ToolCallUpdate) -> None:
+        state = self.tool_calls.get(update.tool_call_id)
+        if state is None:
+            state = self.tool_calls[update.tool_call_id] = ToolCallState(update.tool_call_id)
+        if isinstance(update.title, str):
+            state.title = update.title
+        if isinstance(update.kind, str):
+            state.kind = update.kind
+        if isinstance(update.status, str):
+            state.status = update.status
+        if update.content is not UNSET:
+            state.content = list(update.content or [])
+        if update.locations is not UNSET:
+            state.locations = list(update.locations or [])
+        if update.raw_input is not UNSET:
+            state.raw_input = update.raw_input
+        if update.raw_output is not UNSET:
+            state.raw_output = update.raw_output

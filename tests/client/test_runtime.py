@@ -1,0 +1,160 @@
+"""ClientRuntime driven by a real agent process: real files, terminals, permissions, crash."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from acpstack import ConnectionClosed, spawn_agent
+from acpstack.client import AskUser, ClientRuntime, Rule, Rules
+from acpstack.schema import v1 as acp
+
+AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "scenario_agent.py")]
+
+
+def last_text(runtime: ClientRuntime, session_id: str) -> str:
+    message = runtime.sessions[session_id].state.last_agent_message
+    assert message is not None
+    return message.text
+
+
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "main.py").write_text("print('hello')\n")
+    return root
+
+
+async def test_read_write_build_inside_the_workspace(workspace: Path) -> None:
+    runtime = ClientRuntime()
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, f"read {workspace / 'main.py'}")
+        assert last_text(runtime, sid) == "print('hello')\n"
+        await runtime.prompt(sid, f"write {workspace / 'src' / 'new.py'} x = 1")
+        assert (workspace / "src" / "new.py").read_text() == "x = 1"
+        result = await runtime.prompt(sid, "build")
+        assert result.stop_reason == "end_turn"
+        text = last_text(runtime, sid)
+        assert text.startswith("exit=3 truncated=True bytes=")
+        size = int(text.split("bytes=")[1].split()[0])
+        assert 990 <= size <= 1000
+        assert "line 3999" in text
+        tool = runtime.sessions[sid].state.tool_calls["build"]
+        assert tool.kind == "execute" and isinstance(tool.content[0], acp.Terminal)
+
+
+async def test_paths_outside_the_workspace_are_refused(workspace: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    (workspace / "link").symlink_to(secret)
+    runtime = ClientRuntime()
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        for path in (secret, workspace / ".." / "secret.txt", workspace / "link"):
+            await runtime.prompt(sid, f"read {path}")
+            text = last_text(runtime, sid)
+            assert text.startswith("error -32005") and "permission_denied" in text and "top secret" not in text
+        await runtime.prompt(sid, "read relative.txt")
+        assert last_text(runtime, sid).startswith("error -32602")
+        await runtime.prompt(sid, f"read {workspace / 'missing.txt'}")
+        text = last_text(runtime, sid)
+        assert text.startswith("error -32002") and "not found" in text and "missing.txt" in text
+
+
+async def test_widened_boundary(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("A")
+    runtime = ClientRuntime(extra_roots=[str(other)])
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, f"read {other / 'a.txt'}")
+        assert last_text(runtime, sid) == "A"
+
+
+async def test_permission_asks_the_user(workspace: Path) -> None:
+    asked: list[acp.RequestPermissionRequest] = []
+
+    async def ask(request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        asked.append(request)
+        return next(o for o in request.options if o.kind == "allow_once")
+
+    runtime = ClientRuntime(ask=ask)
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, "permission")
+        assert last_text(runtime, sid) == "permission: allow"
+        assert asked[0].tool_call.title == "Edit main.py"
+
+
+async def test_no_policy_means_rejection(workspace: Path) -> None:
+    runtime = ClientRuntime()
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, "permission")
+        assert last_text(runtime, sid) == "permission: reject"
+
+
+async def test_rules_and_remembered_choices(workspace: Path) -> None:
+    calls = 0
+
+    async def ask(request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        nonlocal calls
+        calls += 1
+        return next(o for o in request.options if o.kind == "allow_always")
+
+    policy = Rules(rules=[Rule("reject", kinds=["delete"])], fallback=AskUser(ask))
+    runtime = ClientRuntime(permission_policy=policy)
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, "permission")
+        await runtime.prompt(sid, "permission")
+        assert last_text(runtime, sid) == "permission: allow"
+        assert calls == 1  # the second answer came from the remembered allow_always
+
+
+async def test_cancel_answers_pending_permission(workspace: Path) -> None:
+    asked = asyncio.Event()
+
+    async def never(request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    runtime = ClientRuntime(ask=never)
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        turn = asyncio.create_task(runtime.prompt(sid, "permission"))
+        await asyncio.wait_for(asked.wait(), 10)
+        await runtime.cancel(sid)
+        result = await asyncio.wait_for(turn, 10)
+        assert result.stop_reason == "cancelled"
+        assert last_text(runtime, sid) == "permission: cancelled"
+
+
+async def test_agent_crash_mid_prompt(workspace: Path) -> None:
+    lines: list[str] = []
+    runtime = ClientRuntime()
+    async with spawn_agent(AGENT, runtime, stderr_callback=lines.append):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        with pytest.raises(ConnectionClosed) as info:
+            await asyncio.wait_for(runtime.prompt(sid, "crash"), 10)
+        assert "exited with code 5" in str(info.value) and "about to crash: boom" in str(info.value)
+        with pytest.raises(ConnectionClosed):
+            await runtime.prompt(sid, "read x")
+    assert "about to crash: boom" in lines
