@@ -89,6 +89,8 @@ class ClientRuntime(Client):
         self.fs = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
         self.terminals = TerminalManager(max_terminals=max_terminals)
         self.sessions: dict[str, ClientSession] = {}
+        # Updates that arrive before we know the session (e.g. sent before session/new answered).
+        self._early_states: dict[str, SessionState] = {}
         self.client_name = client_name
 
     # -- what we advertise ------------------------------------------------------------
@@ -114,7 +116,8 @@ class ClientRuntime(Client):
         workspace = Workspace(cwd, additional_directories, extra_roots=self.extra_roots, unrestricted=self.unrestricted_fs)
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.sessions[session_id] = ClientSession(session_id, workspace, SessionState(session_id))
+            state = self._early_states.pop(session_id, None) or SessionState(session_id)
+            session = self.sessions[session_id] = ClientSession(session_id, workspace, state)
         else:
             session.workspace = workspace
         return session
@@ -208,6 +211,8 @@ class ClientRuntime(Client):
         session = self.sessions.get(params.session_id)
         if session is not None:
             session.state.apply(params.update)
+        else:
+            self._early_states.setdefault(params.session_id, SessionState(params.session_id)).apply(params.update)
         if self.on_update is not None:
             self.on_update(params.session_id, params.update)
 

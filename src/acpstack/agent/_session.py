@@ -1,0 +1,103 @@
+"""A live session of a `SessionAgent`: its settings, its running turn, its history.
+
+Every `session/update` goes through `Session.send`, which records it in the store (one
+committed transaction) before writing it to the wire, so an update the client saw is
+never missing from the history, even if the agent is killed right after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from acpstack.agent._store import SessionRecord, SessionStore
+from acpstack.schema import v1 as acp
+
+if TYPE_CHECKING:
+    from acpstack.agent._agent import ClientPeer
+    from acpstack.agent._mcp import McpConnections
+
+log = logging.getLogger("acpstack.agent")
+
+UPDATE = "update"  # an update the agent sent
+PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
+
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass
+class Session:
+    session_id: str
+    cwd: str
+    client: ClientPeer
+    store: SessionStore
+    additional_directories: list[str] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)
+    mode_id: str | None = None
+    config_values: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    mcp: McpConnections | None = None
+    turn_task: asyncio.Task[Any] | None = None
+    start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
+    cancel_requested: bool = False
+    state: dict[str, Any] = field(default_factory=dict)  # free for the author's own per-session data
+
+    @property
+    def roots(self) -> list[str]:
+        """The session's workspace roots: cwd first, then the additional directories."""
+        return [self.cwd, *self.additional_directories]
+
+    async def send(self, update: acp.SessionUpdate) -> None:
+        """Record `update` in the store, then send it to the client."""
+        payload = _encode(update)
+        self.store.append_event(self.session_id, UPDATE, payload)
+        await self.client.connection.notify("session/update", msgspec.Raw(_notification(self.session_id, payload)))
+
+    def record_prompt(self, blocks: list[acp.ContentBlock]) -> None:
+        mid = uuid.uuid4().hex
+        for block in blocks:
+            self.store.append_event(self.session_id, PROMPT, _encode(acp.UserMessageChunk(content=block, message_id=mid)))
+
+    async def replay(self) -> int:
+        """Send the whole recorded history (prompts and updates) as session/update, in order."""
+        count = 0
+        for event in self.store.events(self.session_id):
+            if event.kind not in (UPDATE, PROMPT):
+                continue
+            await self.client.connection.notify("session/update", msgspec.Raw(_notification(self.session_id, event.payload)))
+            count += 1
+        return count
+
+    def save(self) -> None:
+        self.store.update(
+            self.session_id,
+            cwd=self.cwd,
+            additional_directories=list(self.additional_directories),
+            mcp_servers=list(self.mcp_servers),
+            mode_id=self.mode_id,
+            config_values=dict(self.config_values),
+            title=self.title,
+        )
+
+    @classmethod
+    def from_record(cls, record: SessionRecord, client: ClientPeer, store: SessionStore) -> Session:
+        return cls(
+            session_id=record.session_id,
+            cwd=record.cwd,
+            client=client,
+            store=store,
+            additional_directories=list(record.additional_directories),
+            mcp_servers=list(record.mcp_servers),
+            mode_id=record.mode_id,
+            config_values=dict(record.config_values),
+            title=record.title,
+        )
+
+
+def _notification(session_id: str, update_payload: bytes) -> bytes:
+    return b'{"sessionId":' + _encode(session_id) + b',"update":' + update_payload + b"}"

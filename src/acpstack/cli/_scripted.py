@@ -1,0 +1,201 @@
+"""The offline brain: no model, honest about it, and still exercising the whole protocol.
+
+It works on the user's real workspace through the client: lists and reads files, proposes
+an edit as a diff and asks permission, runs commands in a client terminal, keeps a plan.
+Slash commands: /help, /plan, /run CMD, /read FILE, /edit FILE OLD NEW.
+In "ask" mode it only reads; in "code" mode it edits and runs commands (after permission).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from acpstack.agent import CommandResult, Turn, diff_content, text_content
+from acpstack.wire import RequestError
+
+INTRO = (
+    "I am acpstack's scripted offline agent: no language model is configured, so my answers "
+    "follow a fixed script (run `acpstack agent --model NAME` to use a real model). I still do "
+    "real work in your workspace through your client: reading files, proposing edits, running commands.\n\n"
+)
+
+HELP = """Commands:
+- `/help`: this text
+- `/plan`: show the current plan
+- `/read FILE`: read a file through the client
+- `/run CMD`: run a command in a client terminal (code mode, after permission)
+- `/edit FILE OLD NEW`: replace the first OLD with NEW in FILE, shown as a diff (code mode, after permission)
+
+Anything else: I look around the workspace, read its README, propose a small edit and run the tests.
+"""
+
+COMMANDS = [
+    ("help", "Show what this agent can do", None),
+    ("plan", "Show the current plan", None),
+    ("read", "Read a file", "FILE"),
+    ("run", "Run a command in a terminal", "COMMAND"),
+    ("edit", "Replace text in a file (shown as a diff)", "FILE OLD NEW"),
+]
+
+
+class ScriptedBrain:
+    async def respond(self, turn: Turn) -> str:
+        state = turn.session.state
+        if not state.get("introduced"):
+            state["introduced"] = True
+            await turn.say(INTRO)
+        text = turn.text.strip()
+        if text.startswith("/"):
+            return await self._command(turn, text)
+        return await self._explore(turn, text)
+
+    # -- slash commands ---------------------------------------------------------------
+
+    async def _command(self, turn: Turn, text: str) -> str:
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name == "help":
+            await turn.say(HELP)
+        elif name == "plan":
+            plan = turn.session.state.get("plan")
+            if plan:
+                await turn.plan(plan)
+                await turn.say("Here is the current plan.")
+            else:
+                await turn.say("There is no plan yet: send me a task.")
+        elif name == "read" and rest:
+            await self._read(turn, rest, show=True)
+        elif name == "run" and rest:
+            if await self._code_mode(turn):
+                await self._run(turn, rest)
+        elif name == "edit":
+            try:
+                path, old, new = shlex.split(rest)
+            except ValueError:
+                await turn.say("Usage: `/edit FILE OLD NEW` (quote words with spaces).")
+                return "end_turn"
+            if await self._code_mode(turn):
+                await self._edit(turn, path, old, new)
+        else:
+            await turn.say(f"Unknown or incomplete command `/{name}`.\n\n{HELP}")
+        return "end_turn"
+
+    async def _code_mode(self, turn: Turn) -> bool:
+        if turn.session.mode_id == "ask":
+            await turn.say("I am in **ask** mode, which only reads. Switch to **code** mode to let me edit files or run commands.")
+            return False
+        return True
+
+    # -- the scripted task ------------------------------------------------------------
+
+    async def _explore(self, turn: Turn, task: str) -> str:
+        plan: list[tuple[str, str]] = [
+            ("List the workspace", "in_progress"),
+            ("Read the README", "pending"),
+            ("Propose an edit", "pending"),
+            ("Run the tests", "pending"),
+        ]
+        await self._set_plan(turn, plan)
+        await turn.think(f"The task is {task!r}. I will look at the workspace first.")
+        listing = await self._run(turn, "ls -1", quiet=True)
+        files = listing.output.split() if listing is not None else []
+        await self._advance(turn, plan, 0)
+        readme = next((f for f in files if f.lower().startswith("readme")), None)
+        content = await self._read(turn, readme, show=False) if readme else None
+        await self._advance(turn, plan, 1)
+        if turn.session.mode_id == "ask":
+            await turn.say(f"I looked at {len(files)} entries. In **ask** mode I stop here; switch to **code** mode and I will also edit and test.")
+            return "end_turn"
+        target = readme or "NOTES.md"
+        line = f"\n- {task}\n"
+        await self._edit(turn, target, None, line, current=content)
+        await self._advance(turn, plan, 2)
+        test_cmd = "python -m pytest -q" if any(f.startswith("test") for f in files) else "ls -la"
+        result = await self._run(turn, test_cmd)
+        await self._advance(turn, plan, 3)
+        summary = f"Done. I read `{target}`, proposed adding your task to it"
+        if result is not None:
+            summary += f", and ran `{test_cmd}` (exit code {result.exit_code})."
+        await turn.say(summary)
+        return "end_turn"
+
+    async def _set_plan(self, turn: Turn, plan: list[tuple[str, str]]) -> None:
+        turn.session.state["plan"] = list(plan)
+        await turn.plan(plan)
+
+    async def _advance(self, turn: Turn, plan: list[tuple[str, str]], done: int) -> None:
+        plan[done] = (plan[done][0], "completed")
+        if done + 1 < len(plan):
+            plan[done + 1] = (plan[done + 1][0], "in_progress")
+        await self._set_plan(turn, plan)
+
+    # -- tools ----------------------------------------------------------------------
+
+    def _abs(self, turn: Turn, path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(turn.session.cwd, path)
+
+    async def _read(self, turn: Turn, path: str, *, show: bool) -> str | None:
+        full = self._abs(turn, path)
+        tool = await turn.start_tool(f"Read {path}", kind="read", locations=[full])
+        try:
+            content = await turn.read_file(full)
+        except RequestError as err:
+            await tool.fail(err.message)
+            await turn.say(f"I could not read `{path}`: {err.message}")
+            return None
+        await tool.complete(content=[text_content(content[:2000])])
+        if show:
+            await turn.say(f"`{path}`:\n\n```\n{content}\n```\n")
+        return content
+
+    async def _edit(self, turn: Turn, path: str, old: str | None, new: str, *, current: str | None = None) -> None:
+        full = self._abs(turn, path)
+        if current is None:
+            try:
+                current = await turn.read_file(full)
+            except RequestError:
+                current = None
+        if old is None:  # append
+            updated = (current or "") + new
+        elif current is None or old not in current:
+            await turn.say(f"`{old}` does not occur in `{path}`: nothing to edit.")
+            return
+        else:
+            updated = current.replace(old, new, 1)
+        tool = await turn.start_tool(f"Edit {path}", kind="edit", locations=[full], content=[diff_content(full, current, updated)])
+        decision = await turn.request_permission(tool)
+        if not decision.allowed:
+            await tool.fail("The edit was not approved.")
+            await turn.say(f"I left `{path}` unchanged ({decision.decision}).")
+            return
+        await turn.write_file(full, updated)
+        await tool.complete(content=[diff_content(full, current, updated)])
+        await turn.say(f"Edited `{path}`.\n")
+
+    async def _run(self, turn: Turn, command_line: str, *, quiet: bool = False) -> CommandResult | None:
+        argv = shlex.split(command_line)
+        if not argv:
+            return None
+        tool = await turn.start_tool(f"Run `{command_line}`", kind="execute" if not quiet else "search", raw_input={"command": argv})
+        if not quiet:
+            decision = await turn.request_permission(tool)
+            if not decision.allowed:
+                await tool.fail("The command was not approved.")
+                await turn.say(f"I did not run `{command_line}` ({decision.decision}).")
+                return None
+        try:
+            result = await turn.run_command(argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool)
+        except RequestError as err:
+            await tool.fail(err.message)
+            await turn.say(f"`{command_line}` could not start: {err.message}")
+            return None
+        status = "completed" if result.exit_code == 0 else "failed"
+        content = [text_content(f"```\n{result.output[-4000:]}\n```")]
+        if status == "completed":
+            await tool.complete(content=content, raw_output={"exitCode": result.exit_code})
+        else:
+            await tool.fail(raw_output={"exitCode": result.exit_code, "signal": result.signal})
+        if not quiet:
+            await turn.say(f"`{command_line}` exited with code {result.exit_code}.\n")
+        return result
