@@ -1,1 +1,80 @@
-"""acpstack.cli"""
+"""The `acpstack` command: chat with any agent, run the reference agent, the demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+USAGE = """acpstack chat [--cwd DIR] [-p PROMPT] [--json] [--approve-all | --deny-all | --allow KIND ...] [--session ID] [-- AGENT COMMAND ...]
+       acpstack sessions [--cwd DIR] [-- AGENT COMMAND ...]
+       acpstack agent [--model NAME] [--base-url URL] [--api-key-env NAME] [--store PATH]
+       acpstack demo [--yes]"""
+
+
+def _split_agent(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    if "--" in argv:
+        index = argv.index("--")
+        return argv[:index], argv[index + 1 :] or None
+    return argv, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list, agent_command = _split_agent(list(sys.argv[1:] if argv is None else argv))
+    parser = argparse.ArgumentParser(prog="acpstack", usage=USAGE, description="The Agent Client Protocol stack: tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    chat = sub.add_parser("chat", help="chat with an ACP agent (default: the built-in one)")
+    chat.add_argument("--cwd", default=os.getcwd(), help="the session's working directory")
+    chat.add_argument("-p", "--prompt", help="run one turn headless and print the final message")
+    chat.add_argument("--json", action="store_true", help="print every wire message as a JSON line (direction, message)")
+    chat.add_argument("--approve-all", action="store_true", help="headless: approve every permission request")
+    chat.add_argument("--deny-all", action="store_true", help="headless: reject every permission request")
+    chat.add_argument("--allow", action="append", default=[], metavar="KIND", help="headless: approve requests of this tool kind")
+    chat.add_argument("--session", help="load (or resume) this session instead of starting a new one")
+
+    sessions = sub.add_parser("sessions", help="list an agent's sessions")
+    sessions.add_argument("--cwd", default=None)
+
+    agent = sub.add_parser("agent", help="run the reference agent on stdio (for editors)")
+    agent.add_argument("--model", default=os.environ.get("ACPSTACK_MODEL"), help="model name (OpenAI-compatible API); none = offline scripted agent")
+    agent.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="API base URL (OpenAI, Ollama, vLLM, llama.cpp server)")
+    agent.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    agent.add_argument("--store", default=None, help="SQLite file for sessions (default: user data directory)")
+
+    demo = sub.add_parser("demo", help="watch the client and the built-in agent work on a sample project")
+    demo.add_argument("--yes", action="store_true", help="approve the demo's permission requests without asking")
+
+    args = parser.parse_args(args_list)
+    if args.command == "agent":
+        from acpstack.cli._refagent import run_reference_agent
+
+        run_reference_agent(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, store_path=args.store)
+        return 0
+    if args.command == "demo":
+        from acpstack.cli._demo import run_demo
+
+        return run_demo(assume_yes=args.yes)
+    if args.command == "sessions":
+        from acpstack.cli._chat import default_agent_command, list_sessions
+
+        return asyncio.run(list_sessions(agent_command or default_agent_command(), args.cwd))
+    from acpstack.cli._chat import ChatOptions, default_agent_command, run_chat
+
+    if args.approve_all and args.deny_all:
+        parser.error("--approve-all and --deny-all exclude each other")
+    headless = args.prompt is not None or not sys.stdin.isatty()
+    opts = ChatOptions(
+        agent_command=agent_command or default_agent_command(),
+        cwd=args.cwd,
+        prompt=args.prompt,
+        json_output=args.json,
+        approve_all=args.approve_all,
+        deny_all=args.deny_all,
+        allow_kinds=list(args.allow),
+        session=args.session,
+        interactive=not headless,
+        ask_user=not headless,
+    )
+    return run_chat(opts)

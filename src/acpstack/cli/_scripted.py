@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 
 from acpstack.agent import CommandResult, Turn, diff_content, text_content
 from acpstack.wire import RequestError
@@ -111,12 +112,13 @@ class ScriptedBrain:
         line = f"\n- {task}\n"
         await self._edit(turn, target, None, line, current=content)
         await self._advance(turn, plan, 2)
-        test_cmd = "python -m pytest -q" if any(f.startswith("test") for f in files) else "ls -la"
-        result = await self._run(turn, test_cmd)
+        has_tests = any(f.startswith("test") and f.endswith(".py") for f in files)
+        test_cmd = f"{shlex.quote(sys.executable)} -m unittest -v" if has_tests else "ls -la"
+        result = await self._run(turn, test_cmd, title="Run the tests (python -m unittest)" if has_tests else None)
         await self._advance(turn, plan, 3)
         summary = f"Done. I read `{target}`, proposed adding your task to it"
         if result is not None:
-            summary += f", and ran `{test_cmd}` (exit code {result.exit_code})."
+            summary += f", and ran the tests (exit code {result.exit_code})." if has_tests else f", and ran `{test_cmd}`."
         await turn.say(summary)
         return "end_turn"
 
@@ -173,16 +175,17 @@ class ScriptedBrain:
         await tool.complete(content=[diff_content(full, current, updated)])
         await turn.say(f"Edited `{path}`.\n")
 
-    async def _run(self, turn: Turn, command_line: str, *, quiet: bool = False) -> CommandResult | None:
+    async def _run(self, turn: Turn, command_line: str, *, quiet: bool = False, title: str | None = None) -> CommandResult | None:
         argv = shlex.split(command_line)
         if not argv:
             return None
-        tool = await turn.start_tool(f"Run `{command_line}`", kind="execute" if not quiet else "search", raw_input={"command": argv})
+        title = title or f"Run `{command_line}`"
+        tool = await turn.start_tool(title, kind="execute" if not quiet else "search", raw_input={"command": argv})
         if not quiet:
             decision = await turn.request_permission(tool)
             if not decision.allowed:
                 await tool.fail("The command was not approved.")
-                await turn.say(f"I did not run `{command_line}` ({decision.decision}).")
+                await turn.say(f"I did not run it ({decision.decision}).")
                 return None
         try:
             result = await turn.run_command(argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool)
@@ -197,5 +200,5 @@ class ScriptedBrain:
         else:
             await tool.fail(raw_output={"exitCode": result.exit_code, "signal": result.signal})
         if not quiet:
-            await turn.say(f"`{command_line}` exited with code {result.exit_code}.\n")
+            await turn.say(f"The command exited with code {result.exit_code}.\n")
         return result

@@ -27,7 +27,7 @@ from acpstack.client._permissions import (
     reject_option,
 )
 from acpstack.client._state import SessionState
-from acpstack.client._terminals import TerminalManager
+from acpstack.client._terminals import TerminalManager, TerminalOutput
 from acpstack.client._workspace import Workspace
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
@@ -89,6 +89,7 @@ class ClientRuntime(Client):
         self.fs = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
         self.terminals = TerminalManager(max_terminals=max_terminals)
         self.sessions: dict[str, ClientSession] = {}
+        self.released_terminals: dict[str, TerminalOutput] = {}
         # Updates that arrive before we know the session (e.g. sent before session/new answered).
         self._early_states: dict[str, SessionState] = {}
         self.client_name = client_name
@@ -199,6 +200,13 @@ class ClientRuntime(Client):
         # they are launched by the user, never sent to `authenticate`.
         return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]
 
+    def terminal_snapshot(self, session_id: str, terminal_id: str) -> TerminalOutput | None:
+        """A terminal's output so far, also after the agent released it (for UIs)."""
+        try:
+            return self.terminals.output(session_id, terminal_id)
+        except RequestError:
+            return self.released_terminals.get(terminal_id)
+
     # -- handlers (what the agent calls) ----------------------------------------------------
 
     def _session(self, session_id: str) -> ClientSession:
@@ -283,6 +291,11 @@ class ClientRuntime(Client):
         return acp.KillTerminalResponse()
 
     async def terminal_release(self, params: acp.ReleaseTerminalRequest) -> acp.ReleaseTerminalResponse:
+        # Keep the final output: a UI still shows a terminal embedded in a tool call after release.
+        with contextlib.suppress(RequestError):
+            self.released_terminals[params.terminal_id] = self.terminals.output(params.session_id, params.terminal_id)
+            while len(self.released_terminals) > 64:
+                self.released_terminals.pop(next(iter(self.released_terminals)))
         await self.terminals.release(params.session_id, params.terminal_id)
         return acp.ReleaseTerminalResponse()
 

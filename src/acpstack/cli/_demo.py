@@ -1,0 +1,34 @@
+"""`acpstack demo`: the chat client and the built-in agent on a copy of a sample project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from acpstack.cli._chat import ChatOptions, default_agent_command, run_chat
+
+DEMO_TASK = "Add a line about running the tests with unittest to the notes"
+
+
+def run_demo(*, assume_yes: bool = False) -> int:
+    project = Path(tempfile.mkdtemp(prefix="acpstack-demo-")) / "calculator"
+    shutil.copytree(Path(__file__).parent / "demo_project", project)
+    # Inherited by the agent: the demo's sessions stay out of the user's own store.
+    os.environ["ACPSTACK_STORE"] = str(project.parent / "sessions.sqlite3")
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty() and not assume_yes
+    print(f"acpstack demo: a copy of a sample project is in {project}")
+    print(f"The built-in agent (scripted, offline) gets the task: {DEMO_TASK!r}")
+    if on_terminal:
+        print("You answer its permission requests with a number key.\n")
+    opts = ChatOptions(agent_command=default_agent_command(), cwd=str(project), prompt=DEMO_TASK, interactive=False, render=True,
+                       ask_user=on_terminal)
+    if not on_terminal:
+        opts.auto_approve_reason = "--yes" if assume_yes else "demo: stdin is not a terminal, so the demo approves each request itself"
+    code = run_chat(opts)
+    readme = (project / "README.md").read_text()
+    print("\nREADME.md now ends with:\n  " + "\n  ".join(readme.rstrip().splitlines()[-2:]))
+    print(f"\nThe project stays in {project}; try: acpstack chat --cwd {project}")
+    return code
