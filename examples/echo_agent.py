@@ -1,5 +1,4 @@
-"""A complete ACP agent in 20 lines: it echoes every prompt back as a streamed message."""
-
+# A complete ACP agent: it echoes every prompt back as a streamed message.
 import uuid
 
 from acpstack import Agent, serve_stdio
@@ -16,7 +15,6 @@ class EchoAgent(Agent):
                 chunk = acp.AgentMessageChunk(content=acp.TextContent(text=f"echo: {block.text}"))
                 await self.client.session_update(params.session_id, chunk)
         return acp.PromptResponse(stop_reason="end_turn")
-
 
 if __name__ == "__main__":
     serve_stdio(EchoAgent())
