@@ -1,0 +1,245 @@
+"""Connections to the MCP servers a client passes in `session/new` / `load` / `resume`.
+
+Built on the official `mcp` SDK (the `acpstack[mcp]` extra, imported lazily). Each server
+gets one owner task: the SDK's transports are anyio context managers that must be entered
+and left in the same task, so the owner enters them, reports ready (or the error), and
+leaves them when asked to stop. Calls go through the session object from any task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acpstack.schema import v1 as acp
+
+log = logging.getLogger("acpstack.mcp")
+
+McpServerConfig = acp.McpServerStdio | acp.McpServerHttp | acp.McpServerSse
+
+
+class McpUnavailable(ImportError):
+    """The `mcp` package is not installed."""
+
+
+class McpServerError(Exception):
+    """An MCP server failed to start or to answer at the transport level."""
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(f"MCP server {server!r}: {message}")
+        self.server = server
+        self.message = message
+
+
+@dataclass
+class McpTool:
+    server: str
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class McpToolResult:
+    content: list[dict[str, Any]]
+    is_error: bool
+    structured: Any = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(str(item.get("text", "")) for item in self.content if item.get("type") == "text")
+
+
+def _require_mcp() -> Any:
+    try:
+        import mcp
+    except ImportError as exc:
+        raise McpUnavailable('MCP support needs the `mcp` package: pip install "acpstack[mcp]"') from exc
+    return mcp
+
+
+@dataclass
+class _Server:
+    name: str
+    config: McpServerConfig
+    ready: asyncio.Future[None]
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    session: Any = None
+    tools: list[McpTool] | None = None
+
+
+class McpConnections:
+    """The MCP servers of one session: start them, list and call their tools, stop them."""
+
+    def __init__(self, *, allow_http: bool = False, allow_sse: bool = False, connect_timeout: float = 30.0) -> None:
+        self.allow_http = allow_http
+        self.allow_sse = allow_sse
+        self.connect_timeout = connect_timeout
+        self._servers: dict[str, _Server] = {}
+        self.errors: dict[str, McpServerError] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> McpConnections:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start(self, servers: Sequence[McpServerConfig], *, fail_fast: bool = False) -> dict[str, McpServerError | None]:
+        """Connect to every server in parallel; a failure is reported for that server only."""
+        _require_mcp()
+        loop = asyncio.get_running_loop()
+        started: list[_Server] = []
+        for config in servers:
+            server = _Server(config.name, config, loop.create_future())
+            self._servers[config.name] = server
+            server.task = loop.create_task(self._own(server), name=f"mcp-{config.name}")
+            started.append(server)
+        results: dict[str, McpServerError | None] = {}
+        for server in started:
+            try:
+                await asyncio.wait_for(asyncio.shield(server.ready), self.connect_timeout)
+                results[server.name] = None
+            except McpServerError as exc:
+                results[server.name] = exc
+            except TimeoutError:
+                results[server.name] = McpServerError(server.name, f"did not start within {self.connect_timeout} s")
+                await self._stop(server)
+            error = results[server.name]
+            if error is not None:
+                self.errors[server.name] = error
+                self._servers.pop(server.name, None)
+        if fail_fast:
+            first = next((e for e in results.values() if e is not None), None)
+            if first is not None:
+                await self.aclose()
+                raise first
+        return results
+
+    async def _own(self, server: _Server) -> None:
+        mcp = _require_mcp()
+        from mcp.client.session import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(server.config))
+                session = await stack.enter_async_context(ClientSession(read, write, client_info=mcp.types.Implementation(name="acpstack", version="0")))
+                await session.initialize()
+                server.session = session
+                server.ready.set_result(None)
+                await server.stop.wait()
+        except asyncio.CancelledError:
+            if not server.ready.done():
+                server.ready.set_exception(McpServerError(server.name, "stopped while starting"))
+            raise
+        except BaseException as exc:  # anyio wraps failures in exception groups
+            message = _describe(exc)
+            if not server.ready.done():
+                server.ready.set_exception(McpServerError(server.name, f"failed to start: {message}"))
+            else:
+                log.warning("MCP server %r stopped: %s", server.name, message)
+        finally:
+            server.session = None
+
+    def _transport(self, config: McpServerConfig) -> Any:
+        if isinstance(config, acp.McpServerStdio):
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            if not os.path.isabs(config.command) and not _which(config.command):
+                raise McpServerError(config.name, f"command not found: {config.command}")
+            env = {"PATH": os.environ.get("PATH", os.defpath)}
+            env.update({v.name: v.value for v in config.env})
+            return stdio_client(StdioServerParameters(command=config.command, args=list(config.args), env=env))
+        if isinstance(config, acp.McpServerHttp):
+            if not self.allow_http:
+                raise McpServerError(config.name, "http MCP servers are not enabled for this agent")
+            from mcp.client.streamable_http import streamable_http_client
+
+            headers = {h.name: h.value for h in config.headers}
+            if headers:
+                import httpx2
+
+                return streamable_http_client(config.url, http_client=httpx2.AsyncClient(headers=headers))
+            return streamable_http_client(config.url)
+        if isinstance(config, acp.McpServerSse):
+            if not self.allow_sse:
+                raise McpServerError(config.name, "sse MCP servers are not enabled for this agent")
+            from mcp.client.sse import sse_client
+
+            return sse_client(config.url, headers={h.name: h.value for h in config.headers})
+        raise McpServerError(getattr(config, "name", "?"), f"unsupported MCP server type {type(config).__name__}")
+
+    def _server(self, name: str) -> _Server:
+        if self._closed:
+            raise McpServerError(name, "the MCP connections are closed")
+        server = self._servers.get(name)
+        if server is None or server.session is None:
+            reason = self.errors.get(name)
+            raise McpServerError(name, f"not connected ({reason.message})" if reason else "not connected")
+        return server
+
+    @property
+    def connected(self) -> list[str]:
+        return [name for name, s in self._servers.items() if s.session is not None]
+
+    async def list_tools(self, *, refresh: bool = False) -> list[McpTool]:
+        tools: list[McpTool] = []
+        for name in self.connected:
+            server = self._servers[name]
+            if server.tools is None or refresh:
+                result = await server.session.list_tools()
+                server.tools = [McpTool(name, t.name, t.description, dict(t.input_schema if hasattr(t, "input_schema") else t.inputSchema)) for t in result.tools]
+            tools.extend(server.tools)
+        return tools
+
+    async def call_tool(self, server: str, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None) -> McpToolResult:
+        session = self._server(server).session
+        try:
+            result = await asyncio.wait_for(session.call_tool(name, arguments or {}), timeout)
+        except TimeoutError:
+            raise McpServerError(server, f"tool {name!r} did not answer within {timeout} s") from None
+        except McpServerError:
+            raise
+        except Exception as exc:
+            raise McpServerError(server, f"tool {name!r} failed: {_describe(exc)}") from None
+        content = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in result.content]
+        structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+        is_error = bool(getattr(result, "is_error", None) or getattr(result, "isError", False))
+        return McpToolResult(content=content, is_error=is_error, structured=structured)
+
+    async def _stop(self, server: _Server) -> None:
+        server.stop.set()
+        task = server.task
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        except (TimeoutError, asyncio.CancelledError, Exception):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def aclose(self) -> None:
+        """Stop every server (their processes are gone afterwards). Idempotent."""
+        self._closed = True
+        servers = list(self._servers.values())
+        await asyncio.gather(*(self._stop(s) for s in servers), return_exceptions=True)
+        self._servers.clear()
+
+
+def _which(command: str) -> bool:
+    import shutil
+
+    return shutil.which(command) is not None
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__
