@@ -1,0 +1,115 @@
+"""A fake OpenAI-compatible chat-completions server on 127.0.0.1, scripted by the tests.
+
+Each request takes the next script from the queue. A script is a list of steps:
+("text", s), ("reasoning", s), ("tool", index, id, name, [argument fragments]),
+("usage", prompt_tokens, completion_tokens), ("finish", reason), ("hang",) (stream
+one chunk, then wait until the client goes away), ("status", code, body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.scripts: list[list[tuple[Any, ...]]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str | None] = []
+        self.disconnected = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.port = 0
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        assert self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+        server.close()
+        self._loop.run_until_complete(server.wait_closed())
+        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await reader.readline()
+            headers: dict[str, str] = {}
+            while True:
+                line = await reader.readline()
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = line.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            if not request_line.startswith(b"POST") or b"/chat/completions" not in request_line:
+                writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                return
+            self.requests.append(json.loads(body))
+            self.auth_headers.append(headers.get("authorization"))
+            script = self.scripts.pop(0) if self.scripts else [("text", "(no script)"), ("finish", "stop")]
+            await self._respond(script, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(self, script: list[tuple[Any, ...]], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if script and script[0][0] == "status":
+            _, code, text = script[0]
+            payload = text.encode()
+            writer.write(b"HTTP/1.1 %d Error\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % (code, len(payload)) + payload)
+            await writer.drain()
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
+
+        def send(obj: dict[str, Any]) -> None:
+            writer.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+
+        for step in script:
+            kind = step[0]
+            if kind == "text":
+                send({"choices": [{"index": 0, "delta": {"content": step[1]}}]})
+            elif kind == "reasoning":
+                send({"choices": [{"index": 0, "delta": {"reasoning_content": step[1]}}]})
+            elif kind == "tool":
+                _, index, call_id, name, fragments = step
+                for i, fragment in enumerate(fragments):
+                    call: dict[str, Any] = {"index": index, "function": {"arguments": fragment}}
+                    if i == 0:
+                        call.update(id=call_id, type="function")
+                        call["function"]["name"] = name
+                    send({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+            elif kind == "usage":
+                send({"choices": [], "usage": {"prompt_tokens": step[1], "completion_tokens": step[2], "total_tokens": step[1] + step[2]}})
+            elif kind == "finish":
+                send({"choices": [{"index": 0, "delta": {}, "finish_reason": step[1]}]})
+            elif kind == "hang":
+                await writer.drain()
+                await reader.read()  # returns when the client closes the connection
+                self.disconnected.set()
+                return
+            await writer.drain()
+        writer.write(b"data: [DONE]\n\n")
+        await writer.drain()
