@@ -1,7 +1,9 @@
 """The asyncio runtime: drives a ProtocolState over a Transport.
 
 - Both sides send requests concurrently; each inbound request runs in its own task,
-  at most `max_inbound_requests` at once (reading pauses at the limit: backpressure).
+  at most `max_inbound_requests` at once; more wait in line, and reading pauses only
+  when more than `max_waiting_requests` wait (backpressure without deadlocking on
+  handlers that await the peer's responses).
 - Notifications are handled in order per session (one worker per busy session), and a
   response is delivered only after the notifications the peer sent before it.
 - Frames are written in the order they are produced, coalesced into one write per
@@ -68,12 +70,17 @@ class Connection:
         dispatcher: Dispatcher,
         *,
         max_inbound_requests: int = 512,
+        max_waiting_requests: int = 8192,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.transport = transport
         self.state = state
         self.dispatcher = dispatcher
         self._limit = asyncio.Semaphore(max_inbound_requests)
+        # Requests beyond the running limit wait in line; past this many, reading pauses.
+        self._max_waiting = max_waiting_requests
+        self._waiting = 0
+        self._request_space = asyncio.Event()
         self._futures: dict[Any, asyncio.Future[Any]] = {}
         self._inbound: dict[Any, asyncio.Task[None]] = {}
         self._peer_cancelled: set[Any] = set()
@@ -136,6 +143,7 @@ class Connection:
         self._futures.clear()
         self._closed_event.set()
         self._queue_space.set()
+        self._request_space.set()
 
     # -- reading -----------------------------------------------------------------
 
@@ -153,10 +161,12 @@ class Connection:
                 if self._queued > QUEUE_HIGH_WATER:
                     self._queue_space.clear()
                     await self._queue_space.wait()
-                while self._limit.locked() and self._closed is None:
-                    # Too many inbound requests in flight: stop reading until one finishes.
-                    await self._limit.acquire()
-                    self._limit.release()
+                if self._waiting > self._max_waiting:
+                    # Too many requests queued behind the running ones: stop reading until
+                    # the queue drains. (Reading never stops merely because handlers are
+                    # busy: they may be waiting for responses that only the reader can see.)
+                    self._request_space.clear()
+                    await self._request_space.wait()
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -234,20 +244,30 @@ class Connection:
             fut.set_result(event.result)
 
     def _start_request(self, event: IncomingRequest) -> None:
-        if self._limit.locked():
-            log.debug("inbound request limit reached; reading pauses")
-        self._loop.create_task(self._acquire_and_run(event))
+        task = self._loop.create_task(self._acquire_and_run(event))
+        self._inbound[event.id] = task
 
     async def _acquire_and_run(self, event: IncomingRequest) -> None:
-        async with self._limit:
-            task = asyncio.current_task()
-            assert task is not None
-            self._inbound[event.id] = task
-            try:
-                await self._run_request(event)
-            finally:
-                self._inbound.pop(event.id, None)
+        self._waiting += 1
+        try:
+            await self._limit.acquire()
+        except asyncio.CancelledError:
+            self._inbound.pop(event.id, None)
+            if event.id in self._peer_cancelled and self._closed is None:
                 self._peer_cancelled.discard(event.id)
+                self._send(self.state.error(event.id, RequestError.request_cancelled()))
+                return
+            raise
+        finally:
+            self._waiting -= 1
+            if self._waiting <= self._max_waiting // 2:
+                self._request_space.set()
+        try:
+            await self._run_request(event)
+        finally:
+            self._limit.release()
+            self._inbound.pop(event.id, None)
+            self._peer_cancelled.discard(event.id)
 
     async def _run_request(self, event: IncomingRequest) -> None:
         try:
