@@ -197,7 +197,9 @@ class ProtocolState:
         self._decoder = FrameDecoder(self.max_message_size, self.framing)
         self._ids = itertools.count(0)
 
-    def _send_mode(self) -> str:
+    @property
+    def send_mode(self) -> str:
+        """The framing outgoing messages use now: the configured one, or what the peer spoke."""
         if self.send_framing != "auto":
             return self.send_framing
         return "content-length" if self._decoder.framing == "content-length" else "ndjson"
@@ -318,7 +320,7 @@ class ProtocolState:
         return IncomingResponse(call, result=result)
 
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
-        self._outgoing.append(encode_frame(encode_error(rid, err.to_dict()), self._send_mode()))
+        self._outgoing.append(encode_frame(encode_error(rid, err.to_dict()), self.send_mode))
 
     # -- sending ------------------------------------------------------------------
 
@@ -334,7 +336,7 @@ class ProtocolState:
         self.pending[rid] = call
         if method == "initialize" and self.role == "client":
             self.local_capabilities = getattr(params, "client_capabilities", None)
-        return rid, encode_frame(encode_request(rid, method, params), self._send_mode()), call
+        return rid, encode_frame(encode_request(rid, method, params), self.send_mode), call
 
     def notification(self, method: str, params: Any) -> bytes:
         spec = self.outbound.get((method, "notification"))
@@ -342,22 +344,22 @@ class ProtocolState:
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
         if spec is not None:
             self._check_gate(spec)
-        return encode_frame(encode_notification(method, params), self._send_mode())
+        return encode_frame(encode_notification(method, params), self.send_mode)
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
         if method == "initialize" and self.role == "agent":
             self.local_capabilities = getattr(result, "agent_capabilities", None)
             self.initialized = True
-        return encode_frame(encode_result(rid, result), self._send_mode())
+        return encode_frame(encode_result(rid, result), self.send_mode)
 
     def error(self, rid: RequestId, err: RequestError) -> bytes:
-        return encode_frame(encode_error(rid, err.to_dict()), self._send_mode())
+        return encode_frame(encode_error(rid, err.to_dict()), self.send_mode)
 
     def cancel_outbound(self, rid: RequestId) -> bytes | None:
         """Forget a pending call and return the `$/cancel_request` frame for it."""
         if self.pending.pop(rid, None) is None:
             return None
-        return encode_frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}), self._send_mode())
+        return encode_frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}), self.send_mode)
 
     def fail_all_pending(self) -> list[PendingCall]:
         calls = list(self.pending.values())
