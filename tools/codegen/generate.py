@@ -218,9 +218,12 @@ def is_other_arm(arm: dict[str, Any]) -> bool:
 
 
 class Generator:
-    def __init__(self, schema: dict[str, Any], module_name: str) -> None:
+    def __init__(self, schema: dict[str, Any], module_name: str, stable: Generator | None = None) -> None:
         self.m = Module(schema=schema, defs=schema["$defs"])
         self.module_name = module_name
+        # For the unstable module: its structs subclass the stable ones of the same name, so
+        # `isinstance(x, v1.TextContent)` holds whichever module decoded `x`.
+        self.stable = stable
         count_refs(self.m.defs, self.m.ref_counts)
 
     # ---- type expressions -------------------------------------------------
@@ -579,6 +582,8 @@ class Generator:
         out.append("from msgspec import UNSET, Meta, UnsetType, field")
         out.append("")
         out.append("from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields")
+        if self.stable is not None:
+            out.append("from acpstack.schema import _generated_v1 as _v1")
         out.append("")
         out.append("if TYPE_CHECKING:")
         out.append("    from typing import TypeAlias")
@@ -654,8 +659,16 @@ class Generator:
             visit(self.m.structs[name])
         return order
 
+    def stable_parent(self, sd: StructDef) -> StructDef | None:
+        if self.stable is None:
+            return None
+        return self.stable.m.structs.get(sd.name)
+
     def emit_struct(self, sd: StructDef) -> list[str]:
         base = sd.base or "AcpStruct"
+        parent = self.stable_parent(sd)
+        if parent is not None:
+            base = f"{sd.base}, _v1.{sd.name}" if sd.base else f"_v1.{sd.name}"
         kwargs = ""
         if sd.tag is not None:
             kwargs = f", tag={sd.tag!r}, tag_field={sd.tag_field!r}"
@@ -663,7 +676,7 @@ class Generator:
         lines.append(f'    """{sd.doc or sd.name}"""')
         lines.append("")
         lenient = {f.py_name: (f.default_on_error, f.skip_invalid) for f in sd.fields if f.default_on_error or f.skip_invalid}
-        if lenient:
+        if lenient or parent is not None:  # a subclass must not inherit the stable parent's marks
             lines.append(f"    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {lenient!r}")
         if sd.arms_check is not None:
             lines.append(f"    __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = {sd.arms_check!r}")
@@ -683,16 +696,19 @@ class Generator:
         if not sd.fields and not lenient:
             lines.append("    pass") if sd.base else None
         customs = {f.py_name: (f.custom_union, f.custom_many) for f in sd.fields if f.custom_union}
-        if customs:
+        if customs or parent is not None:
             # Insert before the fields so the ClassVar block stays together.
             lines.insert(3, f"    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {customs!r}")
-        if customs or sd.arms_check is not None:
+        parent_post_init = parent is not None and (any(f.custom_union for f in parent.fields) or parent.arms_check is not None)
+        if customs or sd.arms_check is not None or parent_post_init:
             lines.append("")
             lines.append("    def __post_init__(self) -> None:")
             if customs:
                 lines.append("        coerce_fields(self, _CUSTOM_UNIONS)")
             if sd.arms_check is not None:
                 lines.append("        check_arms(self)")
+            if not customs and sd.arms_check is None:
+                lines.append("        pass  # the stable parent's conversions do not apply here")
         lines.append("")
         lines.append("")
         return lines
@@ -775,11 +791,12 @@ def generate_all() -> dict[str, str]:
     def sha(p: str) -> str:
         return hashlib.sha256((SCHEMA_DIR / p).read_bytes()).hexdigest()[:12]
 
-    for module, schema, src in (("_generated_v1.py", stable_schema, "v1/schema.json"),
-                                ("_generated_v1_unstable.py", unstable_schema, "v1/schema.unstable.json")):
-        gen = Generator(schema, module)
-        gen.build()
-        outputs[module] = gen.emit(HEADER.format(src=src, sha=sha(src.split("/")[1])))
+    stable_gen = Generator(stable_schema, "_generated_v1.py")
+    stable_gen.build()
+    outputs["_generated_v1.py"] = stable_gen.emit(HEADER.format(src="v1/schema.json", sha=sha("schema.json")))
+    unstable_gen = Generator(unstable_schema, "_generated_v1_unstable.py", stable=stable_gen)
+    unstable_gen.build()
+    outputs["_generated_v1_unstable.py"] = unstable_gen.emit(HEADER.format(src="v1/schema.unstable.json", sha=sha("schema.unstable.json")))
     stable_names = {m for g in ("agentMethods", "clientMethods", "protocolMethods") for m in stable_meta[g].values()}
     stable_rows = method_rows(stable_schema, stable_meta, stable_names)
     unstable_rows = method_rows(unstable_schema, unstable_meta, stable_names)

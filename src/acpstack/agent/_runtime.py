@@ -107,12 +107,15 @@ class SessionAgent(Agent):
         )
         if self.auth_methods:
             caps.auth = acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities())
-        return acp.InitializeResponse(
+        result = acp.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=caps,
             auth_methods=list(self.auth_methods),
             agent_info=acp.Implementation(name=self.name, version=self.version, title=self.title),
         )
+        if store.supports_fork and self.client.connection.state.unstable:
+            result = _with_fork(result)
+        return result
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         if params.method_id not in {m.id for m in self.auth_methods}:
@@ -355,7 +358,6 @@ class SessionAgent(Agent):
         if params.config_id == MODE_CONFIG_ID and self.modes:
             if not isinstance(params.value, str):
                 raise RequestError.invalid_params({"configId": params.config_id}, "The mode option takes a value id")
-            session.mode_id = params.value
             await self._set_mode(session, params.value)
         else:
             option = next((o for o in self.extra_config_options if o.id == params.config_id), None)
@@ -374,6 +376,17 @@ class SessionAgent(Agent):
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
+
+
+def _with_fork(result: acp.InitializeResponse) -> Any:
+    """The same answer in the unstable types, advertising unstable `session/fork`."""
+    from acpstack.schema import v1_unstable as acpu
+
+    unstable = msgspec.json.decode(msgspec.json.encode(result), type=acpu.InitializeResponse)
+    caps = unstable.agent_capabilities
+    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(caps.session_capabilities, acpu.SessionCapabilities)
+    caps.session_capabilities.fork = acpu.SessionForkCapabilities()
+    return unstable
 
 
 def _select_values(option: acp.SessionConfigOption) -> set[str]:

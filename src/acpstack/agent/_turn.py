@@ -219,6 +219,9 @@ class Turn:
             allowed = chosen.kind in ("allow_once", "allow_always")
             return PermissionDecision("allow" if allowed else "reject", chosen.option_id, chosen.kind.endswith("always"))
         if isinstance(outcome, acp.CancelledRequestPermissionOutcome):
+            # A client answers "cancelled" only because it cancelled the turn: the turn ends
+            # as cancelled even if our session/cancel notification has not been read yet.
+            self.session.cancel_requested = True
             return PermissionDecision("cancelled")
         return PermissionDecision("reject")
 

@@ -424,6 +424,10 @@ class TerminalManager:
         self._get(session_id, terminal_id)
         await self._release_terminal(terminal_id)
 
+    def terminal_ids(self, session_id: str) -> list[str]:
+        """The ids of the session's terminals that are not released yet."""
+        return [t.id for t in self._terminals.values() if t.session_id == session_id]
+
     async def release_session(self, session_id: str) -> None:
         """Release every terminal of a session."""
         ids = [t.id for t in self._terminals.values() if t.session_id == session_id]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 from msgspec import UNSET, Meta, UnsetType, field
 
 from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields
+from acpstack.schema import _generated_v1 as _v1
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -393,9 +394,10 @@ class AcceptNesNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AgentAuthCapabilities(AcpStruct):
+class AgentAuthCapabilities(_v1.AgentAuthCapabilities):
     """Authentication-related capabilities supported by the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "logout": (True, False),
         "meta": (True, False),
@@ -406,9 +408,10 @@ class AgentAuthCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AgentCapabilities(AcpStruct):
+class AgentCapabilities(_v1.AgentCapabilities):
     """Capabilities supported by the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "load_session": (True, False),
         "prompt_capabilities": (True, False),
@@ -446,9 +449,10 @@ class AgentCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ContentChunk(AcpStruct):
+class ContentChunk(_v1.ContentChunk):
     """A streamed item of content"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "message_id": (True, False),
         "meta": (True, False),
@@ -461,21 +465,30 @@ class ContentChunk(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AgentMessageChunk(ContentChunk, tag="agent_message_chunk", tag_field="sessionUpdate"):
+class AgentMessageChunk(
+    ContentChunk, _v1.AgentMessageChunk, tag="agent_message_chunk", tag_field="sessionUpdate"
+):
     """`SessionUpdate` variant `sessionUpdate: "agent_message_chunk"` (payload: `ContentChunk`)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     pass
 
 
-class AgentThoughtChunk(ContentChunk, tag="agent_thought_chunk", tag_field="sessionUpdate"):
+class AgentThoughtChunk(
+    ContentChunk, _v1.AgentThoughtChunk, tag="agent_thought_chunk", tag_field="sessionUpdate"
+):
     """`SessionUpdate` variant `sessionUpdate: "agent_thought_chunk"` (payload: `ContentChunk`)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     pass
 
 
-class Annotations(AcpStruct):
+class Annotations(_v1.Annotations):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "audience": (True, True),
         "last_modified": (True, False),
@@ -492,9 +505,10 @@ class Annotations(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AudioContent(AcpStruct, tag="audio", tag_field="type"):
+class AudioContent(_v1.AudioContent, tag="audio", tag_field="type"):
     """Audio provided to or from an LLM."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "annotations": (True, False),
         "meta": (True, False),
@@ -509,9 +523,10 @@ class AudioContent(AcpStruct, tag="audio", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AuthCapabilities(AcpStruct):
+class AuthCapabilities(_v1.AuthCapabilities):
     """Authentication capabilities supported by the client."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "terminal": (True, False),
         "meta": (True, False),
@@ -522,9 +537,10 @@ class AuthCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AuthMethodAgent(AcpStruct):
+class AuthMethodAgent(_v1.AuthMethodAgent):
     """Agent handles authentication itself through `authenticate`."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "description": (True, False),
         "meta": (True, False),
@@ -539,9 +555,10 @@ class AuthMethodAgent(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AuthMethodTerminal(AcpStruct, tag="terminal", tag_field="type"):
+class AuthMethodTerminal(_v1.AuthMethodTerminal, tag="terminal", tag_field="type"):
     """Terminal-based authentication method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "description": (True, False),
         "args": (True, True),
@@ -562,9 +579,10 @@ class AuthMethodTerminal(AcpStruct, tag="terminal", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AuthenticateRequest(AcpStruct):
+class AuthenticateRequest(_v1.AuthenticateRequest):
     """Request parameters for the authenticate method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     method_id: AuthMethodId = field(name="methodId")
     """The ID of the authentication method to use. Must be one of the methods advertised in the initialize response."""
@@ -572,15 +590,16 @@ class AuthenticateRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AuthenticateResponse(AcpStruct):
+class AuthenticateResponse(_v1.AuthenticateResponse):
     """Response to the `authenticate` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class AvailableCommand(AcpStruct):
+class AvailableCommand(_v1.AvailableCommand):
     """Information about a command."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
@@ -604,10 +623,11 @@ class AvailableCommand(AcpStruct):
 
 
 class AvailableCommandsUpdate(
-    AcpStruct, tag="available_commands_update", tag_field="sessionUpdate"
+    _v1.AvailableCommandsUpdate, tag="available_commands_update", tag_field="sessionUpdate"
 ):
     """Available commands are ready or have changed"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "available_commands": (True, True),
         "meta": (True, False),
@@ -618,9 +638,10 @@ class AvailableCommandsUpdate(
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class BlobResourceContents(AcpStruct):
+class BlobResourceContents(_v1.BlobResourceContents):
     """Binary resource contents."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "mime_type": (True, False),
         "meta": (True, False),
@@ -635,17 +656,19 @@ class BlobResourceContents(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class BooleanConfigOptionCapabilities(AcpStruct):
+class BooleanConfigOptionCapabilities(_v1.BooleanConfigOptionCapabilities):
     """Capabilities for boolean session configuration options."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
+class BooleanPropertySchema(_v1.BooleanPropertySchema, tag="boolean", tag_field="type"):
     """Schema for boolean properties in an elicitation form."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "description": (True, False),
@@ -662,9 +685,10 @@ class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CancelNotification(AcpStruct):
+class CancelNotification(_v1.CancelNotification):
     """Notification to cancel ongoing operations for a session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to cancel operations for."""
@@ -672,9 +696,10 @@ class CancelNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CancelRequestNotification(AcpStruct):
+class CancelRequestNotification(_v1.CancelRequestNotification):
     """Notification to cancel an ongoing request."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     request_id: RequestId = field(name="requestId")
     """The ID of the request to cancel."""
@@ -682,13 +707,19 @@ class CancelRequestNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CancelledRequestPermissionOutcome(AcpStruct, tag="cancelled", tag_field="outcome"):
+class CancelledRequestPermissionOutcome(
+    _v1.CancelledRequestPermissionOutcome, tag="cancelled", tag_field="outcome"
+):
     """The prompt turn was cancelled before the user responded."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
 
-class ClientCapabilities(AcpStruct):
+
+class ClientCapabilities(_v1.ClientCapabilities):
     """Capabilities supported by the client."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "fs": (True, False),
         "terminal": (True, False),
@@ -743,9 +774,10 @@ class ClientNesCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ClientSessionCapabilities(AcpStruct):
+class ClientSessionCapabilities(_v1.ClientSessionCapabilities):
     """Session-related capabilities supported by the client."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "compaction": (True, False),
         "config_options": (True, False),
@@ -779,9 +811,10 @@ class CloseNesResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CloseSessionRequest(AcpStruct):
+class CloseSessionRequest(_v1.CloseSessionRequest):
     """Request parameters for closing an active session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to close."""
@@ -789,9 +822,10 @@ class CloseSessionRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CloseSessionResponse(AcpStruct):
+class CloseSessionResponse(_v1.CloseSessionResponse):
     """Response from closing a session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -829,9 +863,10 @@ class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpd
     """Extensible metadata patch for this compaction."""
 
 
-class CompleteElicitationNotification(AcpStruct):
+class CompleteElicitationNotification(_v1.CompleteElicitationNotification):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     elicitation_id: ElicitationId = field(name="elicitationId")
     """The ID of the elicitation that completed."""
@@ -839,9 +874,12 @@ class CompleteElicitationNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ConfigOptionUpdate(AcpStruct, tag="config_option_update", tag_field="sessionUpdate"):
+class ConfigOptionUpdate(
+    _v1.ConfigOptionUpdate, tag="config_option_update", tag_field="sessionUpdate"
+):
     """Session configuration options have been updated."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "config_options": (True, True),
         "meta": (True, False),
@@ -872,9 +910,10 @@ class ConnectMcpResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Content(AcpStruct, tag="content", tag_field="type"):
+class Content(_v1.Content, tag="content", tag_field="type"):
     """Standard content block (text, images, resources)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     content: ContentBlock
     """The actual content block."""
@@ -882,9 +921,10 @@ class Content(AcpStruct, tag="content", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Cost(AcpStruct):
+class Cost(_v1.Cost):
     """Cost information for a session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     amount: float
     """Total cumulative cost for session."""
@@ -894,9 +934,10 @@ class Cost(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CreateElicitationRequest(AcpStruct):
+class CreateElicitationRequest(_v1.CreateElicitationRequest):
     """Request from the agent to elicit structured user input."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "meta": (True, False),
         "tool_call_id": (True, False),
@@ -920,9 +961,10 @@ class CreateElicitationRequest(AcpStruct):
     """The URL to direct the user to."""
 
 
-class CreateElicitationResponse(AcpStruct):
+class CreateElicitationResponse(_v1.CreateElicitationResponse):
     """Response from the client to an elicitation request."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -931,9 +973,10 @@ class CreateElicitationResponse(AcpStruct):
     """The user-provided content, if any, as an object matching the requested schema."""
 
 
-class CreateTerminalRequest(AcpStruct):
+class CreateTerminalRequest(_v1.CreateTerminalRequest):
     """Request to create a new terminal and execute a command."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "args": (True, True),
         "env": (True, True),
@@ -959,9 +1002,10 @@ class CreateTerminalRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CreateTerminalResponse(AcpStruct):
+class CreateTerminalResponse(_v1.CreateTerminalResponse):
     """Response containing the ID of the created terminal."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The unique identifier for the created terminal."""
@@ -969,9 +1013,12 @@ class CreateTerminalResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class CurrentModeUpdate(AcpStruct, tag="current_mode_update", tag_field="sessionUpdate"):
+class CurrentModeUpdate(
+    _v1.CurrentModeUpdate, tag="current_mode_update", tag_field="sessionUpdate"
+):
     """The current mode of the session has changed"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     current_mode_id: SessionModeId = field(name="currentModeId")
     """The ID of the current mode"""
@@ -979,9 +1026,10 @@ class CurrentModeUpdate(AcpStruct, tag="current_mode_update", tag_field="session
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class DeleteSessionRequest(AcpStruct):
+class DeleteSessionRequest(_v1.DeleteSessionRequest):
     """Request parameters for deleting an existing session from `session/list`."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to delete."""
@@ -989,9 +1037,10 @@ class DeleteSessionRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class DeleteSessionResponse(AcpStruct):
+class DeleteSessionResponse(_v1.DeleteSessionResponse):
     """Response from deleting a session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -1076,9 +1125,10 @@ class DidSaveDocumentNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Diff(AcpStruct, tag="diff", tag_field="type"):
+class Diff(_v1.Diff, tag="diff", tag_field="type"):
     """A diff representing file modifications."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "old_text": (True, False),
         "meta": (True, False),
@@ -1129,16 +1179,19 @@ class DisconnectMcpResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ElicitationAcceptAction(AcpStruct):
+class ElicitationAcceptAction(_v1.ElicitationAcceptAction):
     """The user accepted the elicitation and provided content."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     content: dict[str, ElicitationContentValue] | None | UnsetType = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
 
 
-class ElicitationCapabilities(AcpStruct):
+class ElicitationCapabilities(_v1.ElicitationCapabilities):
     """Elicitation capabilities supported by the client."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "form": (True, False),
         "url": (True, False),
@@ -1152,17 +1205,19 @@ class ElicitationCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ElicitationFormCapabilities(AcpStruct):
+class ElicitationFormCapabilities(_v1.ElicitationFormCapabilities):
     """Form-based elicitation capabilities."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ElicitationFormMode(AcpStruct):
+class ElicitationFormMode(_v1.ElicitationFormMode):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
@@ -1181,14 +1236,16 @@ class ElicitationFormMode(AcpStruct):
         check_arms(self)
 
 
-class ElicitationRequestScope(AcpStruct):
+class ElicitationRequestScope(_v1.ElicitationRequestScope):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session (e.g., during auth/configuration phases before any session is started)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     request_id: RequestId = field(name="requestId")
     """The request this elicitation is tied to."""
 
 
-class ElicitationSchema(AcpStruct):
+class ElicitationSchema(_v1.ElicitationSchema):
     """Type-safe elicitation schema for requesting structured user input."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
@@ -1217,9 +1274,10 @@ class ElicitationSchema(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class ElicitationSessionScope(AcpStruct):
+class ElicitationSessionScope(_v1.ElicitationSessionScope):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session this elicitation is tied to."""
@@ -1227,17 +1285,19 @@ class ElicitationSessionScope(AcpStruct):
     """Optional tool call within the session."""
 
 
-class ElicitationUrlCapabilities(AcpStruct):
+class ElicitationUrlCapabilities(_v1.ElicitationUrlCapabilities):
     """URL-based elicitation capabilities."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ElicitationUrlMode(AcpStruct):
+class ElicitationUrlMode(_v1.ElicitationUrlMode):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
@@ -1258,7 +1318,7 @@ class ElicitationUrlMode(AcpStruct):
         check_arms(self)
 
 
-class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
+class EmbeddedResource(_v1.EmbeddedResource, tag="resource", tag_field="type"):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
@@ -1279,9 +1339,10 @@ class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class EnumOption(AcpStruct):
+class EnumOption(_v1.EnumOption):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "description": (True, False),
         "meta": (True, False),
@@ -1296,9 +1357,10 @@ class EnumOption(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class EnvVariable(AcpStruct):
+class EnvVariable(_v1.EnvVariable):
     """An environment variable to set when launching an MCP server."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     name: str
     """The name of the environment variable."""
@@ -1308,9 +1370,10 @@ class EnvVariable(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class FileSystemCapabilities(AcpStruct):
+class FileSystemCapabilities(_v1.FileSystemCapabilities):
     """File system capabilities that a client may support."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "read_text_file": (True, False),
         "write_text_file": (True, False),
@@ -1370,9 +1433,10 @@ class ForkSessionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class HttpHeader(AcpStruct):
+class HttpHeader(_v1.HttpHeader):
     """An HTTP header to set when making requests to the MCP server."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     name: str
     """The name of the HTTP header."""
@@ -1382,9 +1446,10 @@ class HttpHeader(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ImageContent(AcpStruct, tag="image", tag_field="type"):
+class ImageContent(_v1.ImageContent, tag="image", tag_field="type"):
     """An image provided to or from an LLM."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "annotations": (True, False),
         "uri": (True, False),
@@ -1402,9 +1467,10 @@ class ImageContent(AcpStruct, tag="image", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Implementation(AcpStruct):
+class Implementation(_v1.Implementation):
     """Metadata about the implementation of the client or agent. Describes the name and version of an ACP implementation, with an optional title for UI representation."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "meta": (True, False),
@@ -1419,9 +1485,10 @@ class Implementation(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class InitializeRequest(AcpStruct):
+class InitializeRequest(_v1.InitializeRequest):
     """Request parameters for the initialize method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "client_capabilities": (True, False),
         "client_info": (True, False),
@@ -1439,7 +1506,7 @@ class InitializeRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class InitializeResponse(AcpStruct):
+class InitializeResponse(_v1.InitializeResponse):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
@@ -1466,9 +1533,10 @@ class InitializeResponse(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
+class IntegerPropertySchema(_v1.IntegerPropertySchema, tag="integer", tag_field="type"):
     """Schema for integer properties in an elicitation form."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "description": (True, False),
@@ -1495,9 +1563,10 @@ class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class KillTerminalRequest(AcpStruct):
+class KillTerminalRequest(_v1.KillTerminalRequest):
     """Request to kill a terminal without releasing it."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -1507,9 +1576,10 @@ class KillTerminalRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class KillTerminalResponse(AcpStruct):
+class KillTerminalResponse(_v1.KillTerminalResponse):
     """Response to `terminal/kill` method"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -1533,9 +1603,10 @@ class ListProvidersResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ListSessionsRequest(AcpStruct):
+class ListSessionsRequest(_v1.ListSessionsRequest):
     """Request parameters for listing existing sessions."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     cwd: str | None | UnsetType = UNSET
     """Filter sessions by working directory. Must be an absolute path."""
@@ -1545,9 +1616,10 @@ class ListSessionsRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ListSessionsResponse(AcpStruct):
+class ListSessionsResponse(_v1.ListSessionsResponse):
     """Response from listing sessions."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "sessions": (True, True),
         "next_cursor": (True, False),
@@ -1561,7 +1633,7 @@ class ListSessionsResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class LoadSessionRequest(AcpStruct):
+class LoadSessionRequest(_v1.LoadSessionRequest):
     """Request parameters for loading an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
@@ -1587,9 +1659,10 @@ class LoadSessionRequest(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class LoadSessionResponse(AcpStruct):
+class LoadSessionResponse(_v1.LoadSessionResponse):
     """Response from loading an existing session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "modes": (True, False),
         "config_options": (True, True),
@@ -1605,33 +1678,37 @@ class LoadSessionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class LogoutCapabilities(AcpStruct):
+class LogoutCapabilities(_v1.LogoutCapabilities):
     """Logout capabilities supported by the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class LogoutRequest(AcpStruct):
+class LogoutRequest(_v1.LogoutRequest):
     """Request parameters for the logout method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class LogoutResponse(AcpStruct):
+class LogoutResponse(_v1.LogoutResponse):
     """Response to the `logout` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class McpCapabilities(AcpStruct):
+class McpCapabilities(_v1.McpCapabilities):
     """MCP capabilities supported by the agent"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "http": (True, False),
         "sse": (True, False),
@@ -1660,9 +1737,10 @@ class McpServerAcp(AcpStruct, tag="acp", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
+class McpServerHttp(_v1.McpServerHttp, tag="http", tag_field="type"):
     """HTTP transport configuration for MCP."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     name: str
     """Human-readable name identifying this MCP server."""
@@ -1674,9 +1752,10 @@ class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class McpServerSse(AcpStruct, tag="sse", tag_field="type"):
+class McpServerSse(_v1.McpServerSse, tag="sse", tag_field="type"):
     """SSE transport configuration for MCP."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     name: str
     """Human-readable name identifying this MCP server."""
@@ -1688,9 +1767,10 @@ class McpServerSse(AcpStruct, tag="sse", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class McpServerStdio(AcpStruct):
+class McpServerStdio(_v1.McpServerStdio):
     """Stdio transport configuration for MCP."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     name: str
     """Human-readable name identifying this MCP server."""
@@ -1735,7 +1815,7 @@ class MessageMcpRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class MultiSelectPropertySchema(AcpStruct, tag="array", tag_field="type"):
+class MultiSelectPropertySchema(_v1.MultiSelectPropertySchema, tag="array", tag_field="type"):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"items": ("MultiSelectItems", False)}
@@ -2222,7 +2302,7 @@ class NesUserActionsCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class NewSessionRequest(AcpStruct):
+class NewSessionRequest(_v1.NewSessionRequest):
     """Request parameters for creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
@@ -2246,9 +2326,10 @@ class NewSessionRequest(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class NewSessionResponse(AcpStruct):
+class NewSessionResponse(_v1.NewSessionResponse):
     """Response from creating a new session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "modes": (True, False),
         "config_options": (True, True),
@@ -2283,9 +2364,10 @@ class Notice(AcpStruct, tag="notice", tag_field="sessionUpdate"):
     """Metadata scoped to this notice."""
 
 
-class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
+class NumberPropertySchema(_v1.NumberPropertySchema, tag="number", tag_field="type"):
     """Schema for number (floating-point) properties in an elicitation form."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "description": (True, False),
@@ -2306,9 +2388,10 @@ class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class PermissionOption(AcpStruct):
+class PermissionOption(_v1.PermissionOption):
     """An option presented to the user when requesting permission."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """Unique identifier for this permission option."""
@@ -2320,9 +2403,10 @@ class PermissionOption(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Plan(AcpStruct, tag="plan", tag_field="sessionUpdate"):
+class Plan(_v1.Plan, tag="plan", tag_field="sessionUpdate"):
     """An execution plan for accomplishing complex tasks."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "entries": (True, True),
         "meta": (True, False),
@@ -2341,9 +2425,10 @@ class PlanCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class PlanEntry(AcpStruct):
+class PlanEntry(_v1.PlanEntry):
     """A single entry in the execution plan."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     content: str
     """Human-readable description of what this task aims to accomplish."""
@@ -2426,9 +2511,10 @@ class Position(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class PromptCapabilities(AcpStruct):
+class PromptCapabilities(_v1.PromptCapabilities):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "image": (True, False),
         "audio": (True, False),
@@ -2445,9 +2531,10 @@ class PromptCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class PromptRequest(AcpStruct):
+class PromptRequest(_v1.PromptRequest):
     """Request parameters for sending a user prompt to the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to send this user message to"""
@@ -2457,9 +2544,10 @@ class PromptRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class PromptResponse(AcpStruct):
+class PromptResponse(_v1.PromptResponse):
     """Response from processing a user prompt."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "usage": (True, False),
         "meta": (True, False),
@@ -2523,9 +2611,10 @@ class Range(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ReadTextFileRequest(AcpStruct):
+class ReadTextFileRequest(_v1.ReadTextFileRequest):
     """Request to read content from a text file."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "line": (True, False),
         "limit": (True, False),
@@ -2543,9 +2632,10 @@ class ReadTextFileRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ReadTextFileResponse(AcpStruct):
+class ReadTextFileResponse(_v1.ReadTextFileResponse):
     """Response containing the contents of a text file."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     content: str
     """Content payload returned by this response."""
@@ -2570,9 +2660,10 @@ class RejectNesNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ReleaseTerminalRequest(AcpStruct):
+class ReleaseTerminalRequest(_v1.ReleaseTerminalRequest):
     """Request to release a terminal and free its resources."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -2582,17 +2673,19 @@ class ReleaseTerminalRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ReleaseTerminalResponse(AcpStruct):
+class ReleaseTerminalResponse(_v1.ReleaseTerminalResponse):
     """Response to terminal/release method"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class RequestPermissionRequest(AcpStruct):
+class RequestPermissionRequest(_v1.RequestPermissionRequest):
     """Request for user permission to execute a tool call."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -2604,9 +2697,10 @@ class RequestPermissionRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class RequestPermissionResponse(AcpStruct):
+class RequestPermissionResponse(_v1.RequestPermissionResponse):
     """Response to a permission request."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
@@ -2614,9 +2708,10 @@ class RequestPermissionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ResourceLink(AcpStruct, tag="resource_link", tag_field="type"):
+class ResourceLink(_v1.ResourceLink, tag="resource_link", tag_field="type"):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "annotations": (True, False),
         "description": (True, False),
@@ -2645,7 +2740,7 @@ class ResourceLink(AcpStruct, tag="resource_link", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ResumeSessionRequest(AcpStruct):
+class ResumeSessionRequest(_v1.ResumeSessionRequest):
     """Request parameters for resuming an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
@@ -2671,9 +2766,10 @@ class ResumeSessionRequest(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class ResumeSessionResponse(AcpStruct):
+class ResumeSessionResponse(_v1.ResumeSessionResponse):
     """Response from resuming an existing session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "modes": (True, False),
         "config_options": (True, True),
@@ -2689,9 +2785,10 @@ class ResumeSessionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
+class SelectedPermissionOutcome(_v1.SelectedPermissionOutcome, tag="selected", tag_field="outcome"):
     """The user selected one of the provided options."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """The ID of the option the user selected."""
@@ -2699,17 +2796,19 @@ class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionAdditionalDirectoriesCapabilities(AcpStruct):
+class SessionAdditionalDirectoriesCapabilities(_v1.SessionAdditionalDirectoriesCapabilities):
     """Capabilities for additional session directories support."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionCapabilities(AcpStruct):
+class SessionCapabilities(_v1.SessionCapabilities):
     """Session capabilities supported by the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "list": (True, False),
         "delete": (True, False),
@@ -2737,22 +2836,25 @@ class SessionCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionCloseCapabilities(AcpStruct):
+class SessionCloseCapabilities(_v1.SessionCloseCapabilities):
     """Capabilities for the `session/close` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionConfigBoolean(AcpStruct):
+class SessionConfigBoolean(_v1.SessionConfigBoolean):
     """A boolean on/off toggle session configuration option payload."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     current_value: bool = field(name="currentValue")
     """The current value of the boolean option."""
 
 
-class SessionConfigOption(AcpStruct):
+class SessionConfigOption(_v1.SessionConfigOption):
     """A session configuration option selector and its current state."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
@@ -2790,9 +2892,10 @@ class SessionConfigOption(AcpStruct):
         check_arms(self)
 
 
-class SessionConfigOptionsCapabilities(AcpStruct):
+class SessionConfigOptionsCapabilities(_v1.SessionConfigOptionsCapabilities):
     """Session configuration option capabilities supported by the client."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "boolean": (True, False),
         "meta": (True, False),
@@ -2803,12 +2906,13 @@ class SessionConfigOptionsCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionConfigSelect(AcpStruct):
+class SessionConfigSelect(_v1.SessionConfigSelect):
     """A single-value selector (dropdown) session configuration option payload."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     current_value: SessionConfigValueId = field(name="currentValue")
     """The currently selected value."""
     options: SessionConfigSelectOptions
@@ -2818,9 +2922,10 @@ class SessionConfigSelect(AcpStruct):
         coerce_fields(self, _CUSTOM_UNIONS)
 
 
-class SessionConfigSelectGroup(AcpStruct):
+class SessionConfigSelectGroup(_v1.SessionConfigSelectGroup):
     """A group of possible values for a session configuration option."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "options": (True, True),
         "meta": (True, False),
@@ -2835,9 +2940,10 @@ class SessionConfigSelectGroup(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionConfigSelectOption(AcpStruct):
+class SessionConfigSelectOption(_v1.SessionConfigSelectOption):
     """A possible value for a session configuration option."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "description": (True, False),
         "meta": (True, False),
@@ -2852,9 +2958,10 @@ class SessionConfigSelectOption(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionDeleteCapabilities(AcpStruct):
+class SessionDeleteCapabilities(_v1.SessionDeleteCapabilities):
     """Capabilities for the `session/delete` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -2868,9 +2975,10 @@ class SessionForkCapabilities(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionInfo(AcpStruct):
+class SessionInfo(_v1.SessionInfo):
     """Information about a session returned by session/list"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "additional_directories": (True, True),
         "title": (True, False),
@@ -2893,9 +3001,12 @@ class SessionInfo(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="sessionUpdate"):
+class SessionInfoUpdate(
+    _v1.SessionInfoUpdate, tag="session_info_update", tag_field="sessionUpdate"
+):
     """Update to session metadata. All fields are optional to support partial updates."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "updated_at": (True, False),
@@ -2909,17 +3020,19 @@ class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="session
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionListCapabilities(AcpStruct):
+class SessionListCapabilities(_v1.SessionListCapabilities):
     """Capabilities for the `session/list` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionMode(AcpStruct):
+class SessionMode(_v1.SessionMode):
     """A mode the agent can operate in."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "description": (True, False),
         "meta": (True, False),
@@ -2934,9 +3047,10 @@ class SessionMode(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionModeState(AcpStruct):
+class SessionModeState(_v1.SessionModeState):
     """The set of modes and the one currently active."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "available_modes": (True, True),
         "meta": (True, False),
@@ -2949,9 +3063,10 @@ class SessionModeState(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionNotification(AcpStruct):
+class SessionNotification(_v1.SessionNotification):
     """Notification containing a session update from the agent."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session this update pertains to."""
@@ -2961,17 +3076,19 @@ class SessionNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SessionResumeCapabilities(AcpStruct):
+class SessionResumeCapabilities(_v1.SessionResumeCapabilities):
     """Capabilities for the `session/resume` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ToolCallUpdate(AcpStruct):
+class ToolCallUpdate(_v1.ToolCallUpdate):
     """An update to an existing tool call."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "kind": (True, False),
         "status": (True, False),
@@ -3006,10 +3123,15 @@ class ToolCallUpdate(AcpStruct):
 
 
 class SessionUpdateToolCallUpdate(
-    ToolCallUpdate, tag="tool_call_update", tag_field="sessionUpdate"
+    ToolCallUpdate,
+    _v1.SessionUpdateToolCallUpdate,
+    tag="tool_call_update",
+    tag_field="sessionUpdate",
 ):
     """`SessionUpdate` variant `sessionUpdate: "tool_call_update"` (payload: `ToolCallUpdate`)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     pass
 
 
@@ -3037,9 +3159,10 @@ class SetProviderResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SetSessionConfigOptionRequest(AcpStruct):
+class SetSessionConfigOptionRequest(_v1.SetSessionConfigOptionRequest):
     """Request parameters for setting a session configuration option."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["type", "value"], {"type": "boolean"}),
@@ -3059,9 +3182,10 @@ class SetSessionConfigOptionRequest(AcpStruct):
         check_arms(self)
 
 
-class SetSessionConfigOptionResponse(AcpStruct):
+class SetSessionConfigOptionResponse(_v1.SetSessionConfigOptionResponse):
     """Response to `session/set_config_option` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "config_options": (True, True),
         "meta": (True, False),
@@ -3072,9 +3196,10 @@ class SetSessionConfigOptionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SetSessionModeRequest(AcpStruct):
+class SetSessionModeRequest(_v1.SetSessionModeRequest):
     """Request parameters for setting a session mode."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to set the mode for."""
@@ -3084,9 +3209,10 @@ class SetSessionModeRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class SetSessionModeResponse(AcpStruct):
+class SetSessionModeResponse(_v1.SetSessionModeResponse):
     """Response to `session/set_mode` method."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
@@ -3122,9 +3248,10 @@ class StartNesResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
+class StringMultiSelectItems(_v1.StringMultiSelectItems, tag="string", tag_field="type"):
     """String item schema for multi-select enum properties."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     enum: list[str]
     """Allowed enum values."""
@@ -3132,9 +3259,10 @@ class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class StringPropertySchema(AcpStruct, tag="string", tag_field="type"):
+class StringPropertySchema(_v1.StringPropertySchema, tag="string", tag_field="type"):
     """Schema for string properties in an elicitation form."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "title": (True, False),
         "description": (True, False),
@@ -3199,9 +3327,10 @@ class SuggestNesResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class Terminal(AcpStruct, tag="terminal", tag_field="type"):
+class Terminal(_v1.Terminal, tag="terminal", tag_field="type"):
     """Embed a terminal created with `terminal/create` by its id."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """Identifier of the terminal instance to embed in the content stream."""
@@ -3209,9 +3338,10 @@ class Terminal(AcpStruct, tag="terminal", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TerminalExitStatus(AcpStruct):
+class TerminalExitStatus(_v1.TerminalExitStatus):
     """Exit status of a terminal command."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "exit_code": (True, False),
         "signal": (True, False),
@@ -3227,9 +3357,10 @@ class TerminalExitStatus(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TerminalOutputRequest(AcpStruct):
+class TerminalOutputRequest(_v1.TerminalOutputRequest):
     """Request to get the current output and status of a terminal."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -3239,9 +3370,10 @@ class TerminalOutputRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TerminalOutputResponse(AcpStruct):
+class TerminalOutputResponse(_v1.TerminalOutputResponse):
     """Response containing the terminal output and exit status."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "exit_status": (True, False),
         "meta": (True, False),
@@ -3256,9 +3388,10 @@ class TerminalOutputResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TextContent(AcpStruct, tag="text", tag_field="type"):
+class TextContent(_v1.TextContent, tag="text", tag_field="type"):
     """Text provided to or from an LLM."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "annotations": (True, False),
         "meta": (True, False),
@@ -3283,9 +3416,10 @@ class TextDocumentContentChangeEvent(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TextResourceContents(AcpStruct):
+class TextResourceContents(_v1.TextResourceContents):
     """Text-based resource contents."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "mime_type": (True, False),
         "meta": (True, False),
@@ -3300,9 +3434,10 @@ class TextResourceContents(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class TitledMultiSelectItems(AcpStruct):
+class TitledMultiSelectItems(_v1.TitledMultiSelectItems):
     """Items definition for titled multi-select enum properties."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     any_of: list[EnumOption] = field(name="anyOf")
     """Titled enum options."""
@@ -3310,9 +3445,10 @@ class TitledMultiSelectItems(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ToolCall(AcpStruct, tag="tool_call", tag_field="sessionUpdate"):
+class ToolCall(_v1.ToolCall, tag="tool_call", tag_field="sessionUpdate"):
     """Represents a tool call that the language model has requested."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "name": (True, False),
         "kind": (True, False),
@@ -3345,9 +3481,10 @@ class ToolCall(AcpStruct, tag="tool_call", tag_field="sessionUpdate"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class ToolCallLocation(AcpStruct):
+class ToolCallLocation(_v1.ToolCallLocation):
     """A file location being accessed or modified by a tool."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "line": (True, False),
         "meta": (True, False),
@@ -3360,9 +3497,10 @@ class ToolCallLocation(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class UnstructuredCommandInput(AcpStruct):
+class UnstructuredCommandInput(_v1.UnstructuredCommandInput):
     """All text that was typed after the command name is provided as input."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     hint: str
     """A hint to display when the input hasn't been provided yet"""
@@ -3401,9 +3539,10 @@ class Usage(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class UsageUpdate(AcpStruct, tag="usage_update", tag_field="sessionUpdate"):
+class UsageUpdate(_v1.UsageUpdate, tag="usage_update", tag_field="sessionUpdate"):
     """Context window and cost update for a session."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "cost": (True, False),
         "meta": (True, False),
@@ -3418,15 +3557,20 @@ class UsageUpdate(AcpStruct, tag="usage_update", tag_field="sessionUpdate"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class UserMessageChunk(ContentChunk, tag="user_message_chunk", tag_field="sessionUpdate"):
+class UserMessageChunk(
+    ContentChunk, _v1.UserMessageChunk, tag="user_message_chunk", tag_field="sessionUpdate"
+):
     """`SessionUpdate` variant `sessionUpdate: "user_message_chunk"` (payload: `ContentChunk`)."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
     pass
 
 
-class WaitForTerminalExitRequest(AcpStruct):
+class WaitForTerminalExitRequest(_v1.WaitForTerminalExitRequest):
     """Request to wait for a terminal command to exit."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -3436,9 +3580,10 @@ class WaitForTerminalExitRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class WaitForTerminalExitResponse(AcpStruct):
+class WaitForTerminalExitResponse(_v1.WaitForTerminalExitResponse):
     """Response containing the exit status of a terminal command."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
         "exit_code": (True, False),
         "signal": (True, False),
@@ -3466,9 +3611,10 @@ class WorkspaceFolder(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class WriteTextFileRequest(AcpStruct):
+class WriteTextFileRequest(_v1.WriteTextFileRequest):
     """Request to write content to a text file."""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -3480,9 +3626,10 @@ class WriteTextFileRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
 
-class WriteTextFileResponse(AcpStruct):
+class WriteTextFileResponse(_v1.WriteTextFileResponse):
     """Response to `fs/write_text_file`"""
 
+    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
     __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
