@@ -1,0 +1,72 @@
+"""The layer picture of DESIGN.md, checked on the source: each layer imports only the ones above."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import acpstack
+
+PACKAGE = Path(acpstack.__file__).resolve().parent
+ORDER = ["schema", "wire", "transports", "rpc", "agent", "client", "testing", "cli"]
+RANK = {"schema": 0, "wire": 1, "transports": 2, "rpc": 3, "agent": 4, "client": 4, "testing": 5, "cli": 6}
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def layer_modules(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+def test_every_layer_exists() -> None:
+    assert all((PACKAGE / layer).is_dir() for layer in ORDER)
+
+
+def test_layers_import_only_layers_above_them() -> None:
+    problems = []
+    for layer in ORDER:
+        for path in layer_modules(layer):
+            for name in imports_of(path):
+                parts = name.split(".")
+                if parts[0] != "acpstack" or len(parts) < 2 or parts[1] not in RANK:
+                    continue
+                other = parts[1]
+                if other == layer:
+                    continue
+                if RANK[other] >= RANK[layer]:
+                    problems.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert problems == []
+
+
+def test_agent_and_client_never_import_each_other() -> None:
+    for layer, other in (("agent", "client"), ("client", "agent")):
+        for path in layer_modules(layer):
+            assert not [n for n in imports_of(path) if n.startswith(f"acpstack.{other}")], path
+
+
+def test_wire_and_schema_never_import_asyncio() -> None:
+    for layer in ("schema", "wire"):
+        for path in layer_modules(layer):
+            assert not [n for n in imports_of(path) if n.split(".")[0] == "asyncio"], path
+
+
+def test_import_acpstack_stays_small() -> None:
+    code = "import sys, acpstack; print(sorted(m for m in ('asyncio', 'rich', 'mcp', 'httpx', 'msgspec') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # The optional extras stay out of the core runtime too.
+    code = "import sys, acpstack.agent, acpstack.client; print(sorted(m for m in ('rich', 'mcp', 'httpx') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
