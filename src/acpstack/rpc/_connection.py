@@ -296,16 +296,21 @@ class Connection:
     # -- writing -----------------------------------------------------------------
 
     def _send(self, frame: bytes) -> None:
-        """Queue a frame. Frames go out in order, coalesced into one write per event-loop
-        turn (or per FLUSH_SIZE bytes, whichever comes first): on a busy pipe that is far
-        cheaper than a write per message, and it costs at most one loop turn of latency."""
+        """Send a frame, in order with everything else. The first frame of an event-loop
+        turn is written at once (no added latency for a lone response); frames that follow
+        in the same turn are coalesced into one write at the end of the turn (or per
+        FLUSH_SIZE bytes): on a busy pipe that is far cheaper than a write per message."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+            if not self._out:
+                self.transport.write(frame)
+                return
         self._out.append(frame)
         self._out_size += len(frame)
         if self._out_size >= FLUSH_SIZE:
             self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._flush_scheduled = True  # the end-of-turn callback is still pending
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -1,0 +1,50 @@
+"""`python -m benchmarks`: W1-W6 for acpstack, the official Python and TypeScript SDKs and the floor."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+from benchmarks import _runner, _setup
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (medians are reported)")
+    parser.add_argument("--quick", action="store_true", help="10x smaller workloads, for a smoke run")
+    parser.add_argument("--only", default=",".join(_runner.WORKLOADS), help="workloads, e.g. W1,W2")
+    parser.add_argument("--impl", default="acpstack,py-sdk,ts-sdk,floor", help="implementations to run")
+    parser.add_argument("--out", type=Path, default=None, help="JSON results file (default: benchmarks/results/DATE-HOST.json)")
+    args = parser.parse_args()
+
+    pysdk_python = _setup.python_sdk()
+    node_peers = _setup.node_sdk()
+    available = _runner.sides(sys.executable, pysdk_python, node_peers)
+    chosen = [i for i in args.impl.split(",") if i in available]
+    workloads = [w for w in args.only.split(",") if w in _runner.WORKLOADS]
+    versions = _setup.versions(pysdk_python, node_peers)
+    print(f"versions: {versions}", file=sys.stderr)
+    results = _runner.run_all(available, chosen, workloads, args.reps, args.quick, sys.executable, pysdk_python)
+
+    text = _runner.table(results, chosen)
+    print(text)
+    stamp = datetime.datetime.now(datetime.UTC)
+    out = args.out or Path(__file__).resolve().parent / "results" / f"{stamp:%Y-%m-%d}-{platform.node()}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "date": stamp.isoformat(timespec="seconds"), "host": platform.node(), "cpus": os.cpu_count(),
+        "pinned": "taskset -c 0" if _runner.shutil.which("taskset") else None, "reps": args.reps, "quick": args.quick,
+        "versions": versions, "medians": {pair: {m: _runner.statistics.median(v) for m, v in ms.items()} for pair, ms in results.samples.items()},
+        "samples": results.samples, "errors": results.errors, "table": text,
+    }, indent=2, ensure_ascii=False))
+    print(f"\nresults written to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+// Benchmark agent on the official TypeScript SDK (@agentclientprotocol/sdk); same prompts as ours.
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const PAD = "x".repeat(32);
+const sessions = new Map();
+
+const app = acp
+  .agent({ name: "ts-bench-agent" })
+  .onRequest(acp.methods.agent.initialize, async () => ({ protocolVersion: 1, agentCapabilities: {}, authMethods: [] }))
+  .onRequest(acp.methods.agent.session.new, async ({ params }) => {
+    const sessionId = `s${String(sessions.size).padStart(6, "0")}`;
+    sessions.set(sessionId, { cwd: params.cwd, turns: 0 });
+    return { sessionId };
+  })
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+    const [command, count] = params.prompt[0].text.split(" ");
+    const sessionId = params.sessionId;
+    if (command === "stream") {
+      for (let i = 0; i < Number(count); i++) {
+        await client.notify(acp.methods.client.session.update, {
+          sessionId,
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: String(i).padStart(8, "0") + PAD } },
+        });
+      }
+    } else if (command === "read") {
+      for (let i = 0; i < Number(count); i++) {
+        await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: "/bench/file.txt" });
+      }
+    }
+    return { stopReason: "end_turn" };
+  })
+  .onNotification(acp.methods.agent.session.cancel, () => {});
+
+const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+await connection.closed;
+setTimeout(() => process.exit(0), 100).unref();
