@@ -10,10 +10,19 @@ import json
 import sys
 import time
 
+from _common import (
+    N_READS,
+    N_ROUND_TRIPS,
+    N_SESSIONS_W4,
+    N_SESSIONS_W6,
+    N_STREAM,
+    N_UPDATES_W4,
+    percentiles,
+    rss_mb,
+)
+
 from acpstack import Client, spawn_agent
 from acpstack.schema import v1 as acp
-
-from _common import N_READS, N_ROUND_TRIPS, N_SESSIONS_W4, N_SESSIONS_W6, N_STREAM, N_UPDATES_W4, percentiles, rss_mb
 
 
 class BenchClient(Client):

@@ -9,8 +9,16 @@ import time
 from typing import Any
 
 import orjson
-
-from _common import N_READS, N_ROUND_TRIPS, N_SESSIONS_W4, N_SESSIONS_W6, N_STREAM, N_UPDATES_W4, percentiles, rss_mb
+from _common import (
+    N_READS,
+    N_ROUND_TRIPS,
+    N_SESSIONS_W4,
+    N_SESSIONS_W6,
+    N_STREAM,
+    N_UPDATES_W4,
+    percentiles,
+    rss_mb,
+)
 
 
 class Peer:

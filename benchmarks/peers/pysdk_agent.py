@@ -6,7 +6,13 @@ import asyncio
 from typing import Any
 
 from acp import run_agent
-from acp.schema import AgentMessageChunk, InitializeResponse, NewSessionResponse, PromptResponse, TextContentBlock
+from acp.schema import (
+    AgentMessageChunk,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    TextContentBlock,
+)
 
 PAD = "x" * 32
 

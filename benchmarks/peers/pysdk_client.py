@@ -9,10 +9,23 @@ import sys
 import time
 from typing import Any
 
-from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileResponse, TextContentBlock
+from _common import (
+    N_READS,
+    N_ROUND_TRIPS,
+    N_SESSIONS_W4,
+    N_SESSIONS_W6,
+    N_STREAM,
+    N_UPDATES_W4,
+    percentiles,
+    rss_mb,
+)
+from acp.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    TextContentBlock,
+)
 from acp.stdio import spawn_agent_process
-
-from _common import N_READS, N_ROUND_TRIPS, N_SESSIONS_W4, N_SESSIONS_W6, N_STREAM, N_UPDATES_W4, percentiles, rss_mb
 
 
 class BenchClient:
