@@ -21,6 +21,7 @@ from _common import (
     rss_mb,
 )
 
+import acpstack
 from acpstack import Client, spawn_agent
 from acpstack.schema import v1 as acp
 
@@ -93,7 +94,7 @@ async def run(workload: str, agent: list[str]) -> dict[str, object]:
 
 def main() -> None:
     workload, agent = sys.argv[1], sys.argv[3:]
-    print(json.dumps(asyncio.run(run(workload, agent))))
+    print(json.dumps(acpstack.run(run(workload, agent))))
 
 
 if __name__ == "__main__":

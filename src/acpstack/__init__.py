@@ -25,6 +25,7 @@ _EXPORTS = {
     "Connection": "acpstack.rpc",
     "ConnectionClosed": "acpstack.rpc",
     "RequestTimeout": "acpstack.rpc",
+    "run": "acpstack.rpc",
     "RequestError": "acpstack.wire",
     "CapabilityError": "acpstack.wire",
     "UNSET": "acpstack.schema",
@@ -44,6 +45,7 @@ __all__ = [
     "ProtocolVersionError",
     "RequestError",
     "RequestTimeout",
+    "run",
     "UNSET",
     "__version__",
     "connect_agent",
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
         connect_client,
         spawn_agent,
     )
-    from acpstack.rpc import Connection, ConnectionClosed, RequestTimeout
+    from acpstack.rpc import Connection, ConnectionClosed, RequestTimeout, run
     from acpstack.schema import PROTOCOL_VERSION, UNSET
     from acpstack.wire import CapabilityError, RequestError
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 
 from acpstack.agent._agent import Agent, AgentDispatcher, ClientPeer
-from acpstack.rpc import Connection
+from acpstack.rpc import Connection, run
 from acpstack.transports import Transport, open_stdio_transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
@@ -46,6 +45,6 @@ def serve_stdio(agent: Agent, *, unstable: bool = False, log_level: int | None =
     if log_level is not None:
         logging.basicConfig(level=log_level, stream=sys.stderr)
     try:
-        asyncio.run(run_agent(agent, unstable=unstable))
+        run(run_agent(agent, unstable=unstable))
     except KeyboardInterrupt:
         pass
