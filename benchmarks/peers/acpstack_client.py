@@ -62,7 +62,7 @@ async def run(workload: str, agent: list[str]) -> dict[str, object]:
         if workload == "W6":
             for _ in range(N_SESSIONS_W6):
                 await peer.session_new(new)
-            return {"value": rss_mb(conn.transport.process.pid)}  # type: ignore[attr-defined]
+            return {"value": rss_mb(conn.transport.pid)}  # type: ignore[attr-defined]
         sid = (await peer.session_new(new)).session_id
         if workload == "W1":
             t0 = time.perf_counter()

@@ -23,6 +23,7 @@ from acpstack import ConnectionClosed, RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.client._connect import ClientConnection
 from acpstack.schema import v1 as acp
+from acpstack.transports import SubprocessTransport
 
 AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "session_agent.py")]
 encode = msgspec.json.encode
@@ -59,8 +60,9 @@ async def agent(db: Path, client: ClientRuntime, **env: str) -> AsyncIterator[Cl
         yield conn
 
 
-def process_of(conn: ClientConnection) -> asyncio.subprocess.Process:
-    return conn.transport.process  # type: ignore[attr-defined, no-any-return]
+def pid_of(conn: ClientConnection) -> int:
+    assert isinstance(conn.transport, SubprocessTransport)
+    return conn.transport.pid
 
 
 async def test_capabilities_follow_the_store(tmp_path: Path) -> None:
@@ -201,7 +203,7 @@ async def test_kill_9_during_a_burst_loses_nothing_the_client_saw(tmp_path: Path
         turn = asyncio.create_task(first.prompt(sid, "burst 100000 0.0005"))
         while len(first.texts(sid)) < 300:
             await asyncio.sleep(0.005)
-        os.kill(process_of(conn).pid, signal.SIGKILL)
+        os.kill(pid_of(conn), signal.SIGKILL)
         with pytest.raises(ConnectionClosed):
             await asyncio.wait_for(turn, 10)
         seen = first.texts(sid)

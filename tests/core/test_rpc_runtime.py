@@ -160,10 +160,12 @@ async def test_peer_exits_mid_request() -> None:
 
 async def test_shutdown_ladder_kills_an_agent_that_ignores_eof_and_sigterm() -> None:
     transport = await SubprocessTransport.spawn([sys.executable, str(PEERS / "stubborn_agent.py")], shutdown_timeout=0.3)
-    assert await asyncio.wait_for(transport.read(), 10) == b"ready\n"
-    pid = transport.process.pid
+    received: asyncio.Queue[bytes] = asyncio.Queue()
+    transport.start_reading(received.put_nowait, lambda: None)
+    assert await asyncio.wait_for(received.get(), 10) == b"ready\n"
+    pid = transport.pid
     await asyncio.wait_for(transport.close(), 10)
-    assert transport.process.returncode == -signal.SIGKILL
+    assert transport.returncode == -signal.SIGKILL
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 

@@ -70,3 +70,16 @@ def test_import_acpstack_stays_small() -> None:
     code = "import sys, acpstack.agent, acpstack.client; print(sorted(m for m in ('rich', 'mcp', 'httpx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
+    # Cold start: serving a stable-protocol Agent needs neither the unstable schema nor the
+    # SessionAgent runtime (SQLite store, turn helpers).
+    heavy = ("acpstack.schema._generated_v1_unstable", "acpstack.agent._runtime", "acpstack.agent._store", "sqlite3")
+    code = f"import sys; from acpstack import Agent, serve_stdio; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # ...and they are still there when asked for.
+    code = "from acpstack.agent import SessionAgent; from acpstack.schema import v1_unstable, UNSTABLE_METHODS; print(len(UNSTABLE_METHODS) > 0)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"

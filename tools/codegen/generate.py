@@ -760,19 +760,20 @@ def method_rows(schema: dict[str, Any], meta: dict[str, Any], stable_names: set[
     return rows
 
 
-def emit_methods(stable: list[MethodRow], unstable: list[MethodRow], header: str) -> str:
+def emit_methods(var: str, module: str, alias: str, rows: list[MethodRow], header: str) -> str:
+    """The method table of one schema (the unstable one is a separate module, imported
+    only by connections that opt in, so a stable agent's cold start skips its types)."""
     out = [header, "", "from __future__ import annotations", "",
-           "from acpstack.schema import _generated_v1 as v1", "from acpstack.schema import _generated_v1_unstable as v1u",
+           f"from acpstack.schema import {module} as {alias}",
            "from acpstack.schema._base import MethodSpec", "",
-           "__all__ = ['STABLE_METHODS', 'UNSTABLE_METHODS']", ""]
-    for var, mod, rows in (("STABLE_METHODS", "v1", stable), ("UNSTABLE_METHODS", "v1u", unstable)):
-        out.append(f"{var}: tuple[MethodSpec, ...] = (")
-        for r in rows:
-            result = f"{mod}.{r.result}" if r.result else "None"
-            out.append(f"    MethodSpec(name={r.name!r}, handler={r.handler!r}, handled_by={r.side!r}, kind={r.kind!r}, "
-                       f"params={mod}.{r.params}, result={result}, gate={r.gate!r}, unstable={r.unstable}),")
-        out.append(")")
-        out.append("")
+           f"__all__ = [{var!r}]", ""]
+    out.append(f"{var}: tuple[MethodSpec, ...] = (")
+    for r in rows:
+        result = f"{alias}.{r.result}" if r.result else "None"
+        out.append(f"    MethodSpec(name={r.name!r}, handler={r.handler!r}, handled_by={r.side!r}, kind={r.kind!r}, "
+                   f"params={alias}.{r.params}, result={result}, gate={r.gate!r}, unstable={r.unstable}),")
+    out.append(")")
+    out.append("")
     return "\n".join(out)
 
 
@@ -801,5 +802,8 @@ def generate_all() -> dict[str, str]:
     stable_rows = method_rows(stable_schema, stable_meta, stable_names)
     unstable_rows = method_rows(unstable_schema, unstable_meta, stable_names)
     outputs["_generated_methods.py"] = emit_methods(
-        stable_rows, unstable_rows, HEADER.format(src="v1/meta*.json", sha=sha("meta.json") + "+" + sha("meta.unstable.json")))
+        "STABLE_METHODS", "_generated_v1", "v1", stable_rows, HEADER.format(src="v1/meta.json", sha=sha("meta.json")))
+    outputs["_generated_methods_unstable.py"] = emit_methods(
+        "UNSTABLE_METHODS", "_generated_v1_unstable", "v1u", unstable_rows,
+        HEADER.format(src="v1/meta.unstable.json", sha=sha("meta.unstable.json")))
     return outputs

@@ -1,28 +1,60 @@
-"""The agent side: implement `Agent` (or `SessionAgent`), talk to the client through `ClientPeer`."""
+"""The agent side: implement `Agent` (or `SessionAgent`), talk to the client through `ClientPeer`.
+
+`Agent` and the serving functions load with the package; the `SessionAgent` runtime (its
+session store, SQLite, turn helpers) loads on first use, so an agent that does not use it
+starts faster.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
-from acpstack.agent._runtime import SessionAgent
-from acpstack.agent._session import Session
-from acpstack.agent._store import (
-    MemorySessionStore,
-    SessionRecord,
-    SessionStore,
-    SqliteSessionStore,
-    StoredEvent,
-    default_store_path,
-)
-from acpstack.agent._turn import (
-    STANDARD_OPTIONS,
-    ClientCapabilityMissing,
-    CommandResult,
-    PermissionDecision,
-    ToolCallHandle,
-    Turn,
-    diff_content,
-    terminal_content,
-    text_content,
-)
+
+if TYPE_CHECKING:
+    from acpstack.agent._runtime import SessionAgent
+    from acpstack.agent._session import Session
+    from acpstack.agent._store import (
+        MemorySessionStore,
+        SessionRecord,
+        SessionStore,
+        SqliteSessionStore,
+        StoredEvent,
+        default_store_path,
+    )
+    from acpstack.agent._turn import (
+        STANDARD_OPTIONS,
+        ClientCapabilityMissing,
+        CommandResult,
+        PermissionDecision,
+        ToolCallHandle,
+        Turn,
+        diff_content,
+        terminal_content,
+        text_content,
+    )
+
+_LAZY = {
+    "SessionAgent": "_runtime",
+    "Session": "_session",
+    "MemorySessionStore": "_store",
+    "SessionRecord": "_store",
+    "SessionStore": "_store",
+    "SqliteSessionStore": "_store",
+    "StoredEvent": "_store",
+    "default_store_path": "_store",
+    "STANDARD_OPTIONS": "_turn",
+    "ClientCapabilityMissing": "_turn",
+    "CommandResult": "_turn",
+    "PermissionDecision": "_turn",
+    "ToolCallHandle": "_turn",
+    "Turn": "_turn",
+    "diff_content": "_turn",
+    "terminal_content": "_turn",
+    "text_content": "_turn",
+}
 
 __all__ = [
     "STANDARD_OPTIONS",
@@ -48,3 +80,12 @@ __all__ = [
     "terminal_content",
     "text_content",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acpstack.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"acpstack.agent.{module}"), name)
+    globals()[name] = value
+    return value

@@ -19,11 +19,12 @@ def connect_agent(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     framing: str = "auto",
     max_inbound_requests: int = 512,
+    max_waiting_requests: int = 8192,
 ) -> Connection:
     """Wire `agent` to a transport. Start it with `async with` (or `.start()`)."""
     state = ProtocolState("agent", unstable=unstable, max_message_size=max_message_size, framing=framing)
     dispatcher = AgentDispatcher(agent)
-    connection = Connection(transport, state, dispatcher, max_inbound_requests=max_inbound_requests, on_close=agent.on_disconnect)
+    connection = Connection(transport, state, dispatcher, max_inbound_requests=max_inbound_requests, max_waiting_requests=max_waiting_requests, on_close=agent.on_disconnect)
     dispatcher.connection = connection
     agent.on_connect(ClientPeer(connection))
     return connection

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from acpstack.transports import Transport
+from acpstack.transports._base import DataCallback, EofCallback
 
 MessageCallback = Callable[[str, Any], None]
 
@@ -43,10 +44,18 @@ class TapTransport:
                 message = line.decode("utf-8", errors="replace")
             self.callback(direction, message)
 
-    async def read(self) -> bytes:
-        data = await self.inner.read()
-        self._report("recv", self._in.feed(data))
-        return data
+    def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        def tapped(data: bytes) -> None:
+            self._report("recv", self._in.feed(data))
+            on_data(data)
+
+        self.inner.start_reading(tapped, on_eof)
+
+    def pause_reading(self) -> None:
+        self.inner.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.inner.resume_reading()
 
     def write(self, data: bytes) -> None:
         self._report("send", self._out.feed(data))
@@ -60,6 +69,9 @@ class TapTransport:
 
     async def close(self) -> None:
         await self.inner.close()
+
+    async def settle(self) -> None:
+        await self.inner.settle()
 
     def close_reason(self) -> str | None:
         return self.inner.close_reason()

@@ -31,10 +31,11 @@ def connect_client(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     framing: str = "auto",
     max_inbound_requests: int = 512,
+    max_waiting_requests: int = 8192,
 ) -> ClientConnection:
     """Wire `client` to a transport. Start it with `async with conn.connection` (or `.start()`)."""
     state = ProtocolState("client", unstable=unstable, max_message_size=max_message_size, framing=framing)
-    connection = Connection(transport, state, ClientDispatcher(client), max_inbound_requests=max_inbound_requests, on_close=client.on_disconnect)
+    connection = Connection(transport, state, ClientDispatcher(client), max_inbound_requests=max_inbound_requests, max_waiting_requests=max_waiting_requests, on_close=client.on_disconnect)
     peer = AgentPeer(connection)
     client.on_connect(peer)
     return ClientConnection(peer, connection, transport)

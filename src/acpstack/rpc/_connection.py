@@ -1,5 +1,7 @@
 """The asyncio runtime: drives a ProtocolState over a Transport.
 
+- The transport pushes bytes straight into the protocol state from the event loop (no
+  reader task to wake per message).
 - Both sides send requests concurrently; each inbound request runs in its own task,
   at most `max_inbound_requests` at once; more wait in line, and reading pauses only
   when more than `max_waiting_requests` wait (backpressure without deadlocking on
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -56,10 +58,6 @@ class Dispatcher(Protocol):
     async def handle_notification(self, event: IncomingNotification) -> None: ...
 
 
-class _PeerCancelled(Exception):
-    pass
-
-
 class Connection:
     """One live ACP connection. Use as an async context manager, or call start()/aclose()."""
 
@@ -76,22 +74,24 @@ class Connection:
         self.transport = transport
         self.state = state
         self.dispatcher = dispatcher
-        self._limit = asyncio.Semaphore(max_inbound_requests)
+        self._max_running = max_inbound_requests
+        self._running = 0
         # Requests beyond the running limit wait in line; past this many, reading pauses.
         self._max_waiting = max_waiting_requests
-        self._waiting = 0
-        self._request_space = asyncio.Event()
+        self._backlog: deque[IncomingRequest] = deque()
         self._futures: dict[Any, asyncio.Future[Any]] = {}
         self._inbound: dict[Any, asyncio.Task[None]] = {}
         self._peer_cancelled: set[Any] = set()
         self._queues: dict[Any, deque[Any]] = {}
         self._workers: set[asyncio.Task[None]] = set()
-        self._queue_space = asyncio.Event()
         self._queued = 0
+        self._reading_paused = False
         self._out: list[bytes] = []
         self._out_size = 0
         self._flush_scheduled = False
-        self._reader: asyncio.Task[None] | None = None
+        self._started = False
+        self._input_done = False
+        self._finisher: asyncio.Task[None] | None = None
         self._closed: ConnectionClosed | None = None
         self._closed_event = asyncio.Event()
         self._on_close = on_close
@@ -107,8 +107,9 @@ class Connection:
         await self.aclose()
 
     def start(self) -> None:
-        if self._reader is None:
-            self._reader = self._loop.create_task(self._read_loop(), name="acp-reader")
+        if not self._started:
+            self._started = True
+            self.transport.start_reading(self._data_received, self._eof_received)
 
     @property
     def closed(self) -> bool:
@@ -120,9 +121,10 @@ class Connection:
     async def aclose(self) -> None:
         """Close the transport, cancel our handlers, fail pending calls. Idempotent."""
         self._flush()
+        self._input_done = True
         self._shutdown(ConnectionClosed("connection closed locally"))
         await self.transport.close()
-        tasks = [t for t in (self._reader, *self._inbound.values(), *self._workers) if t is not None]
+        tasks = [t for t in (self._finisher, *self._inbound.values(), *self._workers) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -136,47 +138,66 @@ class Connection:
         if self._closed is not None:
             return
         self._closed = exc
+        self._backlog.clear()
         self.state.fail_all_pending()
         for fut in self._futures.values():
             if not fut.done():
                 fut.set_exception(exc)
         self._futures.clear()
         self._closed_event.set()
-        self._queue_space.set()
-        self._request_space.set()
 
     # -- reading -----------------------------------------------------------------
+    # The transport calls these straight from the event loop when bytes arrive.
 
-    async def _read_loop(self) -> None:
+    def _data_received(self, data: bytes) -> None:
+        if self._input_done:
+            return
         try:
-            while True:
-                data = await self.transport.read()
-                if not data:
-                    self._handle_events(self.state.receive_eof())
-                    break
-                self._handle_events(self.state.receive(data))
-                reply = self.state.take_outgoing()
-                if reply:
-                    self._send(reply)
-                if self._queued > QUEUE_HIGH_WATER:
-                    self._queue_space.clear()
-                    await self._queue_space.wait()
-                if self._waiting > self._max_waiting:
-                    # Too many requests queued behind the running ones: stop reading until
-                    # the queue drains. (Reading never stops merely because handlers are
-                    # busy: they may be waiting for responses that only the reader can see.)
-                    self._request_space.clear()
-                    await self._request_space.wait()
-        except asyncio.CancelledError:
-            raise
+            self._handle_events(self.state.receive(data))
+            reply = self.state.take_outgoing()
+            if reply:
+                self._send(reply)
         except Exception:
-            log.exception("reader failed")
-        finally:
-            self._flush()
-            # Let queued notifications run before pending calls fail, so nothing is lost.
-            await self._drain_queues()
-            reason = self.transport.close_reason() if self._closed is None else None
+            log.exception("reading failed")
+            self._end_input()
+            return
+        if not self._reading_paused and (self._queued > QUEUE_HIGH_WATER or len(self._backlog) > self._max_waiting):
+            # Too much waiting to be handled: stop reading until it drains. (Reading never
+            # stops merely because handlers are busy: they may be waiting for responses
+            # that only the reader can see.)
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def _eof_received(self) -> None:
+        if self._input_done:
+            return
+        try:
+            self._handle_events(self.state.receive_eof())
+            reply = self.state.take_outgoing()
+            if reply:
+                self._send(reply)
+        except Exception:
+            log.exception("reading failed")
+        self._end_input()
+
+    def _end_input(self) -> None:
+        self._input_done = True
+        self._finisher = self._loop.create_task(self._finish_input())
+
+    async def _finish_input(self) -> None:
+        self._flush()
+        # Let queued notifications run before pending calls fail, so nothing is lost.
+        await self._drain_queues()
+        if self._closed is None:
+            await self.transport.settle()
+            reason = self.transport.close_reason()
             self._shutdown(ConnectionClosed(reason or "connection closed by peer"))
+
+    def _maybe_resume_reading(self) -> None:
+        if self._queued <= QUEUE_HIGH_WATER // 2 and len(self._backlog) <= self._max_waiting // 2:
+            self._reading_paused = False
+            if not self._input_done:
+                self.transport.resume_reading()
 
     async def _drain_queues(self) -> None:
         workers = [w for w in self._workers if not w.done()]
@@ -198,10 +219,7 @@ class Connection:
             elif isinstance(event, IncomingRequest):
                 self._start_request(event)
             elif isinstance(event, IncomingCancel):
-                task = self._inbound.get(event.request_id)
-                if task is not None and not task.done():
-                    self._peer_cancelled.add(event.request_id)
-                    task.cancel()
+                self._peer_cancels(event.request_id)
 
     def _enqueue(self, key: Any, item: Any) -> None:
         queue = self._queues.get(key)
@@ -228,8 +246,8 @@ class Connection:
                         log.exception("notification handler for %s failed", item.method)
                 queue.popleft()
                 self._queued -= 1
-                if self._queued <= QUEUE_HIGH_WATER // 2:
-                    self._queue_space.set()
+                if self._reading_paused:
+                    self._maybe_resume_reading()
         finally:
             if self._queues.get(key) is queue:
                 del self._queues[key]
@@ -243,33 +261,43 @@ class Connection:
         else:
             fut.set_result(event.result)
 
-    def _start_request(self, event: IncomingRequest) -> None:
-        task = self._loop.create_task(self._acquire_and_run(event))
-        self._inbound[event.id] = task
+    # -- answering the peer's requests ----------------------------------------------
 
-    async def _acquire_and_run(self, event: IncomingRequest) -> None:
-        self._waiting += 1
-        try:
-            await self._limit.acquire()
-        except asyncio.CancelledError:
-            self._inbound.pop(event.id, None)
-            if event.id in self._peer_cancelled and self._closed is None:
-                self._peer_cancelled.discard(event.id)
-                self._send(self.state.error(event.id, RequestError.request_cancelled()))
+    def _start_request(self, event: IncomingRequest) -> None:
+        if self._running < self._max_running:
+            self._launch(event)
+        else:
+            self._backlog.append(event)
+
+    def _launch(self, event: IncomingRequest) -> None:
+        self._running += 1
+        self._inbound[event.id] = self._loop.create_task(self._run_request(event))
+
+    def _peer_cancels(self, rid: Any) -> None:
+        task = self._inbound.get(rid)
+        if task is not None and not task.done():
+            self._peer_cancelled.add(rid)
+            task.cancel()
+            return
+        for waiting in self._backlog:
+            if waiting.id == rid:
+                self._backlog.remove(waiting)
+                self._send(self.state.error(rid, RequestError.request_cancelled()))
                 return
-            raise
-        finally:
-            self._waiting -= 1
-            if self._waiting <= self._max_waiting // 2:
-                self._request_space.set()
-        try:
-            await self._run_request(event)
-        finally:
-            self._limit.release()
-            self._inbound.pop(event.id, None)
-            self._peer_cancelled.discard(event.id)
 
     async def _run_request(self, event: IncomingRequest) -> None:
+        try:
+            await self._answer(event)
+        finally:
+            self._running -= 1
+            self._inbound.pop(event.id, None)
+            self._peer_cancelled.discard(event.id)
+            if self._backlog and self._closed is None:
+                self._launch(self._backlog.popleft())
+            if self._reading_paused:
+                self._maybe_resume_reading()
+
+    async def _answer(self, event: IncomingRequest) -> None:
         try:
             result = await self.dispatcher.handle_request(event)
         except asyncio.CancelledError:
@@ -281,14 +309,14 @@ class Connection:
             self._send(self.state.error(event.id, err))
             return
         except Exception:
-            correlation = uuid.uuid4().hex[:12]
+            correlation = os.urandom(6).hex()
             log.exception("handler for %s failed (correlation id %s)", event.method, correlation)
             self._send(self.state.error(event.id, RequestError.internal_error({"correlationId": correlation})))
             return
         try:
             frame = self.state.result(event.id, event.method, result)
         except Exception:
-            correlation = uuid.uuid4().hex[:12]
+            correlation = os.urandom(6).hex()
             log.exception("could not encode the result of %s (correlation id %s)", event.method, correlation)
             frame = self.state.error(event.id, RequestError.internal_error({"correlationId": correlation}))
         self._send(frame)

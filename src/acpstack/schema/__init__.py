@@ -2,16 +2,23 @@
 
 `acpstack.schema.v1` holds the stable v1 types; `acpstack.schema.v1_unstable` the
 unstable superset (opt-in per connection). Absent fields are `UNSET`, distinct from `None`.
+The unstable module and its method table load on first use: a stable agent's cold start
+does not pay for them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from msgspec import UNSET, UnsetType
 
 from acpstack.schema import _generated_v1 as v1
-from acpstack.schema import _generated_v1_unstable as v1_unstable
 from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate
-from acpstack.schema._generated_methods import STABLE_METHODS, UNSTABLE_METHODS
+from acpstack.schema._generated_methods import STABLE_METHODS
+
+if TYPE_CHECKING:
+    from acpstack.schema import _generated_v1_unstable as v1_unstable
+    from acpstack.schema._generated_methods_unstable import UNSTABLE_METHODS
 
 PROTOCOL_VERSION = 1
 
@@ -27,3 +34,18 @@ __all__ = [
     "v1",
     "v1_unstable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "v1_unstable":
+        from acpstack.schema import _generated_v1_unstable
+
+        value: Any = _generated_v1_unstable
+    elif name == "UNSTABLE_METHODS":
+        from acpstack.schema._generated_methods_unstable import UNSTABLE_METHODS
+
+        value = UNSTABLE_METHODS
+    else:
+        raise AttributeError(f"module 'acpstack.schema' has no attribute {name!r}")
+    globals()[name] = value
+    return value

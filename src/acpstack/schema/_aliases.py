@@ -233,6 +233,28 @@ ALWAYS_NORMALIZE = frozenset({
 })
 
 
+# For the methods called often, the seed spellings a strict decode would silently ignore
+# can be recognised in the raw bytes: without any of these, the strict fast path is safe.
+# (Seed spellings that make a strict decode fail reach normalisation anyway.)
+SEED_MARKERS: dict[str, tuple[bytes, ...]] = {
+    "session/new": (b'"workingDirectory"', b'"transport"'),
+    "session/load": (b'"workingDirectory"', b'"transport"'),
+    "session/resume": (b'"workingDirectory"', b'"transport"'),
+    "fs/read_text_file": (b'"startLine"',),
+}
+
+
+def needs_normalizing(method: str, raw: Any) -> bool:
+    """Whether params of `method` (raw JSON) must be normalised before a strict decode."""
+    if method not in ALWAYS_NORMALIZE:
+        return False
+    markers = SEED_MARKERS.get(method)
+    if markers is None:
+        return True
+    data = bytes(raw)
+    return any(marker in data for marker in markers)
+
+
 def normalize_params(method: str, params: Any) -> Any:
     fix = PARAMS.get(method)
     if fix is None or not isinstance(params, dict):

@@ -3,23 +3,57 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+
+from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.transports._plumbing import Inbox
 
 
 class MemoryTransport:
+    """One end of an in-memory pipe. Bytes are delivered on a later loop turn, never from
+    inside `write`, so a handler that writes is not re-entered by the peer's answer."""
+
     def __init__(self) -> None:
-        self._inbox: asyncio.Queue[bytes] = asyncio.Queue()
         self.peer: MemoryTransport | None = None
+        self._inbox = Inbox()
+        self._held: deque[bytes] = deque()  # arrived while reading is paused
+        self._paused = False
+        self._eof_pending = False
         self._closed = False
 
-    async def read(self) -> bytes:
-        if self._closed and self._inbox.empty():
-            return b""
-        return await self._inbox.get()
+    def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        self._inbox.attach(on_data, on_eof)
+
+    def pause_reading(self) -> None:
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        self._paused = False
+        asyncio.get_running_loop().call_soon(self._release_held)
+
+    def _release_held(self) -> None:
+        while self._held and not self._paused:
+            self._inbox.data(self._held.popleft())
+        if self._eof_pending and not self._held and not self._paused:
+            self._inbox.eof()
+
+    def _arrive(self, data: bytes) -> None:
+        if self._paused or self._held:
+            self._held.append(data)
+        else:
+            self._inbox.data(data)
+
+    def _arrive_eof(self) -> None:
+        if self._paused or self._held:
+            self._eof_pending = True
+        else:
+            self._inbox.eof()
 
     def write(self, data: bytes) -> None:
-        if self._closed or self.peer is None or self.peer._closed:
+        peer = self.peer
+        if self._closed or peer is None or peer._closed:
             return
-        self.peer._inbox.put_nowait(data)
+        asyncio.get_running_loop().call_soon(peer._arrive, data)
 
     async def drain(self) -> None:
         await asyncio.sleep(0)
@@ -27,13 +61,17 @@ class MemoryTransport:
     def write_buffer_size(self) -> int:
         return 0
 
+    async def settle(self) -> None:
+        return None
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._inbox.put_nowait(b"")
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self._inbox.eof)
         if self.peer is not None and not self.peer._closed:
-            self.peer._inbox.put_nowait(b"")
+            loop.call_soon(self.peer._arrive_eof)
 
     def close_reason(self) -> str | None:
         return None

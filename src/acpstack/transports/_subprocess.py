@@ -7,17 +7,71 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
-from acpstack.transports._streams import StreamTransport
+from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.transports._plumbing import Inbox, WriteFlow
 
 log = logging.getLogger("acpstack.peer")
 
 StderrCallback = Callable[[str], None]
+STDERR_LINE_LIMIT = 64 * 1024
 
 
-class SubprocessTransport(StreamTransport):
+class _ProcessPipes(asyncio.SubprocessProtocol):
+    """Routes the child's stdout to the inbox and its stderr to line handling."""
+
+    def __init__(self, inbox: Inbox, flow: WriteFlow, stderr_line: Callable[[str], None]) -> None:
+        self.inbox = inbox
+        self.flow = flow
+        self._stderr_line = stderr_line
+        self._stderr_partial = b""
+        self.exited = asyncio.Event()
+        self.stderr_closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.inbox.data(data)
+        else:
+            self._stderr_bytes(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 0:
+            self.flow.connection_lost(exc)
+        elif fd == 1:
+            self.inbox.eof()
+        else:
+            if self._stderr_partial:
+                self._emit(self._stderr_partial)
+                self._stderr_partial = b""
+            self.stderr_closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def pause_writing(self) -> None:
+        self.flow.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.flow.resume_writing()
+
+    def _stderr_bytes(self, data: bytes) -> None:
+        *lines, rest = (self._stderr_partial + data).split(b"\n")
+        for line in lines:
+            self._emit(line)
+        while len(rest) > STDERR_LINE_LIMIT:  # a runaway line still shows up, in pieces
+            self._emit(rest[:STDERR_LINE_LIMIT])
+            rest = rest[STDERR_LINE_LIMIT:]
+        self._stderr_partial = rest
+
+    def _emit(self, line: bytes) -> None:
+        self._stderr_line(line.decode("utf-8", errors="replace").rstrip("\r"))
+
+
+class SubprocessTransport:
     """The peer's stdin/stdout as a transport, its stderr drained continuously.
 
     Shutdown ladder (several real agents ignore stdin EOF): close stdin, wait, SIGTERM
@@ -26,21 +80,24 @@ class SubprocessTransport(StreamTransport):
 
     def __init__(
         self,
-        process: asyncio.subprocess.Process,
+        process: asyncio.SubprocessTransport,
+        pipes: _ProcessPipes,
         *,
         stderr_callback: StderrCallback | None,
-        stderr_tail_lines: int,
+        stderr_tail: deque[str],
         shutdown_timeout: float,
         description: str,
     ) -> None:
-        assert process.stdout is not None and process.stdin is not None
-        super().__init__(process.stdout, process.stdin)
-        self.process = process
+        self._process = process
+        self._pipes = pipes
+        # (uvloop's pipe transports do not subclass asyncio's, hence the casts)
+        self._stdin = cast(asyncio.WriteTransport, process.get_pipe_transport(0))
+        self._stdout = cast(asyncio.ReadTransport, process.get_pipe_transport(1))
         self._stderr_callback = stderr_callback
-        self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._stderr_tail = stderr_tail
         self._shutdown_timeout = shutdown_timeout
         self._description = description
-        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+        self._closed = False
 
     @classmethod
     async def spawn(
@@ -58,69 +115,74 @@ class SubprocessTransport(StreamTransport):
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
-        common = dict(
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        loop = asyncio.get_running_loop()
+        tail: deque[str] = deque(maxlen=stderr_tail_lines)
+
+        def stderr_line(text: str) -> None:
+            tail.append(text)
+            if stderr_callback is None:
+                log.debug("peer stderr: %s", text)
+                return
+            try:
+                stderr_callback(text)
+            except Exception:  # a UI callback must not stop the draining
+                log.exception("stderr callback failed")
+
+        pipes = _ProcessPipes(Inbox(), WriteFlow(), stderr_line)
+        common: dict[str, Any] = dict(
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
             start_new_session=True,  # so the shutdown ladder reaches the agent's children too
         )
         if isinstance(command, str):
-            process = await asyncio.create_subprocess_shell(command, **common)  # type: ignore[arg-type]
+            process, _ = await loop.subprocess_shell(lambda: pipes, command, **common)
             description = command
         else:
             argv = list(command)
             if not argv:
                 raise ValueError("empty agent command")
-            process = await asyncio.create_subprocess_exec(*argv, **common)  # type: ignore[arg-type]
+            process, _ = await loop.subprocess_exec(lambda: pipes, *argv, **common)
             description = " ".join(argv)
-        return cls(process, stderr_callback=stderr_callback, stderr_tail_lines=stderr_tail_lines,
+        return cls(process, pipes, stderr_callback=stderr_callback, stderr_tail=tail,
                    shutdown_timeout=shutdown_timeout, description=description)
 
-    async def _drain_stderr(self) -> None:
-        stream = self.process.stderr
-        assert stream is not None
-        while True:
-            try:
-                line = await stream.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                line = await stream.read(65536)
-            except (ConnectionError, OSError):
-                return
-            if not line:
-                return
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            self._stderr_tail.append(text)
-            if self._stderr_callback is not None:
-                try:
-                    self._stderr_callback(text)
-                except Exception:  # a UI callback must not stop the draining
-                    log.exception("stderr callback failed")
-            else:
-                log.debug("peer stderr: %s", text)
+    # -- the Transport interface -------------------------------------------------
 
-    async def read(self) -> bytes:
-        data = await super().read()
-        if not data:
-            # stdout closed: give the process a moment to exit and its stderr to drain, so
-            # the ConnectionClosed error can say how it ended (exit code, last stderr lines).
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self.process.wait()), 1.0)
-            if self.process.returncode is not None:
-                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
-        return data
+    def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        self._pipes.inbox.attach(on_data, on_eof)
 
-    def stderr_tail(self) -> list[str]:
-        return list(self._stderr_tail)
+    def pause_reading(self) -> None:
+        if not self._stdout.is_closing():
+            self._stdout.pause_reading()
 
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
+    def resume_reading(self) -> None:
+        if not self._stdout.is_closing():
+            self._stdout.resume_reading()
+
+    def write(self, data: bytes) -> None:
+        if not self._closed and not self._stdin.is_closing():
+            self._stdin.write(data)
+
+    async def drain(self) -> None:
+        await self._pipes.flow.drain()
+
+    def write_buffer_size(self) -> int:
+        return self._stdin.get_write_buffer_size()
+
+    async def settle(self) -> None:
+        # stdout closed: give the process a moment to exit and its stderr to drain, so
+        # the ConnectionClosed error can say how it ended (exit code, last stderr lines).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._pipes.exited.wait(), 1.0)
+        if self.returncode is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pipes.stderr_closed.wait(), 1.0)
 
     def close_reason(self) -> str | None:
-        code = self.process.returncode
+        code = self.returncode
         if code is None:
             return None
         how = f"exited with code {code}" if code >= 0 else f"was killed by {_signal_name(-code)}"
@@ -128,35 +190,52 @@ class SubprocessTransport(StreamTransport):
         reason = f"peer process `{self._description}` {how}"
         return f"{reason}; last stderr lines:\n{tail}" if tail else reason
 
-    async def wait_exit(self) -> int:
-        return await self.process.wait()
-
     async def close(self) -> None:
-        await super().close()  # closes stdin: the polite request to exit
-        await self._terminate()
-        if not self._stderr_task.done():
-            try:
-                await asyncio.wait_for(self._stderr_task, 1.0)
-            except (TimeoutError, asyncio.CancelledError):
-                self._stderr_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._stderr_task
+        if self._closed:
+            return
+        self._closed = True
+        self._stdin.close()  # the polite request to exit (after what is buffered is sent)
+        try:
+            await self._terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pipes.stderr_closed.wait(), 1.0)
+        finally:
+            self._process.close()
+
+    # -- the process ---------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._process.get_pid()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.get_returncode()
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr_tail)
+
+    async def wait_exit(self) -> int:
+        await self._pipes.exited.wait()
+        code = self.returncode
+        assert code is not None
+        return code
 
     async def _terminate(self) -> None:
-        proc = self.process
+        pid = self.pid
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if proc.returncode is not None:
+            if self._pipes.exited.is_set():
                 break
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
+                    os.killpg(pid, sig)
             try:
-                await asyncio.wait_for(proc.wait(), self._shutdown_timeout if sig != signal.SIGKILL else 10)
+                await asyncio.wait_for(self._pipes.exited.wait(), self._shutdown_timeout if sig != signal.SIGKILL else 10)
             except TimeoutError:
                 continue
         # Children of the agent that outlived it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _signal_name(num: int) -> str:

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, Struct
 
-from acpstack.schema import STABLE_METHODS, UNSTABLE_METHODS, MethodSpec
-from acpstack.schema._aliases import ALWAYS_NORMALIZE, normalize_params, normalize_result
+from acpstack.schema import STABLE_METHODS, MethodSpec
+from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
 from acpstack.schema._lenient import lenient_convert
 from acpstack.wire._codec import (
     Invalid,
@@ -127,7 +127,7 @@ def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool 
     where = "$.result" if result else "$.params"
     if raw is UNSET or raw is None:
         data: Any = None
-    elif not result and method in ALWAYS_NORMALIZE:
+    elif not result and needs_normalizing(method, raw):
         data = msgspec.json.decode(raw)
         data = normalize_params(method, data)
         return _convert(data, tp, where)
@@ -189,7 +189,11 @@ class ProtocolState:
     _outgoing: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        table = UNSTABLE_METHODS if self.unstable else STABLE_METHODS
+        table = STABLE_METHODS
+        if self.unstable:
+            from acpstack.schema import UNSTABLE_METHODS
+
+            table = UNSTABLE_METHODS
         mine = {self.role, "both", "protocol"}
         peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
         self.inbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in mine}

@@ -1,0 +1,122 @@
+"""Reading pauses when handlers fall behind, resumes when they catch up, and loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from acpstack import Client
+from acpstack.agent import Agent, connect_agent
+from acpstack.client import connect_client
+from acpstack.rpc._connection import QUEUE_HIGH_WATER
+from acpstack.schema import v1 as acp
+from acpstack.transports import MemoryTransport, SubprocessTransport, memory_pair
+
+AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "core_agent.py")]
+
+
+class CountingSubprocess(SubprocessTransport):
+    """The real subprocess transport, counting how often the runtime paused reading."""
+
+    pauses = 0
+    resumes = 0
+
+    def pause_reading(self) -> None:
+        self.pauses += 1
+        super().pause_reading()
+
+    def resume_reading(self) -> None:
+        self.resumes += 1
+        super().resume_reading()
+
+
+class SlowReader(Client):
+    """Handles updates far slower than the agent sends them."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def session_update(self, params: acp.SessionNotification) -> None:
+        update = params.update
+        assert isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)
+        self.texts.append(update.content.text)
+        await asyncio.sleep(0)
+
+
+async def test_a_flood_of_updates_pauses_reading_and_loses_nothing() -> None:
+    count = QUEUE_HIGH_WATER * 6
+    client = SlowReader()
+    transport = await CountingSubprocess.spawn(AGENT)
+    conn = connect_client(client, transport)
+    async with conn.connection:
+        await conn.agent.initialize(acp.InitializeRequest(protocol_version=1))
+        sid = (await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id
+        prompt = acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=f"stream {count}")])
+        answer = await asyncio.wait_for(conn.agent.session_prompt(prompt), 60)
+        assert answer.stop_reason == "end_turn"
+        # Every update arrived, in order, before the answer to the prompt.
+        assert client.texts == [f"{i:08d}" for i in range(count)]
+        assert transport.pauses >= 1
+        assert transport.resumes == transport.pauses
+
+
+class Gate(Agent):
+    """Extension requests block until released; records which ones ran."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started: list[int] = []
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        self.started.append(params)
+        await self.release.wait()
+        return params
+
+
+async def test_requests_beyond_the_limit_wait_in_line_and_can_be_cancelled_there() -> None:
+    agent = Gate()
+    a, b = memory_pair()
+    client = connect_client(Client(), b)
+    async with connect_agent(agent, a, max_inbound_requests=2), client.connection:
+        await client.agent.initialize()
+        calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(6)]
+        while len(agent.started) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert agent.started == [0, 1]  # the other four wait in line
+        calls[3].cancel()  # sends $/cancel_request for a request that has not started
+        await asyncio.sleep(0.05)
+        agent.release.set()
+        results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
+        assert results[:3] + results[4:] == [0, 1, 2, 4, 5]
+        assert isinstance(results[3], asyncio.CancelledError)
+        assert sorted(agent.started) == [0, 1, 2, 4, 5]  # the cancelled one never ran
+        # The connection is still fine afterwards.
+        assert await client.agent.call("_gate", 9) == 9
+
+
+class CountingMemory(MemoryTransport):
+    pauses = 0
+
+    def pause_reading(self) -> None:
+        self.pauses += 1
+        super().pause_reading()
+
+
+async def test_a_long_line_of_waiting_requests_pauses_reading_until_it_shrinks() -> None:
+    agent = Gate()
+    a, b = CountingMemory(), MemoryTransport()
+    a.peer, b.peer = b, a
+    client = connect_client(Client(), b)
+    agent_conn = connect_agent(agent, a, max_inbound_requests=1, max_waiting_requests=4)
+    async with agent_conn, client.connection:
+        await client.agent.initialize()
+        calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(40)]
+        await asyncio.sleep(0.1)
+        assert a.pauses >= 1
+        assert agent.started == [0]
+        agent.release.set()
+        assert await asyncio.wait_for(asyncio.gather(*calls), 10) == list(range(40))
+        assert agent.started == list(range(40))
