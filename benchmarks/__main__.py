@@ -1,4 +1,4 @@
-"""`python -m benchmarks`: W1-W6 for acpstack, the official Python and TypeScript SDKs and the floor."""
+"""`python -m benchmarks`: W1-W7 for acpstack, the official Python and TypeScript SDKs and the floor."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON results file (default: benchmarks/results/DATE-HOST.json)")
     args = parser.parse_args()
 
+    _setup.compile_acpstack()
     pysdk_python = _setup.python_sdk()
     node_peers = _setup.node_sdk()
     available = _runner.sides(sys.executable, pysdk_python, node_peers)

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PEERS = Path(__file__).resolve().parent / "peers"
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
 CROSS_WORKLOADS = ["W1", "W2", "W3"]
+# W7 is ours, not in BENCHMARKS.md: the agent's RSS over a long stream must stay flat.
+ACPSTACK_ONLY = ["W7"]
 TIMEOUT = 300
 
 # metric -> (unit, higher is better, goal)
@@ -27,6 +29,8 @@ METRICS: dict[str, tuple[str, bool, float | None]] = {
     "W5": ("ms", False, 100),
     "W6": ("MB RSS", False, 25),
     "import": ("ms", False, 50),
+    "import deps": ("ms", False, None),
+    "W7": ("MB growth", False, 1),
 }
 
 
@@ -65,7 +69,8 @@ def sides(project_python: str, pysdk_python: Path, node_peers: Path | None) -> d
 
 def pairs(available: dict[str, Side], chosen: list[str]) -> list[tuple[str, Side, Side, list[str]]]:
     """(label, client side, agent side, workloads): each implementation with itself, then cross pairs."""
-    out = [(name, side, side, WORKLOADS) for name, side in available.items() if name in chosen]
+    out = [(name, side, side, WORKLOADS if name == "acpstack" else [w for w in WORKLOADS if w not in ACPSTACK_ONLY])
+           for name, side in available.items() if name in chosen]
     ours = available["acpstack"]
     for other in ("py-sdk", "ts-sdk"):
         if other in available and other in chosen and "acpstack" in chosen:
@@ -92,11 +97,15 @@ def run_pair(client: Side, agent: Side, workload: str, env: dict[str, str]) -> d
 
 
 def import_time_ms(python: str, module: str) -> float:
-    """Wall time of `import module` in a fresh interpreter, minus the interpreter's own start."""
+    """Wall time of `import module` in a fresh interpreter, minus the interpreter's own start
+    (the fastest of 5 starts each: start-up noise only ever adds time)."""
     def wall(code: str) -> float:
-        t0 = time.perf_counter()
-        subprocess.run([python, "-c", code], check=True)
-        return time.perf_counter() - t0
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            subprocess.run([python, "-c", code], check=True)
+            times.append(time.perf_counter() - t0)
+        return min(times)
     return max(0.0, (wall(f"import {module}") - wall("pass")) * 1000)
 
 
@@ -122,8 +131,13 @@ def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str],
                     results.add(label, "W2 p99", result["p99"])
                 else:
                     results.add(label, workload, result["value"])
+                    for extra in ("start", "end"):  # W7's RSS readings, kept in the JSON
+                        if extra in result:
+                            results.add(label, f"{workload} {extra}", result[extra])
         if "acpstack" in chosen:
             results.add("acpstack", "import", import_time_ms(project_python, "acpstack.agent"))
+            # What acpstack's two dependencies alone cost here: the rest of "import" is ours.
+            results.add("acpstack", "import deps", import_time_ms(project_python, "asyncio, msgspec"))
         if "py-sdk" in chosen:
             results.add("py-sdk", "import", import_time_ms(str(pysdk_python), "acp"))
     return results
@@ -132,7 +146,7 @@ def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str],
 def fmt(value: float | None, metric: str) -> str:
     if value is None:
         return "—"
-    if metric == "W4":
+    if metric in ("W4", "W7"):
         return f"{value:.3f}"
     if value >= 1000:
         return f"{value:,.0f}"

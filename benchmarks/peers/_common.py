@@ -11,6 +11,7 @@ N_READS = 500 if QUICK else 5_000
 N_SESSIONS_W4 = 200
 N_UPDATES_W4 = 100
 N_SESSIONS_W6 = 1_000 if QUICK else 10_000
+N_LONG_STREAM = 50_000 if QUICK else 500_000  # W7
 
 
 def percentiles(samples: list[float]) -> dict[str, object]:

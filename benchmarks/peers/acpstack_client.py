@@ -11,6 +11,7 @@ import sys
 import time
 
 from _common import (
+    N_LONG_STREAM,
     N_READS,
     N_ROUND_TRIPS,
     N_SESSIONS_W4,
@@ -29,6 +30,8 @@ from acpstack.schema import v1 as acp
 class BenchClient(Client):
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        self.rss_probe: tuple[int, int] | None = None  # (agent pid, update index) for W7
+        self.rss_at_probe = 0.0
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
@@ -37,6 +40,8 @@ class BenchClient(Client):
         if int(update.content.text[:8]) != expected:
             raise SystemExit(f"update out of order: {update.content.text[:8]} != {expected}")
         self.counts[params.session_id] = expected + 1
+        if self.rss_probe is not None and expected == self.rss_probe[1]:
+            self.rss_at_probe = rss_mb(self.rss_probe[0])
 
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
         return acp.ReadTextFileResponse(content="hello\n")
@@ -78,6 +83,14 @@ async def run(workload: str, agent: list[str]) -> dict[str, object]:
                 await peer.session_prompt(request)
                 samples.append((time.perf_counter() - t0) * 1e6)
             return percentiles(samples)
+        if workload == "W7":
+            # Agent RSS after the first 20% of a long stream and at its end: no growth per message.
+            pid = conn.transport.pid  # type: ignore[attr-defined]
+            client.rss_probe = (pid, N_LONG_STREAM // 5)
+            await peer.session_prompt(prompt(sid, f"stream {N_LONG_STREAM}"))
+            assert client.counts[sid] == N_LONG_STREAM
+            end = rss_mb(pid)
+            return {"value": end - client.rss_at_probe, "start": client.rss_at_probe, "end": end}
         if workload == "W3":
             t0 = time.perf_counter()
             await peer.session_prompt(prompt(sid, f"read {N_READS}"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -81,8 +80,7 @@ def check_arms(obj: Struct) -> None:
     raise ValueError(f"{type(obj).__name__} matches none of its variants")
 
 
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
+class MethodSpec(Struct, frozen=True):
     """One row of the generated method table."""
 
     name: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -19,7 +18,6 @@ from msgspec import UNSET, Struct
 
 from acpstack.schema import STABLE_METHODS, MethodSpec
 from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
-from acpstack.schema._lenient import lenient_convert
 from acpstack.wire._codec import (
     Invalid,
     Notification,
@@ -56,36 +54,31 @@ class CapabilityError(RuntimeError):
 # ---- events -------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class IncomingRequest:
+class IncomingRequest(Struct):
     id: RequestId
     method: str
     spec: MethodSpec | None  # None for `_` extension methods
     params: Any
 
 
-@dataclass(slots=True)
-class IncomingNotification:
+class IncomingNotification(Struct):
     method: str
     spec: MethodSpec | None
     params: Any
 
 
-@dataclass(slots=True)
-class IncomingCancel:
+class IncomingCancel(Struct):
     request_id: RequestId
 
 
-@dataclass(slots=True)
-class PendingCall:
+class PendingCall(Struct):
     id: RequestId
     method: str
     result_type: type | None
     session_id: str | None
 
 
-@dataclass(slots=True)
-class IncomingResponse:
+class IncomingResponse(Struct):
     call: PendingCall
     result: Any = None
     error: RequestError | None = None
@@ -113,10 +106,6 @@ def _error_path(exc: Exception, prefix: str) -> tuple[str, str]:
     if match is None:
         return prefix, text
     return prefix + match.group(1), text[: match.start()]
-
-
-def _has_required_fields(tp: type) -> bool:
-    return any(f.required for f in msgspec.structs.fields(tp))
 
 
 def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool = False) -> Any:
@@ -150,6 +139,8 @@ def _convert(data: Any, tp: type, where: str) -> Any:
         return msgspec.convert(data, tp)
     except (msgspec.ValidationError, ValueError, TypeError):
         pass
+    from acpstack.schema._lenient import lenient_convert  # the slow path loads on first use
+
     try:
         return lenient_convert(data, tp)
     except (msgspec.ValidationError, ValueError, TypeError) as exc:
@@ -172,33 +163,41 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-@dataclass
 class ProtocolState:
-    """One side of an ACP connection, without I/O."""
+    """One side of an ACP connection, without I/O.
 
-    role: Role
-    unstable: bool = False
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    framing: str = "auto"
-    # "auto": NDJSON (the official framing), or Content-Length if the peer spoke it first.
-    send_framing: str = "auto"
-    local_capabilities: Any = None
-    peer_capabilities: Any = None
-    initialized: bool = False
-    pending: dict[RequestId, PendingCall] = field(default_factory=dict)
-    _outgoing: list[bytes] = field(default_factory=list)
+    framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
+    spoke it first; send_framing "auto" answers in the framing the peer uses.
+    """
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        role: Role,
+        unstable: bool = False,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        framing: str = "auto",
+        send_framing: str = "auto",
+    ) -> None:
+        self.role = role
+        self.unstable = unstable
+        self.max_message_size = max_message_size
+        self.framing = framing
+        self.send_framing = send_framing
+        self.local_capabilities: Any = None
+        self.peer_capabilities: Any = None
+        self.initialized = False
+        self.pending: dict[RequestId, PendingCall] = {}
+        self._outgoing: list[bytes] = []
         table = STABLE_METHODS
-        if self.unstable:
+        if unstable:
             from acpstack.schema import UNSTABLE_METHODS
 
             table = UNSTABLE_METHODS
-        mine = {self.role, "both", "protocol"}
-        peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
+        mine = {role, "both", "protocol"}
+        peer = {"client" if role == "agent" else "agent", "both", "protocol"}
         self.inbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in mine}
         self.outbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in peer}
-        self._decoder = FrameDecoder(self.max_message_size, self.framing)
+        self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
 
     @property

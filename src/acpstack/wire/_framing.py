@@ -33,9 +33,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import islice
 from typing import Final, TypeAlias
+
+from msgspec import Struct
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -75,8 +76,7 @@ _SKIP_BODY: Final = 2
 _SKIP_HEADERS: Final = 3
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class Oversized:
+class Oversized(Struct, frozen=True):
     """A message larger than the decoder's limit; its body was discarded.
 
     ``size`` is the number of bytes of the message (NDJSON: the line without its
@@ -93,8 +93,7 @@ class Oversized:
         return f"Oversized(prefix={shown!r}{more}, size={self.size})"
 
 
-@dataclass(frozen=True, slots=True)
-class FramingError:
+class FramingError(Struct, frozen=True):
     """A malformed content-length header block; the decoder resynchronised after it."""
 
     detail: str
