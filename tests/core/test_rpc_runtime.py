@@ -180,6 +180,20 @@ async def test_a_chatty_agent_never_blocks() -> None:
     assert sum(1 for line in lines if line.startswith("log line")) == 100000
 
 
+async def test_a_runaway_stderr_line_arrives_in_bounded_pieces() -> None:
+    lines: list[str] = []
+    async with spawn_agent(AGENT, Recorder(), stderr_callback=lines.append) as conn:
+        sid = await open_session(conn)
+        await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, "longline 200000")), 30)
+        for _ in range(100):  # stderr is a separate pipe: let it catch up
+            if sum(len(line) for line in lines if set(line) == {"y"}) >= 200000:
+                break
+            await asyncio.sleep(0.05)
+    pieces = [line for line in lines if line and set(line) == {"y"}]
+    assert sum(map(len, pieces)) == 200000
+    assert max(map(len, pieces)) <= 64 * 1024
+
+
 async def test_bounded_inbound_concurrency() -> None:
     running = 0
     peak = 0

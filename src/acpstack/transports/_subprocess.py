@@ -62,13 +62,16 @@ class _ProcessPipes(asyncio.SubprocessProtocol):
         *lines, rest = (self._stderr_partial + data).split(b"\n")
         for line in lines:
             self._emit(line)
-        while len(rest) > STDERR_LINE_LIMIT:  # a runaway line still shows up, in pieces
+        while len(rest) > STDERR_LINE_LIMIT:  # do not wait for the end of a runaway line
             self._emit(rest[:STDERR_LINE_LIMIT])
             rest = rest[STDERR_LINE_LIMIT:]
         self._stderr_partial = rest
 
     def _emit(self, line: bytes) -> None:
-        self._stderr_line(line.decode("utf-8", errors="replace").rstrip("\r"))
+        # A runaway line shows up in pieces of at most STDERR_LINE_LIMIT bytes.
+        for start in range(0, max(len(line), 1), STDERR_LINE_LIMIT):
+            piece = line[start : start + STDERR_LINE_LIMIT]
+            self._stderr_line(piece.decode("utf-8", errors="replace").rstrip("\r"))
 
 
 class SubprocessTransport:

@@ -55,6 +55,10 @@ class CoreAgent(Agent):
             for i in range(int(arg)):
                 sys.stderr.write(f"log line {i} " + "x" * 100 + "\n")
             await self.say(sid, "done")
+        elif verb == "longline":  # one stderr line of `arg` bytes
+            sys.stderr.write("y" * int(arg) + "\n")
+            sys.stderr.flush()
+            await self.say(sid, "done")
         elif verb == "cancelled-count":
             await self.say(sid, str(self.cancelled_requests))
         return acp.PromptResponse(stop_reason="end_turn")
