@@ -1,4 +1,5 @@
-"""Every async test here runs twice: on the stdlib event loop and on uvloop.
+"""Every async test in tests/core and tests/e2e runs twice: on the stdlib event loop and
+on uvloop (the other directories run on the stdlib loop only, to keep CI short).
 
 Agents started by these tests serve on uvloop when it is installed (`acpstack.run`), and
 the test process itself is the client: running it on both loops covers the push-based
@@ -13,9 +14,13 @@ from typing import Any
 
 import pytest
 
+BOTH_LOOPS = {"core", "e2e"}
+
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[str, Callable[[], Any]]:
     factories: dict[str, Callable[[], Any]] = {"asyncio": asyncio.new_event_loop}
+    if item.path.parent.name not in BOTH_LOOPS:
+        return factories
     try:
         import uvloop
     except ImportError:  # the `fast` extra is optional
