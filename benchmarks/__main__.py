@@ -22,15 +22,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON results file (default: benchmarks/results/DATE-HOST.json)")
     args = parser.parse_args()
 
-    _setup.compile_acpstack()
+    ours_python = _setup.acpstack_python()
     pysdk_python = _setup.python_sdk()
     node_peers = _setup.node_sdk()
-    available = _runner.sides(sys.executable, pysdk_python, node_peers)
+    available = _runner.sides(ours_python, sys.executable, pysdk_python, node_peers)
     chosen = [i for i in args.impl.split(",") if i in available]
     workloads = [w for w in args.only.split(",") if w in _runner.WORKLOADS]
-    versions = _setup.versions(pysdk_python, node_peers)
+    versions = _setup.versions(ours_python, pysdk_python, node_peers)
     print(f"versions: {versions}", file=sys.stderr)
-    results = _runner.run_all(available, chosen, workloads, args.reps, args.quick, sys.executable, pysdk_python)
+    results = _runner.run_all(available, chosen, workloads, args.reps, args.quick, ours_python, pysdk_python)
 
     text = _runner.table(results, chosen)
     print(text)

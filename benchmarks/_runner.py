@@ -56,9 +56,11 @@ class Results:
         return statistics.median(values) if values else None
 
 
-def sides(project_python: str, pysdk_python: Path, node_peers: Path | None) -> dict[str, Side]:
+def sides(ours_python: Path, project_python: str, pysdk_python: Path, node_peers: Path | None) -> dict[str, Side]:
+    """acpstack runs from its own clean venv; the floor needs orjson from the project's venv."""
+    ours = str(ours_python)
     out = {
-        "acpstack": Side("acpstack", [project_python, str(PEERS / "acpstack_client.py")], [project_python, str(PEERS / "acpstack_agent.py")]),
+        "acpstack": Side("acpstack", [ours, str(PEERS / "acpstack_client.py")], [ours, str(PEERS / "acpstack_agent.py")]),
         "py-sdk": Side("py-sdk", [str(pysdk_python), str(PEERS / "pysdk_client.py")], [str(pysdk_python), str(PEERS / "pysdk_agent.py")]),
         "floor": Side("floor", [project_python, str(PEERS / "floor_client.py")], [project_python, str(PEERS / "floor_agent.py")]),
     }
@@ -110,7 +112,7 @@ def import_time_ms(python: str, module: str) -> float:
 
 
 def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str], reps: int, quick: bool,
-            project_python: str, pysdk_python: Path) -> Results:
+            ours_python: Path, pysdk_python: Path) -> Results:
     env = dict(os.environ, ACPSTACK_BENCH_QUICK="1" if quick else "0")
     results = Results()
     plan = pairs(available, chosen)
@@ -135,9 +137,9 @@ def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str],
                         if extra in result:
                             results.add(label, f"{workload} {extra}", result[extra])
         if "acpstack" in chosen:
-            results.add("acpstack", "import", import_time_ms(project_python, "acpstack.agent"))
+            results.add("acpstack", "import", import_time_ms(str(ours_python), "acpstack.agent"))
             # What acpstack's two dependencies alone cost here: the rest of "import" is ours.
-            results.add("acpstack", "import deps", import_time_ms(project_python, "asyncio, msgspec"))
+            results.add("acpstack", "import deps", import_time_ms(str(ours_python), "asyncio, msgspec"))
         if "py-sdk" in chosen:
             results.add("py-sdk", "import", import_time_ms(str(pysdk_python), "acp"))
     return results

@@ -1,5 +1,8 @@
-"""The benchmark's own setup: the official SDKs in private directories under benchmarks/.
+"""The benchmark's own setup: each implementation installed as its users install it, in a
+private directory under benchmarks/.
 
+- acpstack (`pip install <this checkout>[fast]`, a built wheel with its runtime dependencies
+  only) in benchmarks/.venv-acpstack, reinstalled whenever the sources change
 - Python SDK (`agent-client-protocol` from PyPI) in benchmarks/.venv-pysdk
 - TypeScript SDK (`@agentclientprotocol/sdk` from npm) in benchmarks/.node, only when node is on PATH
 
@@ -9,6 +12,7 @@ Installs happen once; later runs reuse them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -23,13 +27,31 @@ PY_VENV = HERE / ".venv-pysdk"
 NODE_DIR = HERE / ".node"
 
 
-def compile_acpstack() -> None:
-    """Write bytecode for acpstack's sources, as installing a wheel does (pip compiles the
-    SDK's files in its venv). Without it, a development checkout run with
-    PYTHONDONTWRITEBYTECODE=1 recompiles every module on each start and W5 measures that."""
-    import acpstack
+PROJECT = HERE.parent
+ACPSTACK_VENV = HERE / ".venv-acpstack"
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(acpstack.__file__).parent)], check=True)
+
+def _source_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted([PROJECT / "pyproject.toml", *(PROJECT / "src").rglob("*.py")]):
+        digest.update(str(path.relative_to(PROJECT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def acpstack_python() -> Path:
+    """The Python of a venv with this checkout installed the way a user installs it: a
+    wheel with compiled bytecode and only acpstack's runtime dependencies (msgspec, uvloop).
+    The development venv also holds typing_extensions, pydantic and the test tools, which
+    msgspec picks up at import and which would make cold start and memory look worse."""
+    python = ACPSTACK_VENV / "bin" / "python"
+    stamp = ACPSTACK_VENV / ".installed"
+    digest = _source_digest()
+    if not (stamp.exists() and stamp.read_text() == digest):
+        print(f"setup: installing this checkout into {ACPSTACK_VENV}", file=sys.stderr)
+        venv.create(ACPSTACK_VENV, with_pip=True, clear=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"{PROJECT}[fast]"], check=True)
+        stamp.write_text(digest)
+    return python
 
 
 def python_sdk() -> Path:
@@ -63,13 +85,15 @@ def node_sdk() -> Path | None:
     return peers
 
 
-def versions(python: Path, node_peers: Path | None) -> dict[str, str]:
-    import acpstack
+def _installed(python: Path, *packages: str) -> dict[str, str]:
+    code = "import sys; from importlib.metadata import version; print(*(version(p) for p in sys.argv[1:]))"
+    found = subprocess.run([str(python), "-c", code, *packages], capture_output=True, text=True, check=True)
+    return dict(zip(packages, found.stdout.split(), strict=True))
 
-    out = {"acpstack": acpstack.__version__, "python": sys.version.split()[0]}
-    out["agent-client-protocol"] = subprocess.run(
-        [str(python), "-c", "from importlib.metadata import version; print(version('agent-client-protocol'))"],
-        capture_output=True, text=True, check=True).stdout.strip()
+
+def versions(ours: Path, python: Path, node_peers: Path | None) -> dict[str, str]:
+    out = {"python": sys.version.split()[0], **_installed(ours, "acpstack", "msgspec", "uvloop")}
+    out.update(_installed(python, "agent-client-protocol", "pydantic"))
     if node_peers is not None:
         pkg = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
         out["@agentclientprotocol/sdk"] = json.loads(pkg.read_text())["version"]
