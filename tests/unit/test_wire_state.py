@@ -176,6 +176,27 @@ class TestStateMachine:
         with pytest.raises(CapabilityError):
             agent.start_request("terminal/create", acp.CreateTerminalRequest(session_id="s", command="ls"))
 
+    def test_gate_answers_follow_capabilities_set_later(self) -> None:
+        # Gate checks are cached per gate; setting capabilities must reset that cache.
+        agent = initialized_agent()
+        read = acp.ReadTextFileRequest(session_id="s", path="/x")
+        with pytest.raises(CapabilityError):
+            agent.start_request("fs/read_text_file", read)
+        agent.peer_capabilities = acp.ClientCapabilities(fs=acp.FileSystemCapabilities(read_text_file=True))
+        agent.start_request("fs/read_text_file", read)
+        agent.peer_capabilities = acp.ClientCapabilities()
+        with pytest.raises(CapabilityError):
+            agent.start_request("fs/read_text_file", read)
+
+        client = initialized_client()  # advertised fs.readTextFile
+        request = {"jsonrpc": "2.0", "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/x"}}
+        [event] = client.receive(line({**request, "id": 1}))
+        assert isinstance(event, IncomingRequest)
+        client.local_capabilities = acp.ClientCapabilities()
+        assert client.receive(line({**request, "id": 2})) == []
+        [reply] = replies(client)
+        assert (reply["id"], reply["error"]["code"]) == (2, -32601)
+
     def test_client_cannot_send_before_initialize(self) -> None:
         with pytest.raises(CapabilityError, match="initialize"):
             ProtocolState("client").start_request("session/new", acp.NewSessionRequest(cwd="/", mcp_servers=[]))

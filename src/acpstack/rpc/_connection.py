@@ -286,8 +286,24 @@ class Connection:
                 return
 
     async def _run_request(self, event: IncomingRequest) -> None:
+        # One coroutine per inbound request (no nested helper coroutines: each costs a frame).
         try:
-            await self._answer(event)
+            result = await self.dispatcher.handle_request(event)
+        except asyncio.CancelledError:
+            if event.id in self._peer_cancelled and self._closed is None:
+                self._send(self.state.error(event.id, RequestError.request_cancelled()))
+            else:
+                raise
+        except RequestError as err:
+            self._send(self.state.error(event.id, err))
+        except Exception:
+            self._send(self._internal_error(event, "handler for %s failed"))
+        else:
+            try:
+                frame = self.state.result(event.id, event.method, result)
+            except Exception:
+                frame = self._internal_error(event, "could not encode the result of %s")
+            self._send(frame)
         finally:
             self._running -= 1
             self._inbound.pop(event.id, None)
@@ -297,29 +313,11 @@ class Connection:
             if self._reading_paused:
                 self._maybe_resume_reading()
 
-    async def _answer(self, event: IncomingRequest) -> None:
-        try:
-            result = await self.dispatcher.handle_request(event)
-        except asyncio.CancelledError:
-            if event.id in self._peer_cancelled and self._closed is None:
-                self._send(self.state.error(event.id, RequestError.request_cancelled()))
-                return
-            raise
-        except RequestError as err:
-            self._send(self.state.error(event.id, err))
-            return
-        except Exception:
-            correlation = os.urandom(6).hex()
-            log.exception("handler for %s failed (correlation id %s)", event.method, correlation)
-            self._send(self.state.error(event.id, RequestError.internal_error({"correlationId": correlation})))
-            return
-        try:
-            frame = self.state.result(event.id, event.method, result)
-        except Exception:
-            correlation = os.urandom(6).hex()
-            log.exception("could not encode the result of %s (correlation id %s)", event.method, correlation)
-            frame = self.state.error(event.id, RequestError.internal_error({"correlationId": correlation}))
-        self._send(frame)
+    def _internal_error(self, event: IncomingRequest, what: str) -> bytes:
+        """Log the exception being handled under a correlation id the peer gets instead of details."""
+        correlation = os.urandom(6).hex()
+        log.exception(what + " (correlation id %s)", event.method, correlation)
+        return self.state.error(event.id, RequestError.internal_error({"correlationId": correlation}))
 
     # -- writing -----------------------------------------------------------------
 

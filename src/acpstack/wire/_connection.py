@@ -183,8 +183,12 @@ class ProtocolState:
         self.max_message_size = max_message_size
         self.framing = framing
         self.send_framing = send_framing
-        self.local_capabilities: Any = None
-        self.peer_capabilities: Any = None
+        # Capabilities are negotiated once, at initialize: gate checks are cached per gate
+        # and the caches reset whenever a capabilities object is set.
+        self._local_caps: Any = None
+        self._peer_caps: Any = None
+        self._local_allows: dict[tuple[str, ...], bool] = {}
+        self._peer_allows: dict[tuple[str, ...], bool] = {}
         self.initialized = False
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
@@ -195,17 +199,57 @@ class ProtocolState:
             table = UNSTABLE_METHODS
         mine = {role, "both", "protocol"}
         peer = {"client" if role == "agent" else "agent", "both", "protocol"}
-        self.inbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in mine}
-        self.outbound: dict[tuple[str, str], MethodSpec] = {(s.name, s.kind): s for s in table if s.handled_by in peer}
+        # Method name -> spec, one table per direction and kind.
+        self._requests_in = {s.name: s for s in table if s.handled_by in mine and s.kind == "request"}
+        self._notifications_in = {s.name: s for s in table if s.handled_by in mine and s.kind == "notification"}
+        self._requests_out = {s.name: s for s in table if s.handled_by in peer and s.kind == "request"}
+        self._notifications_out = {s.name: s for s in table if s.handled_by in peer and s.kind == "notification"}
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
+        self._send_mode: str | None = None if send_framing == "auto" else send_framing
+
+    @property
+    def local_capabilities(self) -> Any:
+        """What this side advertised in initialize (None before)."""
+        return self._local_caps
+
+    @local_capabilities.setter
+    def local_capabilities(self, caps: Any) -> None:
+        self._local_caps = caps
+        self._local_allows.clear()
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """What the peer advertised in initialize (None before)."""
+        return self._peer_caps
+
+    @peer_capabilities.setter
+    def peer_capabilities(self, caps: Any) -> None:
+        self._peer_caps = caps
+        self._peer_allows.clear()
+
+    def _local_allows_gate(self, gate: tuple[str, ...]) -> bool:
+        allowed = self._local_allows.get(gate)
+        if allowed is None:
+            allowed = self._local_allows[gate] = capability_allows(self._local_caps, gate)
+        return allowed
+
+    def _peer_allows_gate(self, gate: tuple[str, ...]) -> bool:
+        allowed = self._peer_allows.get(gate)
+        if allowed is None:
+            allowed = self._peer_allows[gate] = capability_allows(self._peer_caps, gate)
+        return allowed
 
     @property
     def send_mode(self) -> str:
         """The framing outgoing messages use now: the configured one, or what the peer spoke."""
-        if self.send_framing != "auto":
-            return self.send_framing
-        return "content-length" if self._decoder.framing == "content-length" else "ndjson"
+        if self._send_mode is not None:
+            return self._send_mode
+        peer = self._decoder.framing
+        if peer == "auto":
+            return "ndjson"
+        self._send_mode = peer  # the peer's framing is fixed once seen
+        return peer
 
     # -- receiving --------------------------------------------------------------
 
@@ -268,16 +312,16 @@ class ProtocolState:
 
     def _request(self, msg: Request) -> Event | None:
         method = msg.method
-        if method.startswith("_") and len(method) > 1:
-            return IncomingRequest(msg.id, method, None, _plain(msg.params))
-        spec = self.inbound.get((method, "request"))
+        spec = self._requests_in.get(method)
         if spec is None:
+            if method.startswith("_") and len(method) > 1:
+                return IncomingRequest(msg.id, method, None, _plain(msg.params))
             self._queue_error(msg.id, RequestError.method_not_found(method))
             return None
         if self.role == "agent" and not self.initialized and method != "initialize":
             self._queue_error(msg.id, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
             return None
-        if spec.gate is not None and self.local_capabilities is not None and not capability_allows(self.local_capabilities, spec.gate):
+        if spec.gate is not None and self._local_caps is not None and not self._local_allows_gate(spec.gate):
             self._queue_error(msg.id, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
             return None
         try:
@@ -289,10 +333,10 @@ class ProtocolState:
 
     def _notification(self, msg: Notification) -> Event | None:
         method = msg.method
-        if method.startswith("_") and len(method) > 1:
-            return IncomingNotification(method, None, _plain(msg.params))
-        spec = self.inbound.get((method, "notification"))
+        spec = self._notifications_in.get(method)
         if spec is None:
+            if method.startswith("_") and len(method) > 1:
+                return IncomingNotification(method, None, _plain(msg.params))
             log.debug("ignored unknown notification %s", method)
             return None
         try:
@@ -328,7 +372,7 @@ class ProtocolState:
     # -- sending ------------------------------------------------------------------
 
     def start_request(self, method: str, params: Any, *, check_gate: bool = True) -> tuple[RequestId, bytes, PendingCall]:
-        spec = self.outbound.get((method, "request"))
+        spec = self._requests_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
         if spec is not None and check_gate:
@@ -342,7 +386,7 @@ class ProtocolState:
         return rid, encode_frame(encode_request(rid, method, params), self.send_mode), call
 
     def notification(self, method: str, params: Any) -> bytes:
-        spec = self.outbound.get((method, "notification"))
+        spec = self._notifications_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
         if spec is not None:
@@ -380,7 +424,7 @@ class ProtocolState:
             raise CapabilityError(f"cannot send {spec.name} before `initialize` has completed")
         if spec.gate is None:
             return
-        if not capability_allows(self.peer_capabilities, spec.gate):
+        if not self._peer_allows_gate(spec.gate):
             path = ".".join(spec.gate)
             raise CapabilityError(f"the peer did not advertise `{path}`, so {spec.name} may not be sent")
 

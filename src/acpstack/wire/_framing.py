@@ -244,6 +244,11 @@ class FrameDecoder:
         self._prefix = b""
 
     def _feed_ndjson(self, data: bytes) -> list[FrameEvent]:
+        if data[-1] == 10 and not self._pending and not self._discarding:
+            # The common case, one whole ordinary line: skip the general path.
+            line = data[:-1]
+            if 0 < len(line) <= self._max and b"\n" not in line and line[-1] != 13 and not line.isspace():
+                return [line]
         out: list[FrameEvent] = []
         if b"\n" not in data:
             if self._discarding:
@@ -266,8 +271,14 @@ class FrameDecoder:
                 self._pending = []
                 self._pending_len = 0
                 self._line(line, out)
+        elif 0 < len(first) <= self._max and first[-1] != 13 and not first.isspace():
+            out.append(first)  # the common case: a chunk that starts with a whole line
         elif first:
             self._line(first, out)
+        if len(parts) == 2:
+            if parts[1]:
+                self._append_pending(parts[1])
+            return out
         mx = self._max
         append = out.append
         for line in islice(parts, 1, len(parts) - 1):
