@@ -11,7 +11,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 RequestId = int | str | None
 
 
-class _Envelope(Struct):
+class Envelope(Struct):
     """Every JSON-RPC message shape at once; which fields are present decides the kind."""
 
     jsonrpc: Any = UNSET
@@ -49,12 +49,14 @@ class Invalid(Struct):
 
 Message = Request | Notification | Response | Invalid
 
-_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_envelope_decoder = msgspec.json.Decoder(Envelope)
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 
 
-def decode_message(frame: bytes) -> Message:
+def decode_envelope(frame: bytes) -> Envelope | Invalid:
+    """Decode one frame. A returned Envelope is a valid message: it has a method (a request
+    when it also has an id, else a notification), or an id and exactly one of result/error."""
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError: test it first)
@@ -63,19 +65,30 @@ def decode_message(frame: bytes) -> Message:
     except msgspec.DecodeError as exc:
         return Invalid(_PARSE_ERROR, None, f"invalid JSON: {exc}")
     if env.jsonrpc != "2.0":
-        rid = env.id if env.id is not UNSET else None
-        return Invalid(_INVALID_REQUEST, rid, 'missing or wrong "jsonrpc" (must be "2.0")')
+        return Invalid(_INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")')
     if env.method is not UNSET:
         if env.result is not UNSET or env.error is not UNSET:
-            rid = env.id if env.id is not UNSET else None
-            return Invalid(_INVALID_REQUEST, rid, "a message cannot carry both method and result/error")
+            return Invalid(_INVALID_REQUEST, _known_id(env), "a message cannot carry both method and result/error")
+        return env
+    if env.id is not UNSET and (env.result is UNSET) != (env.error is UNSET):
+        return env
+    return Invalid(_INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response")
+
+
+def _known_id(env: Envelope) -> RequestId:
+    return None if env.id is UNSET else env.id
+
+
+def decode_message(frame: bytes) -> Message:
+    """Decode one frame into the kind of message it is."""
+    env = decode_envelope(frame)
+    if isinstance(env, Invalid):
+        return env
+    if env.method is not UNSET:
         if env.id is UNSET:
             return Notification(env.method, env.params)
         return Request(env.id, env.method, env.params)
-    if env.id is not UNSET and (env.result is UNSET) != (env.error is UNSET):
-        return Response(env.id, env.result, env.error)
-    rid = env.id if env.id is not UNSET else None
-    return Invalid(_INVALID_REQUEST, rid, "neither a request, a notification nor a response")
+    return Response(_known_id(env), env.result, env.error)
 
 
 _ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,19}(?=\s*[,}])|"(?:[^"\\]|\\.){0,256}")')

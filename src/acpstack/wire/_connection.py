@@ -20,11 +20,8 @@ from acpstack.schema import STABLE_METHODS, MethodSpec
 from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
 from acpstack.wire._codec import (
     Invalid,
-    Notification,
-    Request,
     RequestId,
-    Response,
-    decode_message,
+    decode_envelope,
     encode_error,
     encode_notification,
     encode_request,
@@ -298,49 +295,46 @@ class ProtocolState:
         return None
 
     def _message(self, frame: bytes) -> Event | None:
-        msg = decode_message(frame)
-        if isinstance(msg, Notification):
-            return self._notification(msg)
-        if isinstance(msg, Response):
-            return self._response(msg)
-        if isinstance(msg, Request):
-            return self._request(msg)
-        assert isinstance(msg, Invalid)
-        log.warning("invalid message: %s", msg.detail)
-        self._queue_error(msg.id, RequestError(msg.code, "Parse error" if msg.code == PARSE_ERROR else "Invalid request", {"detail": msg.detail}))
-        return None
+        env = decode_envelope(frame)
+        if isinstance(env, Invalid):
+            log.warning("invalid message: %s", env.detail)
+            self._queue_error(env.id, RequestError(env.code, "Parse error" if env.code == PARSE_ERROR else "Invalid request", {"detail": env.detail}))
+            return None
+        if env.method is UNSET:
+            return self._response(env.id, env.result, env.error)
+        if env.id is UNSET:
+            return self._notification(env.method, env.params)
+        return self._request(env.id, env.method, env.params)
 
-    def _request(self, msg: Request) -> Event | None:
-        method = msg.method
+    def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
         if spec is None:
             if method.startswith("_") and len(method) > 1:
-                return IncomingRequest(msg.id, method, None, _plain(msg.params))
-            self._queue_error(msg.id, RequestError.method_not_found(method))
+                return IncomingRequest(rid, method, None, _plain(raw_params))
+            self._queue_error(rid, RequestError.method_not_found(method))
             return None
         if self.role == "agent" and not self.initialized and method != "initialize":
-            self._queue_error(msg.id, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
+            self._queue_error(rid, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
             return None
         if spec.gate is not None and self._local_caps is not None and not self._local_allows_gate(spec.gate):
-            self._queue_error(msg.id, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
+            self._queue_error(rid, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
             return None
         try:
-            params = decode_typed(msg.params, spec.params, method)
+            params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
-            self._queue_error(msg.id, err)
+            self._queue_error(rid, err)
             return None
-        return IncomingRequest(msg.id, method, spec, params)
+        return IncomingRequest(rid, method, spec, params)
 
-    def _notification(self, msg: Notification) -> Event | None:
-        method = msg.method
+    def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
         if spec is None:
             if method.startswith("_") and len(method) > 1:
-                return IncomingNotification(method, None, _plain(msg.params))
+                return IncomingNotification(method, None, _plain(raw_params))
             log.debug("ignored unknown notification %s", method)
             return None
         try:
-            params = decode_typed(msg.params, spec.params, method)
+            params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
             log.warning("ignored notification %s with invalid params: %s", method, err.data)
             return None
@@ -348,17 +342,17 @@ class ProtocolState:
             return IncomingCancel(params.request_id)
         return IncomingNotification(method, spec, params)
 
-    def _response(self, msg: Response) -> Event | None:
-        call = self.pending.pop(msg.id, None) if msg.id is not None else None
+    def _response(self, rid: Any, raw_result: Any, raw_error: Any) -> Event | None:
+        call = self.pending.pop(rid, None) if rid is not None else None
         if call is None:
-            log.warning("ignored a response with unknown id %r", msg.id)
+            log.warning("ignored a response with unknown id %r", rid)
             return None
-        if msg.error is not UNSET:
-            return IncomingResponse(call, error=_decode_error(msg.error))
+        if raw_error is not UNSET:
+            return IncomingResponse(call, error=_decode_error(raw_error))
         if call.result_type is None:
-            return IncomingResponse(call, result=_plain(msg.result))
+            return IncomingResponse(call, result=_plain(raw_result))
         try:
-            result = decode_typed(msg.result, call.result_type, call.method, result=True)
+            result = decode_typed(raw_result, call.result_type, call.method, result=True)
         except RequestError as err:
             return IncomingResponse(call, error=RequestError(err.code, "Invalid result from peer", err.data))
         if call.method == "initialize" and self.role == "client":
@@ -367,9 +361,14 @@ class ProtocolState:
         return IncomingResponse(call, result=result)
 
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
-        self._outgoing.append(encode_frame(encode_error(rid, err.to_dict()), self.send_mode))
+        self._outgoing.append(self._frame(encode_error(rid, err.to_dict())))
 
     # -- sending ------------------------------------------------------------------
+
+    def _frame(self, body: bytes) -> bytes:
+        if self._send_mode == "ndjson" and b"\n" not in body:
+            return body + b"\n"  # the common case, without encode_frame's dispatch
+        return encode_frame(body, self.send_mode)
 
     def start_request(self, method: str, params: Any, *, check_gate: bool = True) -> tuple[RequestId, bytes, PendingCall]:
         spec = self._requests_out.get(method)
@@ -383,7 +382,7 @@ class ProtocolState:
         self.pending[rid] = call
         if method == "initialize" and self.role == "client":
             self.local_capabilities = getattr(params, "client_capabilities", None)
-        return rid, encode_frame(encode_request(rid, method, params), self.send_mode), call
+        return rid, self._frame(encode_request(rid, method, params)), call
 
     def notification(self, method: str, params: Any) -> bytes:
         spec = self._notifications_out.get(method)
@@ -391,22 +390,22 @@ class ProtocolState:
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
         if spec is not None:
             self._check_gate(spec)
-        return encode_frame(encode_notification(method, params), self.send_mode)
+        return self._frame(encode_notification(method, params))
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
         if method == "initialize" and self.role == "agent":
             self.local_capabilities = getattr(result, "agent_capabilities", None)
             self.initialized = True
-        return encode_frame(encode_result(rid, result), self.send_mode)
+        return self._frame(encode_result(rid, result))
 
     def error(self, rid: RequestId, err: RequestError) -> bytes:
-        return encode_frame(encode_error(rid, err.to_dict()), self.send_mode)
+        return self._frame(encode_error(rid, err.to_dict()))
 
     def cancel_outbound(self, rid: RequestId) -> bytes | None:
         """Forget a pending call and return the `$/cancel_request` frame for it."""
         if self.pending.pop(rid, None) is None:
             return None
-        return encode_frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}), self.send_mode)
+        return self._frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}))
 
     def fail_all_pending(self) -> list[PendingCall]:
         calls = list(self.pending.values())
