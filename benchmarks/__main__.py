@@ -15,7 +15,7 @@ from benchmarks import _runner, _setup
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--reps", type=int, default=3, help="repetitions (medians are reported)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions (medians are reported; this machine drifts between reps)")
     parser.add_argument("--quick", action="store_true", help="10x smaller workloads, for a smoke run")
     parser.add_argument("--only", default=",".join(_runner.WORKLOADS), help="workloads, e.g. W1,W2")
     parser.add_argument("--impl", default="acpstack,py-sdk,ts-sdk,floor", help="implementations to run")
