@@ -119,7 +119,7 @@ def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool 
         return _convert(data, tp, where)
     else:
         try:
-            return _decoder(tp).decode(raw)
+            return (_decoders.get(tp) or _decoder(tp)).decode(raw)
         except msgspec.ValidationError:
             data = msgspec.json.decode(raw)
     if data is None:
