@@ -629,9 +629,9 @@ class SqliteSessionStore(SessionStore):
             # seq is computed under the write lock, so concurrent appenders (threads or
             # processes) serialise here and can never pick the same seq.
             row = conn.execute(
-                "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = ?1 "
-                "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = ?1",
-                (session_id,),
+                "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = :sid "
+                "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = :sid",
+                {"sid": session_id},
             ).fetchone()
             if row is None:
                 raise KeyError(session_id)
