@@ -37,7 +37,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from acpstack.wire._errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
 
@@ -256,6 +256,11 @@ class _Protocol(asyncio.SubprocessProtocol):
     def __init__(self, terminal: _Terminal) -> None:
         self._terminal = terminal
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # Comes before every other callback. The exit of a quick command can be reported
+        # before subprocess_exec() returns (Python 3.13 does), so attach here, not after.
+        self._terminal.attach(cast(asyncio.SubprocessTransport, transport))
+
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         self._terminal.on_data(data)
 
@@ -383,7 +388,7 @@ class TerminalManager:
             ) from exc
         finally:
             self._starting -= 1
-        terminal.attach(transport)
+        assert terminal.transport is transport  # attached in connection_made
         self._terminals[terminal_id] = terminal
         logger.debug(
             "terminal %s (session %s): started pid %d: %r",
