@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,55 @@ async def test_a_long_line_of_waiting_requests_pauses_reading_until_it_shrinks()
         agent.release.set()
         assert await asyncio.wait_for(asyncio.gather(*calls), 10) == list(range(40))
         assert agent.started == list(range(40))
+
+
+async def test_a_long_line_of_requests_that_answer_at_once_drains_without_recursion() -> None:
+    # Once released, every waiting request answers without awaiting anything. On Python
+    # 3.12+ such a handler runs to the end inside the launch (eager start), so launching
+    # the next waiting request from the previous one's cleanup must not nest: 3,000 deep
+    # would be far past the recursion limit.
+    agent = Gate()
+    a, b = memory_pair()
+    client = connect_client(Client(), b)
+    count = 3000
+    async with connect_agent(agent, a, max_inbound_requests=1, max_waiting_requests=count * 2), client.connection:
+        await client.agent.initialize()
+        calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(count)]
+        while len(agent.started) < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        assert agent.started == [0]
+        agent.release.set()
+        assert await asyncio.wait_for(asyncio.gather(*calls), 30) == list(range(count))
+        assert agent.started == list(range(count))
+        assert await client.agent.call("_gate", -1) == -1
+
+
+class TaskAware(Agent):
+    """Extension requests that need to run inside a task of their own."""
+
+    def __init__(self) -> None:
+        self.marker: contextvars.ContextVar[int] = contextvars.ContextVar("marker", default=0)
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        leaked = self.marker.get()  # set by an earlier request: must not be seen here
+        self.marker.set(params)
+        async with asyncio.timeout(5):  # needs the current task
+            if params % 2:
+                await asyncio.sleep(0)  # half of them really suspend
+        async with asyncio.TaskGroup() as group:  # so does a task group
+            child = group.create_task(asyncio.sleep(0, result=params))
+        return {"leaked": leaked, "child": child.result(), "task": id(task) != 0}
+
+
+async def test_handlers_run_in_their_own_task_and_context_whether_or_not_they_await() -> None:
+    # On Python 3.12+ a handler's first step runs eagerly; it must still be a real task
+    # (asyncio.timeout, TaskGroup) with a context of its own.
+    a, b = memory_pair()
+    client = connect_client(Client(), b)
+    async with connect_agent(TaskAware(), a), client.connection:
+        await client.agent.initialize()
+        results = await asyncio.gather(*(client.agent.call("_aware", i) for i in range(1, 50)))
+        assert results == [{"leaked": 0, "child": i, "task": True} for i in range(1, 50)]

@@ -2,8 +2,9 @@
 
 - The transport pushes bytes straight into the protocol state from the event loop (no
   reader task to wake per message).
-- Both sides send requests concurrently; each inbound request runs in its own task,
-  at most `max_inbound_requests` at once; more wait in line, and reading pauses only
+- Both sides send requests concurrently; each inbound request runs in its own task
+  (started eagerly on Python 3.12+, so a handler that answers at once never waits for
+  a loop turn), at most `max_inbound_requests` at once; more wait in line, and reading pauses only
   when more than `max_waiting_requests` wait (backpressure without deadlocking on
   handlers that await the peer's responses).
 - Notifications are handled in order per session (one worker per busy session), and a
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -79,6 +81,7 @@ class Connection:
         # Requests beyond the running limit wait in line; past this many, reading pauses.
         self._max_waiting = max_waiting_requests
         self._backlog: deque[IncomingRequest] = deque()
+        self._launching = False
         self._futures: dict[Any, asyncio.Future[Any]] = {}
         self._inbound: dict[Any, asyncio.Task[None]] = {}
         self._peer_cancelled: set[Any] = set()
@@ -264,6 +267,8 @@ class Connection:
     # -- answering the peer's requests ----------------------------------------------
 
     def _start_request(self, event: IncomingRequest) -> None:
+        if self._closed is not None:
+            return  # closed while this chunk was being handled: nobody is left to answer
         if self._running < self._max_running:
             self._launch(event)
         else:
@@ -271,7 +276,29 @@ class Connection:
 
     def _launch(self, event: IncomingRequest) -> None:
         self._running += 1
-        self._inbound[event.id] = self._loop.create_task(self._run_request(event))
+        coro = self._run_request(event)
+        task: asyncio.Task[None]
+        if sys.version_info >= (3, 12) and self._loop.get_task_factory() is None:
+            # The handler's first step runs now (eager start): one that answers without
+            # awaiting costs no trip through the event loop, and current_task() still
+            # works inside it. It may finish (and run _run_request's cleanup) right here.
+            task = asyncio.Task(coro, loop=self._loop, eager_start=True)
+        else:
+            task = self._loop.create_task(coro)
+        if not task.done():
+            self._inbound[event.id] = task
+
+    def _launch_waiting(self) -> None:
+        # A loop, not recursion: with eager start, a launched request can finish inside
+        # _launch and call back here; that inner call returns and this loop goes on.
+        if self._launching:
+            return
+        self._launching = True
+        try:
+            while self._backlog and self._running < self._max_running and self._closed is None:
+                self._launch(self._backlog.popleft())
+        finally:
+            self._launching = False
 
     def _peer_cancels(self, rid: Any) -> None:
         task = self._inbound.get(rid)
@@ -308,8 +335,8 @@ class Connection:
             self._running -= 1
             self._inbound.pop(event.id, None)
             self._peer_cancelled.discard(event.id)
-            if self._backlog and self._closed is None:
-                self._launch(self._backlog.popleft())
+            if self._backlog:
+                self._launch_waiting()
             if self._reading_paused:
                 self._maybe_resume_reading()
 
