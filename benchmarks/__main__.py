@@ -20,12 +20,14 @@ def main() -> int:
     parser.add_argument("--only", default=",".join(_runner.WORKLOADS), help="workloads, e.g. W1,W2")
     parser.add_argument("--impl", default="acpstack,py-sdk,ts-sdk,floor", help="implementations to run")
     parser.add_argument("--out", type=Path, default=None, help="JSON results file (default: benchmarks/results/DATE-HOST.json)")
+    parser.add_argument("--python", default=sys.executable, help="the Python interpreter the Python peers run on (venvs are made from it)")
     args = parser.parse_args()
 
-    ours_python = _setup.acpstack_python()
-    pysdk_python = _setup.python_sdk()
+    ours_python = _setup.acpstack_python(args.python)
+    pysdk_python = _setup.python_sdk(args.python)
+    floor_python = _setup.floor_python(args.python)
     node_peers = _setup.node_sdk()
-    available = _runner.sides(ours_python, sys.executable, pysdk_python, node_peers)
+    available = _runner.sides(ours_python, floor_python, pysdk_python, node_peers)
     chosen = [i for i in args.impl.split(",") if i in available]
     workloads = [w for w in args.only.split(",") if w in _runner.WORKLOADS]
     versions = _setup.versions(ours_python, pysdk_python, node_peers)

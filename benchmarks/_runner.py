@@ -56,13 +56,12 @@ class Results:
         return statistics.median(values) if values else None
 
 
-def sides(ours_python: Path, project_python: str, pysdk_python: Path, node_peers: Path | None) -> dict[str, Side]:
-    """acpstack runs from its own clean venv; the floor needs orjson from the project's venv."""
-    ours = str(ours_python)
+def sides(ours_python: Path, floor_python: Path, pysdk_python: Path, node_peers: Path | None) -> dict[str, Side]:
+    ours, floor = str(ours_python), str(floor_python)
     out = {
         "acpstack": Side("acpstack", [ours, str(PEERS / "acpstack_client.py")], [ours, str(PEERS / "acpstack_agent.py")]),
         "py-sdk": Side("py-sdk", [str(pysdk_python), str(PEERS / "pysdk_client.py")], [str(pysdk_python), str(PEERS / "pysdk_agent.py")]),
-        "floor": Side("floor", [project_python, str(PEERS / "floor_client.py")], [project_python, str(PEERS / "floor_agent.py")]),
+        "floor": Side("floor", [floor, str(PEERS / "floor_client.py")], [floor, str(PEERS / "floor_agent.py")]),
     }
     if node_peers is not None:
         out["ts-sdk"] = Side("ts-sdk", ["node", str(node_peers / "ts_client.mjs")], ["node", str(node_peers / "ts_agent.mjs")])

@@ -1,13 +1,15 @@
 """The benchmark's own setup: each implementation installed as its users install it, in a
-private directory under benchmarks/.
+private venv under benchmarks/, made from the interpreter the run is for (by default the
+one running the benchmark; `--python` picks another, e.g. pyenv's 3.12):
 
 - acpstack (`pip install <this checkout>[fast]`, a built wheel with its runtime dependencies
-  only) in benchmarks/.venv-acpstack, reinstalled whenever the sources change
-- Python SDK (`agent-client-protocol` from PyPI) in benchmarks/.venv-pysdk
+  only) in benchmarks/.venv-acpstack-3.X, reinstalled whenever the sources change
+- Python SDK (`agent-client-protocol` from PyPI) in benchmarks/.venv-pysdk-3.X
+- the floor's orjson in benchmarks/.venv-floor-3.X
 - TypeScript SDK (`@agentclientprotocol/sdk` from npm) in benchmarks/.node, only when node is on PATH
 
-Both are pinned to the versions BENCHMARKS.md anchors on, so runs compare like with like.
-Installs happen once; later runs reuse them.
+The SDKs are pinned to the versions BENCHMARKS.md anchors on, so runs compare like with
+like. Installs happen once; later runs reuse them.
 """
 
 from __future__ import annotations
@@ -17,18 +19,33 @@ import json
 import shutil
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
 PY_SDK = "agent-client-protocol==0.12.1"
 TS_SDK = "@agentclientprotocol/sdk@2.4.0"
-PY_VENV = HERE / ".venv-pysdk"
 NODE_DIR = HERE / ".node"
 
 
-PROJECT = HERE.parent
-ACPSTACK_VENV = HERE / ".venv-acpstack"
+def python_version(python: str) -> str:
+    """"3.11" for a Python 3.11 interpreter."""
+    code = "import sys; print('%d.%d' % sys.version_info[:2])"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _venv(name: str, base: str, requirements: list[str], stamp_text: str) -> Path:
+    """The Python of benchmarks/.venv-NAME-3.X made from `base` with `requirements`
+    installed; rebuilt when `stamp_text` (what should be installed) changes."""
+    home = HERE / f".venv-{name}-{python_version(base)}"
+    python = home / "bin" / "python"
+    stamp = home / ".installed"
+    if not (stamp.exists() and stamp.read_text() == stamp_text):
+        print(f"setup: installing {' '.join(requirements)} into {home}", file=sys.stderr)
+        subprocess.run([base, "-m", "venv", "--clear", str(home)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
+        stamp.write_text(stamp_text)
+    return python
 
 
 def _source_digest() -> str:
@@ -38,32 +55,22 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
-def acpstack_python() -> Path:
-    """The Python of a venv with this checkout installed the way a user installs it: a
-    wheel with compiled bytecode and only acpstack's runtime dependencies (msgspec, uvloop).
-    The development venv also holds typing_extensions, pydantic and the test tools, which
+def acpstack_python(base: str) -> Path:
+    """A venv with this checkout installed the way a user installs it: a wheel with
+    compiled bytecode and only acpstack's runtime dependencies (msgspec, uvloop). The
+    development venv also holds typing_extensions, pydantic and the test tools, which
     msgspec picks up at import and which would make cold start and memory look worse."""
-    python = ACPSTACK_VENV / "bin" / "python"
-    stamp = ACPSTACK_VENV / ".installed"
-    digest = _source_digest()
-    if not (stamp.exists() and stamp.read_text() == digest):
-        print(f"setup: installing this checkout into {ACPSTACK_VENV}", file=sys.stderr)
-        venv.create(ACPSTACK_VENV, with_pip=True, clear=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"{PROJECT}[fast]"], check=True)
-        stamp.write_text(digest)
-    return python
+    return _venv("acpstack", base, [f"{PROJECT}[fast]"], _source_digest())
 
 
-def python_sdk() -> Path:
-    """The Python of a venv that has the official SDK installed."""
-    python = PY_VENV / "bin" / "python"
-    stamp = PY_VENV / ".installed"
-    if not (stamp.exists() and stamp.read_text() == PY_SDK):
-        print(f"setup: installing {PY_SDK} into {PY_VENV}", file=sys.stderr)
-        venv.create(PY_VENV, with_pip=True, clear=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", PY_SDK], check=True)
-        stamp.write_text(PY_SDK)
-    return python
+def python_sdk(base: str) -> Path:
+    """A venv that has the official Python SDK installed."""
+    return _venv("pysdk", base, [PY_SDK], PY_SDK)
+
+
+def floor_python(base: str) -> Path:
+    """A venv with orjson, for the floor's two programs."""
+    return _venv("floor", base, ["orjson>=3.10"], "orjson>=3.10")
 
 
 def node_sdk() -> Path | None:
@@ -92,7 +99,9 @@ def _installed(python: Path, *packages: str) -> dict[str, str]:
 
 
 def versions(ours: Path, python: Path, node_peers: Path | None) -> dict[str, str]:
-    out = {"python": sys.version.split()[0], **_installed(ours, "acpstack", "msgspec", "uvloop")}
+    full = subprocess.run([str(ours), "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    out = {"python": full, **_installed(ours, "acpstack", "msgspec", "uvloop")}
     out.update(_installed(python, "agent-client-protocol", "pydantic"))
     if node_peers is not None:
         pkg = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
