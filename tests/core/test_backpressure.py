@@ -15,6 +15,9 @@ from acpstack.rpc._connection import QUEUE_HIGH_WATER
 from acpstack.schema import v1 as acp
 from acpstack.transports import MemoryTransport, SubprocessTransport, memory_pair
 
+sys.path.insert(0, str(Path(__file__).parent))
+from tests_core_clients import SlowCollector  # noqa: E402
+
 AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "core_agent.py")]
 
 
@@ -33,22 +36,9 @@ class CountingSubprocess(SubprocessTransport):
         super().resume_reading()
 
 
-class SlowReader(Client):
-    """Handles updates far slower than the agent sends them."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    async def session_update(self, params: acp.SessionNotification) -> None:
-        update = params.update
-        assert isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)
-        self.texts.append(update.content.text)
-        await asyncio.sleep(0)
-
-
 async def test_a_flood_of_updates_pauses_reading_and_loses_nothing() -> None:
     count = QUEUE_HIGH_WATER * 6
-    client = SlowReader()
+    client = SlowCollector()
     transport = await CountingSubprocess.spawn(AGENT)
     conn = connect_client(client, transport)
     async with conn.connection:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acpstack import Client, ConnectionClosed
+from acpstack import ConnectionClosed
 from acpstack.agent import Agent, connect_agent
 from acpstack.client import connect_client
 from acpstack.schema import v1 as acp
 from acpstack.transports import StreamTransport
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tests_core_clients import SlowCollector  # noqa: E402
 
 
 class CountingStreams(StreamTransport):
@@ -37,16 +42,9 @@ class Streamer(Agent):
         return acp.PromptResponse(stop_reason="end_turn")
 
 
-class Collector(Client):
-    def __init__(self) -> None:
-        self.texts: list[str] = []
 
-    async def session_update(self, params: acp.SessionNotification) -> None:
-        update = params.update
-        assert isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)
-        self.texts.append(update.content.text)
-        if len(self.texts) % 3 == 0:
-            await asyncio.sleep(0)  # slower than the agent, so reading has to pause
+class EchoingCollector(SlowCollector):
+    """Answers the agent's extension request by echoing its params."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
         return params
@@ -65,7 +63,7 @@ async def test_a_turn_over_tcp_with_backpressure_and_a_reverse_request() -> None
     port = server.sockets[0].getsockname()[1]
     async with server:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        client = Collector()
+        client = EchoingCollector(yield_every=3)  # slower than the agent, so reading has to pause
         transport = CountingStreams(reader, writer)
         conn = connect_client(client, transport)
         async with conn.connection:
