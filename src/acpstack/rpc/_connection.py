@@ -156,10 +156,7 @@ class Connection:
         if self._input_done:
             return
         try:
-            self._handle_events(self.state.receive(data))
-            reply = self.state.take_outgoing()
-            if reply:
-                self._send(reply)
+            self._take_in(self.state.receive(data))
         except Exception:
             log.exception("reading failed")
             self._end_input()
@@ -175,13 +172,16 @@ class Connection:
         if self._input_done:
             return
         try:
-            self._handle_events(self.state.receive_eof())
-            reply = self.state.take_outgoing()
-            if reply:
-                self._send(reply)
+            self._take_in(self.state.receive_eof())
         except Exception:
             log.exception("reading failed")
         self._end_input()
+
+    def _take_in(self, events: list[Event]) -> None:
+        self._handle_events(events)
+        reply = self.state.take_outgoing()  # errors the state answered by itself
+        if reply:
+            self._send(reply)
 
     def _end_input(self) -> None:
         self._input_done = True

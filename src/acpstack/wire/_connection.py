@@ -157,6 +157,13 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
     return True
 
 
+def _cached_allows(cache: dict[tuple[str, ...], bool], caps: Any, gate: tuple[str, ...]) -> bool:
+    allowed = cache.get(gate)
+    if allowed is None:
+        allowed = cache[gate] = capability_allows(caps, gate)
+    return allowed
+
+
 # ---- the state machine ----------------------------------------------------------
 
 
@@ -226,16 +233,10 @@ class ProtocolState:
         self._peer_allows.clear()
 
     def _local_allows_gate(self, gate: tuple[str, ...]) -> bool:
-        allowed = self._local_allows.get(gate)
-        if allowed is None:
-            allowed = self._local_allows[gate] = capability_allows(self._local_caps, gate)
-        return allowed
+        return _cached_allows(self._local_allows, self._local_caps, gate)
 
     def _peer_allows_gate(self, gate: tuple[str, ...]) -> bool:
-        allowed = self._peer_allows.get(gate)
-        if allowed is None:
-            allowed = self._peer_allows[gate] = capability_allows(self._peer_caps, gate)
-        return allowed
+        return _cached_allows(self._peer_allows, self._peer_caps, gate)
 
     @property
     def send_mode(self) -> str:
