@@ -68,6 +68,40 @@ async def test_reverse_requests_while_a_prompt_is_pending(tmp_path: Path) -> Non
         assert client.texts[sid] == ["file-content|selected"]
 
 
+class RecordingSubprocess(SubprocessTransport):
+    """The real subprocess transport, noting for each write how many frames it carried
+    and whether a task wrote it (a handler answering at once) or a loop callback did
+    (frames coalesced until the end of an event-loop turn)."""
+
+    writes: list[tuple[int, bool]]
+
+    def write(self, data: bytes) -> None:
+        self.writes.append((data.count(b"\n"), asyncio.current_task() is not None))
+        super().write(data)
+
+
+async def test_answers_are_written_at_once_and_a_burst_is_coalesced(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("file-content")
+    transport = await RecordingSubprocess.spawn(AGENT)
+    transport.writes = []
+    client = Recorder()
+    conn = connect_client(client, transport)
+    async with conn.connection:
+        sid = await open_session(conn)
+        transport.writes.clear()
+        await conn.agent.session_prompt(prompt(sid, f"ask {tmp_path / 'f.txt'}"))
+        # The prompt, then the answers to the agent's two requests: each written by
+        # the task that produced it, none kept waiting for the end of the turn.
+        assert transport.writes == [(1, True), (1, True), (1, True)]
+        assert client.texts[sid] == ["file-content|selected"]
+
+        transport.writes.clear()
+        answers = await asyncio.gather(*(conn.agent.call("_test/echo", {"i": i}) for i in range(50)))
+        assert answers == [{"i": i} for i in range(50)]
+        # 50 requests made in one turn: the first goes at once, the other 49 in one write.
+        assert transport.writes == [(1, True), (49, False)]
+
+
 async def test_updates_arrive_in_order_before_the_response() -> None:
     client = Recorder()
     async with spawn_agent(AGENT, client) as conn:

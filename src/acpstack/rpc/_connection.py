@@ -9,8 +9,8 @@
   handlers that await the peer's responses).
 - Notifications are handled in order per session (one worker per busy session), and a
   response is delivered only after the notifications the peer sent before it.
-- Frames are written in the order they are produced, coalesced into one write per
-  event-loop turn.
+- Frames are written in the order they are produced: the first one after a read at once,
+  the ones that follow it coalesced into one write per event-loop turn.
 - When the transport closes, every pending call fails at once with ConnectionClosed.
 """
 
@@ -92,6 +92,7 @@ class Connection:
         self._out: list[bytes] = []
         self._out_size = 0
         self._flush_scheduled = False
+        self._write_next_at_once = True
         self._started = False
         self._input_done = False
         self._finisher: asyncio.Task[None] | None = None
@@ -155,6 +156,7 @@ class Connection:
     def _data_received(self, data: bytes) -> None:
         if self._input_done:
             return
+        self._write_next_at_once = True
         try:
             self._take_in(self.state.receive(data))
         except Exception:
@@ -349,24 +351,28 @@ class Connection:
     # -- writing -----------------------------------------------------------------
 
     def _send(self, frame: bytes) -> None:
-        """Send a frame, in order with everything else. The first frame of an event-loop
-        turn is written at once (no added latency for a lone response); frames that follow
-        in the same turn are coalesced into one write at the end of the turn (or per
+        """Send a frame, in order with everything else.
+
+        The first frame after bytes arrived (or after a flush) is written at once: a lone
+        answer waits for nothing and costs no end-of-turn callback. Frames that follow
+        it are coalesced into one write at the end of the event-loop turn (or per
         FLUSH_SIZE bytes): on a busy pipe that is far cheaper than a write per message."""
+        if self._write_next_at_once and not self._out:
+            self._write_next_at_once = False
+            self.transport.write(frame)
+            return
+        self._out.append(frame)
+        self._out_size += len(frame)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
-            if not self._out:
-                self.transport.write(frame)
-                return
-        self._out.append(frame)
-        self._out_size += len(frame)
         if self._out_size >= FLUSH_SIZE:
             self._flush()
             self._flush_scheduled = True  # the end-of-turn callback is still pending
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._write_next_at_once = True
         if not self._out:
             return
         data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
