@@ -157,13 +157,6 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
     return True
 
 
-def _cached_allows(cache: dict[tuple[str, ...], bool], caps: Any, gate: tuple[str, ...]) -> bool:
-    allowed = cache.get(gate)
-    if allowed is None:
-        allowed = cache[gate] = capability_allows(caps, gate)
-    return allowed
-
-
 # ---- the state machine ----------------------------------------------------------
 
 
@@ -187,12 +180,12 @@ class ProtocolState:
         self.max_message_size = max_message_size
         self.framing = framing
         self.send_framing = send_framing
-        # Capabilities are negotiated once, at initialize: gate checks are cached per gate
-        # and the caches reset whenever a capabilities object is set.
+        # Capabilities are negotiated once, at initialize: a method that passed its checks
+        # is remembered, and forgotten whenever a capabilities object is set.
         self._local_caps: Any = None
         self._peer_caps: Any = None
-        self._local_allows: dict[tuple[str, ...], bool] = {}
-        self._peer_allows: dict[tuple[str, ...], bool] = {}
+        self._accepted_gated: set[str] = set()  # gated methods we advertised
+        self._sendable: set[str] = set()  # methods checked sendable
         self.initialized = False
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
@@ -220,7 +213,7 @@ class ProtocolState:
     @local_capabilities.setter
     def local_capabilities(self, caps: Any) -> None:
         self._local_caps = caps
-        self._local_allows.clear()
+        self._accepted_gated.clear()
 
     @property
     def peer_capabilities(self) -> Any:
@@ -230,13 +223,7 @@ class ProtocolState:
     @peer_capabilities.setter
     def peer_capabilities(self, caps: Any) -> None:
         self._peer_caps = caps
-        self._peer_allows.clear()
-
-    def _local_allows_gate(self, gate: tuple[str, ...]) -> bool:
-        return _cached_allows(self._local_allows, self._local_caps, gate)
-
-    def _peer_allows_gate(self, gate: tuple[str, ...]) -> bool:
-        return _cached_allows(self._peer_allows, self._peer_caps, gate)
+        self._sendable.clear()
 
     @property
     def send_mode(self) -> str:
@@ -252,7 +239,11 @@ class ProtocolState:
     # -- receiving --------------------------------------------------------------
 
     def receive(self, data: bytes) -> list[Event]:
-        return self._frames(self._decoder.feed(data))
+        line = self._decoder.feed_line(data)
+        if line is None:
+            return self._frames(self._decoder.feed(data))
+        event = self._message(line)  # the common chunk, one whole message
+        return [] if event is None else [event]
 
     def receive_eof(self) -> list[Event]:
         return self._frames(self._decoder.feed_eof())
@@ -317,9 +308,11 @@ class ProtocolState:
         if self.role == "agent" and not self.initialized and method != "initialize":
             self._queue_error(rid, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
             return None
-        if spec.gate is not None and self._local_caps is not None and not self._local_allows_gate(spec.gate):
-            self._queue_error(rid, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
-            return None
+        if spec.gate is not None and self._local_caps is not None and method not in self._accepted_gated:
+            if not capability_allows(self._local_caps, spec.gate):
+                self._queue_error(rid, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
+                return None
+            self._accepted_gated.add(method)
         try:
             params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
@@ -375,7 +368,7 @@ class ProtocolState:
         spec = self._requests_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
-        if spec is not None and check_gate:
+        if spec is not None and check_gate and method not in self._sendable:
             self._check_gate(spec)
         rid = next(self._ids)
         session_id = getattr(params, "session_id", None)
@@ -389,7 +382,7 @@ class ProtocolState:
         spec = self._notifications_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
-        if spec is not None:
+        if spec is not None and method not in self._sendable:
             self._check_gate(spec)
         return self._frame(encode_notification(method, params))
 
@@ -418,15 +411,16 @@ class ProtocolState:
         self.peer_capabilities = getattr(params, "client_capabilities", None)
 
     def _check_gate(self, spec: MethodSpec) -> None:
+        """Raise CapabilityError unless `spec` may be sent now; remember a method that may
+        (the answer only changes when the peer's capabilities are set again)."""
         if spec.name == "initialize" or spec.name == CANCEL_REQUEST:
             return
         if self.role == "client" and not self.initialized:
             raise CapabilityError(f"cannot send {spec.name} before `initialize` has completed")
-        if spec.gate is None:
-            return
-        if not self._peer_allows_gate(spec.gate):
+        if spec.gate is not None and not capability_allows(self._peer_caps, spec.gate):
             path = ".".join(spec.gate)
             raise CapabilityError(f"the peer did not advertise `{path}`, so {spec.name} may not be sent")
+        self._sendable.add(spec.name)
 
 
 def _plain(raw: Any) -> Any:

@@ -171,9 +171,25 @@ class FrameDecoder:
         """Consume ``data``; return the events it completes, in stream order."""
         if type(data) is not bytes:
             data = bytes(data)
+        line = self.feed_line(data)
+        if line is not None:
+            return [line]
         if not data:
             return []
         return self._feed_impl(data)
+
+    def feed_line(self, data: bytes) -> bytes | None:
+        """The common chunk, fast: if ``data`` is exactly one whole, ordinary NDJSON line
+        and nothing is buffered before it, consume it and return the message. Otherwise
+        consume nothing and return None (then call `feed`)."""
+        if type(data) is not bytes or not data or data[-1] != 10 or self._framing != "ndjson":
+            return None
+        if self._pending or self._discarding:
+            return None
+        line = data[:-1]
+        if 0 < len(line) <= self._max and b"\n" not in line and line[-1] != 13 and not line.isspace():
+            return line
+        return None
 
     def feed_eof(self) -> list[FrameEvent]:
         """Signal end of stream; flush a final line that has no trailing newline.
@@ -244,11 +260,6 @@ class FrameDecoder:
         self._prefix = b""
 
     def _feed_ndjson(self, data: bytes) -> list[FrameEvent]:
-        if data[-1] == 10 and not self._pending and not self._discarding:
-            # The common case, one whole ordinary line: skip the general path.
-            line = data[:-1]
-            if 0 < len(line) <= self._max and b"\n" not in line and line[-1] != 13 and not line.isspace():
-                return [line]
         out: list[FrameEvent] = []
         if b"\n" not in data:
             if self._discarding:
