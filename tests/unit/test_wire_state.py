@@ -93,8 +93,8 @@ class TestStateMachine:
         state = initialized_agent()
         events = state.receive(b"{oops\n" + line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}))
         assert [r["error"]["code"] for r in replies(state)] == [-32700]
-        assert len(events) == 1 and isinstance(events[0], IncomingRequest)
-        assert events[0].params == acp.NewSessionRequest(cwd="/w", mcp_servers=[])
+        requests = [e for e in events if isinstance(e, IncomingRequest)]
+        assert len(requests) == 1 and requests[0].params == acp.NewSessionRequest(cwd="/w", mcp_servers=[])
 
     def test_parse_error_reply_shape(self) -> None:
         state = initialized_agent()

@@ -9,6 +9,7 @@ from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
     CapabilityError,
+    DroppedMessage,
     IncomingNotification,
     IncomingRequest,
     RequestError,
@@ -110,6 +111,10 @@ class Agent:
     async def on_disconnect(self) -> None:
         """Called after the connection closed: free per-connection resources here."""
 
+    def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        """Called when a message from the client had to be discarded unseen (too large, not
+        JSON, or a notification with invalid params). It is already logged as a warning."""
+
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         return acp.InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=acp.AgentCapabilities())
 
@@ -180,3 +185,6 @@ class AgentDispatcher:
         handler = getattr(self.agent, event.spec.handler, None)
         if handler is not None:
             await handler(event.params)
+
+    def message_dropped(self, event: DroppedMessage) -> None:
+        self.agent.on_message_dropped(event)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import IncomingNotification, IncomingRequest, RequestError
+from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest, RequestError
 
 if TYPE_CHECKING:
     from acpstack.rpc import Connection
@@ -116,6 +116,11 @@ class Client:
     async def on_disconnect(self) -> None:
         """Called after the connection closed."""
 
+    def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        """Called when a message from the agent had to be discarded unseen (too large, not
+        JSON, or a notification such as a `session/update` with invalid params): an update
+        may be missing. It is already logged as a warning."""
+
     async def session_update(self, params: acp.SessionNotification) -> None:
         """`session/update` notification: streamed agent output for a session."""
 
@@ -175,3 +180,6 @@ class ClientDispatcher:
         handler = getattr(self.client, event.spec.handler, None)
         if handler is not None:
             await handler(event.params)
+
+    def message_dropped(self, event: DroppedMessage) -> None:
+        self.client.on_message_dropped(event)

@@ -31,12 +31,13 @@ from acpstack.client._terminals import TerminalManager, TerminalOutput
 from acpstack.client._workspace import Workspace
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import AUTH_REQUIRED, RequestError
+from acpstack.wire import AUTH_REQUIRED, DroppedMessage, RequestError
 
 log = logging.getLogger("acpstack.client")
 T = TypeVar("T")
 
 UpdateCallback = Callable[[str, "acp.SessionUpdate"], None]
+DroppedCallback = Callable[[DroppedMessage], None]
 AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
 
 
@@ -67,6 +68,7 @@ class ClientRuntime(Client):
         ask: AskCallback | None = None,
         permission_policy: PermissionPolicy | None = None,
         on_update: UpdateCallback | None = None,
+        on_dropped: DroppedCallback | None = None,
         choose_auth_method: AuthChooser | None = None,
         enable_fs: bool = True,
         enable_terminal: bool = True,
@@ -81,6 +83,8 @@ class ClientRuntime(Client):
             permission_policy = AskUser(ask) if ask is not None else DenyAll()
         self.permission_policy = permission_policy
         self.on_update = on_update
+        self.on_dropped = on_dropped
+        self.dropped_messages = 0  # every message from the agent that had to be discarded
         self.choose_auth_method = choose_auth_method
         self.enable_fs = enable_fs
         self.enable_terminal = enable_terminal
@@ -223,6 +227,14 @@ class ClientRuntime(Client):
             self._early_states.setdefault(params.session_id, SessionState(params.session_id)).apply(params.update)
         if self.on_update is not None:
             self.on_update(params.session_id, params.update)
+
+    def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        self.dropped_messages += 1
+        session = self.sessions.get(dropped.session_id) if dropped.session_id else None
+        if session is not None:
+            session.state.dropped_messages += 1
+        if self.on_dropped is not None:
+            self.on_dropped(dropped)
 
     async def session_request_permission(self, params: acp.RequestPermissionRequest) -> acp.RequestPermissionResponse:
         session = self._session(params.session_id)

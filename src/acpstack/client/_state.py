@@ -66,6 +66,9 @@ class SessionState:
     updated_at: str | None = None
     usage: acp.UsageUpdate | None = None
     unknown_updates: list[dict[str, Any]] = field(default_factory=list)
+    # Notifications for this session that arrived but had to be discarded (too large,
+    # invalid): the state may be missing an update. See `Client.on_message_dropped`.
+    dropped_messages: int = 0
 
     def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
         speaker = _CHUNK_SPEAKERS.get(type(update))

@@ -2,6 +2,7 @@
 
 from acpstack.wire._connection import (
     CapabilityError,
+    DroppedMessage,
     IncomingCancel,
     IncomingNotification,
     IncomingRequest,
@@ -42,6 +43,7 @@ __all__ = [
     "REQUEST_CANCELLED",
     "RESOURCE_NOT_FOUND",
     "CapabilityError",
+    "DroppedMessage",
     "FrameDecoder",
     "FramingError",
     "IncomingCancel",

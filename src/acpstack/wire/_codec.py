@@ -40,7 +40,7 @@ class Response(Struct):
 
 
 class Invalid(Struct):
-    """A frame that is not a valid message: answer with `code` to `id`."""
+    """A frame that is not a valid message: answer with `code` to `id` (see `decode_envelope`)."""
 
     code: int
     id: RequestId
@@ -52,18 +52,34 @@ Message = Request | Notification | Response | Invalid
 _envelope_decoder = msgspec.json.Decoder(Envelope)
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
+# What msgspec (or the interpreter under it) raises for input it cannot represent: nesting
+# deeper than the recursion limit, numbers out of range, integers past int_max_str_digits.
+UNDECODABLE = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, OverflowError)
 
 
 def decode_envelope(frame: bytes) -> Envelope | Invalid:
     """Decode one frame. A returned Envelope is a valid message: it has a method (a request
-    when it also has an id, else a notification), or an id and exactly one of result/error."""
+    when it also has an id, else a notification), or an id and exactly one of result/error.
+
+    Never raises: anything else becomes `Invalid` (-32700 for what is not JSON text, which
+    includes invalid UTF-8 anywhere in the line, even where msgspec would skip it unread;
+    -32600 for JSON that is not a message), with the id when one can be recovered."""
+    if not frame.isascii():
+        try:
+            frame.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Invalid(_PARSE_ERROR, _salvage_id(frame), f"invalid UTF-8 at byte {exc.start}")
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError: test it first)
         # Valid JSON but not an object (array, number, string, null) or a bad id/method type.
         return Invalid(_INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {exc}")
     except msgspec.DecodeError as exc:
-        return Invalid(_PARSE_ERROR, None, f"invalid JSON: {exc}")
+        return Invalid(_PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {exc}")
+    except RecursionError:
+        return Invalid(_PARSE_ERROR, _salvage_id(frame), "JSON nested too deeply")
+    except (ValueError, OverflowError) as exc:
+        return Invalid(_PARSE_ERROR, _salvage_id(frame), f"unrepresentable JSON value: {exc}")
     if env.jsonrpc != "2.0":
         return Invalid(_INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")')
     if env.method is not UNSET:
@@ -91,27 +107,90 @@ def decode_message(frame: bytes) -> Message:
     return Response(_known_id(env), env.result, env.error)
 
 
-_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,19}(?=\s*[,}])|"(?:[^"\\]|\\.){0,256}")')
+# Salvaging what we can of a message we cannot (or will not) decode. Only top-level keys
+# count: an "id" nested in params must never turn a notification into something we answer.
+_TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+_SCALAR_RE = re.compile(rb'\s*(-?\d{1,19}(?=\s*[,}])|"(?:[^"\\]|\\.){0,1024}")')
+SALVAGE_LIMIT = 1024 * 1024  # bytes scanned at most
 
 
-def _salvage_id(prefix: bytes) -> RequestId:
-    """Best effort: read the id of a message we cannot (or will not) fully decode."""
-    match = _ID_RE.search(prefix)
+class Salvaged(Struct):
+    """The top-level fields we could read from an undecodable message (best effort)."""
+
+    id: RequestId = None
+    method: str | None = None
+    has_result: bool = False  # a "result" or "error" key: it looks like a response
+
+
+def salvage(frame: bytes) -> Salvaged:
+    found = Salvaged()
+    data = frame[:SALVAGE_LIMIT]
+    depth = 0
+    key: bytes | None = None
+    expect_key = False
+    for match in _TOKEN_RE.finditer(data):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            expect_key = token == b"{" and depth == 1
+            key = None
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif token == b",":
+            expect_key = depth == 1
+        elif token == b":":
+            if depth == 1 and key is not None:
+                _take(found, key, data, match.end())
+            key = None
+        elif expect_key:  # a string in key position at the top level
+            key = token
+            expect_key = False
+    return found
+
+
+def _take(found: Salvaged, key: bytes, data: bytes, pos: int) -> None:
+    if key in (b'"result"', b'"error"'):
+        found.has_result = True
+        return
+    if key not in (b'"id"', b'"method"'):
+        return
+    match = _SCALAR_RE.match(data, pos)
+    if match is None:
+        return
+    try:
+        value = msgspec.json.decode(match.group(1))
+    except UNDECODABLE:
+        return
+    if key == b'"id"' and isinstance(value, int | str) and not isinstance(value, bool):
+        found.id = value
+    elif key == b'"method"' and isinstance(value, str):
+        found.method = value
+
+
+def _salvage_id(frame: bytes) -> RequestId:
+    """Best effort: the top-level id of a message we cannot (or will not) fully decode."""
+    return salvage(frame).id
+
+
+def salvage_id(prefix: bytes) -> RequestId:
+    return salvage(prefix).id
+
+
+_SESSION_RE = re.compile(rb'"sessionId"\s*:\s*("(?:[^"\\]|\\.){1,256}")')
+
+
+def salvage_session_id(prefix: bytes) -> str | None:
+    """Best effort, for reports only: a sessionId anywhere in the message."""
+    match = _SESSION_RE.search(prefix[:SALVAGE_LIMIT])
     if match is None:
         return None
     try:
         value = msgspec.json.decode(match.group(1))
-    except msgspec.DecodeError:
+    except UNDECODABLE:
         return None
-    return value if isinstance(value, int | str) else None
-
-
-def salvage_id(prefix: bytes) -> RequestId:
-    return _salvage_id(prefix)
-
-
-def looks_like_request(prefix: bytes) -> bool:
-    return b'"method"' in prefix
+    return value if isinstance(value, str) else None
 
 
 # ---- encoding ---------------------------------------------------------------

@@ -19,6 +19,7 @@ from msgspec import UNSET, Struct
 from acpstack.schema import STABLE_METHODS, MethodSpec
 from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
 from acpstack.wire._codec import (
+    UNDECODABLE,
     Invalid,
     RequestId,
     decode_envelope,
@@ -26,10 +27,10 @@ from acpstack.wire._codec import (
     encode_notification,
     encode_request,
     encode_result,
-    looks_like_request,
-    salvage_id,
+    salvage,
+    salvage_session_id,
 )
-from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR, RequestError
+from acpstack.wire._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestError
 from acpstack.wire._framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     FrameDecoder,
@@ -81,7 +82,23 @@ class IncomingResponse(Struct):
     error: RequestError | None = None
 
 
-Event = IncomingRequest | IncomingNotification | IncomingCancel | IncomingResponse
+class DroppedMessage(Struct):
+    """An incoming message that was discarded without reaching the application, and that
+    nobody else will report: a notification (too large, or with invalid params) or a line
+    that could not be read as any message. The peer may have been answered with an error
+    (`id: null` when the line had no id); the application learns of it through this event.
+
+    ``reason`` is "too_large", "parse_error", "invalid_message" or "invalid_params".
+    ``method`` and ``session_id`` are what could be read of the message (best effort)."""
+
+    reason: str
+    detail: str
+    method: str | None = None
+    session_id: str | None = None
+    size: int = 0
+
+
+Event = IncomingRequest | IncomingNotification | IncomingCancel | IncomingResponse | DroppedMessage
 
 
 # ---- helpers ------------------------------------------------------------------
@@ -108,25 +125,34 @@ def _error_path(exc: Exception, prefix: str) -> tuple[str, str]:
 def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool = False) -> Any:
     """Decode params/result into `tp`: strict fast path, then aliases and leniency.
 
-    Raises RequestError(-32602) with the failing path in `error.data`.
+    Raises only RequestError(-32602), with the failing path in `error.data`: values msgspec
+    cannot represent (too deep, numbers out of range) fail like any other invalid value.
     """
     where = "$.result" if result else "$.params"
-    if raw is UNSET or raw is None:
-        data: Any = None
-    elif not result and needs_normalizing(method, raw):
-        data = msgspec.json.decode(raw)
-        data = normalize_params(method, data)
-        return _convert(data, tp, where)
-    else:
-        try:
-            return (_decoders.get(tp) or _decoder(tp)).decode(raw)
-        except msgspec.ValidationError:
+    try:
+        if raw is UNSET or raw is None:
+            data: Any = None
+        elif not result and needs_normalizing(method, raw):
             data = msgspec.json.decode(raw)
-    if data is None:
-        # Absent params / `null` result: fine when the type has no required field.
-        data = {}
-    data = normalize_result(method, data) if result else normalize_params(method, data)
-    return _convert(data, tp, where)
+            data = normalize_params(method, data)
+            return _convert(data, tp, where)
+        else:
+            try:
+                return (_decoders.get(tp) or _decoder(tp)).decode(raw)
+            except msgspec.ValidationError:
+                data = msgspec.json.decode(raw)
+        if data is None:
+            # Absent params / `null` result: fine when the type has no required field.
+            data = {}
+        data = normalize_result(method, data) if result else normalize_params(method, data)
+        return _convert(data, tp, where)
+    except UNDECODABLE as exc:
+        raise RequestError.invalid_params({"path": where, "detail": _first_line(exc)}) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
 
 
 def _convert(data: Any, tp: type, where: str) -> Any:
@@ -140,7 +166,7 @@ def _convert(data: Any, tp: type, where: str) -> Any:
 
     try:
         return lenient_convert(data, tp)
-    except (msgspec.ValidationError, ValueError, TypeError) as exc:
+    except (msgspec.ValidationError, ValueError, TypeError, RecursionError) as exc:
         path, detail = _error_path(exc, where)
         raise RequestError.invalid_params({"path": path, "detail": detail}) from None
 
@@ -260,49 +286,82 @@ class ProtocolState:
         for frame in frames:
             if isinstance(frame, bytes):
                 event = self._message(frame)
-                if event is not None:
-                    events.append(event)
             elif isinstance(frame, Oversized):
                 event = self._oversized(frame)
-                if event is not None:
-                    events.append(event)
             else:
                 log.warning("framing error: %s", frame.detail)
                 self._queue_error(None, RequestError(PARSE_ERROR, "Parse error", {"detail": frame.detail}))
+                event = DroppedMessage("parse_error", frame.detail)
+            if event is not None:
+                events.append(event)
         return events
 
     def _oversized(self, frame: Oversized) -> Event | None:
-        rid = salvage_id(frame.prefix)
-        detail = {"detail": f"message of at least {frame.size} bytes exceeds the limit of {self.max_message_size} bytes"}
-        if rid is None:
-            self._queue_error(None, RequestError(PARSE_ERROR, "Parse error", detail))
+        found = salvage(frame.prefix)
+        text = f"message of at least {frame.size} bytes exceeds the limit of {self.max_message_size} bytes"
+        detail = {"detail": text}
+        log.warning("dropped a message: %s (method %s)", text, found.method)
+        return self._undecodable(found, frame.prefix, frame.size, "too_large", text,
+                                 RequestError(INVALID_REQUEST, "Invalid request: message too large", detail),
+                                 RequestError(INVALID_REQUEST, "Response too large", detail),
+                                 RequestError(PARSE_ERROR, "Parse error", detail))
+
+    def _undecodable(self, found: Any, prefix: bytes, size: int, reason: str, text: str,
+                     answer: RequestError, failure: RequestError, unidentified: RequestError | None = None) -> Event | None:
+        """A message we cannot use. A response to one of our calls fails that call only (with
+        `failure`); a request with a readable id gets `answer`; anything else is answered with
+        `id: null` (JSON-RPC's rule for what cannot be identified; `unidentified`, default
+        `answer`), never with a guessed id, and is reported to the application as dropped
+        (unless it was a response: never answer those)."""
+        rid = found.id
+        if found.method is None and rid is not None and rid in self.pending:
+            return IncomingResponse(self.pending.pop(rid), error=failure)
+        if found.method is not None and rid is not None:
+            self._queue_error(rid, answer)
             return None
-        if not looks_like_request(frame.prefix) and rid in self.pending:
-            call = self.pending.pop(rid)
-            return IncomingResponse(call, error=RequestError(INVALID_REQUEST, "Response too large", detail))
-        if looks_like_request(frame.prefix):
-            self._queue_error(rid, RequestError(INVALID_REQUEST, "Invalid request: message too large", detail))
-        else:
-            log.warning("dropped an oversized message: %s", detail["detail"])
-        return None
+        if found.method is None and found.has_result:
+            return None  # a stray (or late) response: logged, never answered
+        self._queue_error(None, unidentified or answer)
+        return DroppedMessage(reason, text, found.method, salvage_session_id(prefix), size)
 
     def _message(self, frame: bytes) -> Event | None:
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
-            log.warning("invalid message: %s", env.detail)
-            self._queue_error(env.id, RequestError(env.code, "Parse error" if env.code == PARSE_ERROR else "Invalid request", {"detail": env.detail}))
+            return self._invalid(frame, env)
+        try:
+            if env.method is UNSET:
+                return self._response(env.id, env.result, env.error)
+            if env.id is UNSET:
+                return self._notification(env.method, env.params)
+            return self._request(env.id, env.method, env.params)
+        except Exception:  # a bug, or input nobody anticipated: it costs this message only
+            log.exception("could not handle a message from the peer")
+            if env.method is not UNSET and env.id is not UNSET:
+                self._queue_error(env.id, RequestError(INTERNAL_ERROR, "Internal error"))
             return None
-        if env.method is UNSET:
-            return self._response(env.id, env.result, env.error)
-        if env.id is UNSET:
-            return self._notification(env.method, env.params)
-        return self._request(env.id, env.method, env.params)
+
+    def _invalid(self, frame: bytes, env: Invalid) -> Event | None:
+        log.warning("invalid message: %s", env.detail)
+        reason = "parse_error" if env.code == PARSE_ERROR else "invalid_message"
+        message = "Parse error" if env.code == PARSE_ERROR else "Invalid request"
+        error = RequestError(env.code, message, {"detail": env.detail})
+        found = salvage(frame)
+        if env.id is not None and env.code == INVALID_REQUEST and not found.has_result and env.id not in self.pending:
+            # It decoded as an object whose id we read: not a damaged response, so answer it.
+            self._queue_error(env.id, error)
+            return None
+        return self._undecodable(found, frame, len(frame), reason, env.detail, error,
+                                 RequestError(env.code, "Malformed response from peer", {"detail": env.detail}))
 
     def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
         if spec is None:
             if method.startswith("_") and len(method) > 1:
-                return IncomingRequest(rid, method, None, _plain(raw_params))
+                try:
+                    return IncomingRequest(rid, method, None, _plain(raw_params))
+                except RequestError as err:
+                    self._queue_error(rid, err)
+                    return None
             self._queue_error(rid, RequestError.method_not_found(method))
             return None
         if self.role == "agent" and not self.initialized and method != "initialize":
@@ -322,16 +381,18 @@ class ProtocolState:
 
     def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
-        if spec is None:
-            if method.startswith("_") and len(method) > 1:
-                return IncomingNotification(method, None, _plain(raw_params))
-            log.debug("ignored unknown notification %s", method)
-            return None
         try:
+            if spec is None:
+                if method.startswith("_") and len(method) > 1:
+                    return IncomingNotification(method, None, _plain(raw_params))
+                log.debug("ignored unknown notification %s", method)
+                return None
             params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
-            log.warning("ignored notification %s with invalid params: %s", method, err.data)
-            return None
+            log.warning("dropped notification %s with invalid params: %s", method, err.data)
+            raw = raw_params if isinstance(raw_params, msgspec.Raw) else b""
+            detail = str(err.data.get("detail", err.message)) if isinstance(err.data, dict) else err.message
+            return DroppedMessage("invalid_params", detail, method, salvage_session_id(bytes(raw)), len(raw))
         if method == CANCEL_REQUEST:
             return IncomingCancel(params.request_id)
         return IncomingNotification(method, spec, params)
@@ -343,9 +404,9 @@ class ProtocolState:
             return None
         if raw_error is not UNSET:
             return IncomingResponse(call, error=_decode_error(raw_error))
-        if call.result_type is None:
-            return IncomingResponse(call, result=_plain(raw_result))
         try:
+            if call.result_type is None:
+                return IncomingResponse(call, result=_plain(raw_result))
             result = decode_typed(raw_result, call.result_type, call.method, result=True)
         except RequestError as err:
             return IncomingResponse(call, error=RequestError(err.code, "Invalid result from peer", err.data))
@@ -424,9 +485,13 @@ class ProtocolState:
 
 
 def _plain(raw: Any) -> Any:
+    """Untyped JSON (extension methods, untyped results); RequestError(-32602) if unusable."""
     if raw is UNSET or raw is None:
         return None
-    return msgspec.json.decode(raw)
+    try:
+        return msgspec.json.decode(raw)
+    except UNDECODABLE as exc:
+        raise RequestError.invalid_params({"detail": _first_line(exc)}) from None
 
 
 class _WireError(Struct):
@@ -438,6 +503,6 @@ class _WireError(Struct):
 def _decode_error(raw: Any) -> RequestError:
     try:
         err = msgspec.json.decode(raw, type=_WireError)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return RequestError(-32603, "Malformed error from peer", {"raw": _plain(raw)})
+    except UNDECODABLE as exc:
+        return RequestError(INTERNAL_ERROR, "Malformed error from peer", {"detail": _first_line(exc)})
     return RequestError(err.code, err.message, err.data)
