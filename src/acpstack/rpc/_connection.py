@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import sys
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 from acpstack.transports._base import Transport
 from acpstack.wire._connection import (
+    DroppedMessage,
     Event,
     IncomingCancel,
     IncomingNotification,
@@ -58,6 +60,7 @@ class RequestTimeout(TimeoutError):
 class Dispatcher(Protocol):
     async def handle_request(self, event: IncomingRequest) -> Any: ...
     async def handle_notification(self, event: IncomingNotification) -> None: ...
+    def message_dropped(self, event: DroppedMessage) -> None: ...
 
 
 class Connection:
@@ -225,6 +228,14 @@ class Connection:
                 self._start_request(event)
             elif isinstance(event, IncomingCancel):
                 self._peer_cancels(event.request_id)
+            elif isinstance(event, DroppedMessage):
+                self._report_dropped(event)
+
+    def _report_dropped(self, event: DroppedMessage) -> None:
+        try:
+            self.dispatcher.message_dropped(event)
+        except Exception:  # the application's hook must not stop reading
+            log.exception("message_dropped hook failed")
 
     def _enqueue(self, key: Any, item: Any) -> None:
         queue = self._queues.get(key)
@@ -306,6 +317,12 @@ class Connection:
         task = self._inbound.get(rid)
         if task is not None and not task.done():
             self._peer_cancelled.add(rid)
+            coro = task.get_coro()
+            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                # Launched but not started (the cancel came in the same read): cancelling
+                # the task now would end it before its first line, unanswered and still
+                # holding a running slot. _run_request answers -32800 when it starts.
+                return
             task.cancel()
             return
         for waiting in self._backlog:
@@ -317,6 +334,8 @@ class Connection:
     async def _run_request(self, event: IncomingRequest) -> None:
         # One coroutine per inbound request (no nested helper coroutines: each costs a frame).
         try:
+            if self._peer_cancelled and event.id in self._peer_cancelled:
+                raise asyncio.CancelledError  # cancelled by the peer before it started
             result = await self.dispatcher.handle_request(event)
         except asyncio.CancelledError:
             if event.id in self._peer_cancelled and self._closed is None:
