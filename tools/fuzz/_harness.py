@@ -1,0 +1,268 @@
+"""The process under test, what it must answer, and the invariants checked on every line.
+
+Invariants (any breach is recorded as a `Violation`):
+- no death: the process stays alive until we close its stdin, then exits with code 0;
+- no hang: every well-formed request of ours is answered within `hang_seconds`;
+- valid output: every line it writes is a JSON-RPC 2.0 message (a request, a notification,
+  or a response with exactly one of result/error and a proper error object);
+- exactly one answer: a response carries the id of one of our requests, once, or `null`
+  (only on an error: JSON-RPC's answer to what cannot be identified); never the id of a
+  notification or of a response we sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.fuzz._mutate import strict_parse
+
+
+@dataclass
+class Violation:
+    kind: str
+    detail: str
+    line: bytes = b""
+
+    def __str__(self) -> str:
+        shown = self.line[:300]
+        return f"{self.kind}: {self.detail}" + (f"\n  input: {shown!r}" if shown else "")
+
+
+@dataclass
+class Stats:
+    inputs: int = 0
+    lines_out: int = 0
+    answers: int = 0
+    null_id_errors: int = 0
+    peer_requests: int = 0
+    probes: int = 0
+    error_codes: dict[int, int] = field(default_factory=dict)
+
+
+class Target:
+    """A process speaking ACP on stdio, fed hostile lines and watched."""
+
+    def __init__(self, argv: Sequence[str], *, cwd: str, env: dict[str, str] | None = None, hang_seconds: float = 10.0) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.env = env
+        self.hang_seconds = hang_seconds
+        self.proc: asyncio.subprocess.Process | None = None
+        self.violations: list[Violation] = []
+        self.stats = Stats()
+        self.required: dict[Any, tuple[float, bytes]] = {}  # id -> (sent at, line)
+        self.allowed: dict[Any, bytes] = {}  # damaged lines that may be answered once
+        self.answered: set[Any] = set()
+        self.our_response_ids: set[Any] = set()
+        self.recent: deque[bytes] = deque(maxlen=4096)  # recent damaged lines, to place echoed ids
+        self.on_request: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self.on_answer: Callable[[dict[str, Any]], None] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=40)
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv, cwd=self.cwd, env={**os.environ, **(self.env or {})},
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            limit=256 * 1024 * 1024,
+        )
+        self._reader = asyncio.create_task(self._read())
+        self._stderr = asyncio.create_task(self._read_stderr())
+
+    # -- sending ----------------------------------------------------------------------
+
+    async def send(self, line: bytes, expect: str = "none", rid: Any = None) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        if expect == "answer":
+            self.required[_key(rid)] = (time.monotonic(), line)
+        elif expect == "maybe":
+            self.allowed[_key(rid)] = line
+        elif len(line) < 65536:
+            self.recent.append(line)
+        self.stats.inputs += 1
+        try:
+            self.proc.stdin.write(line + b"\n")
+            await self.proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            self._died("stdin closed while sending", line)
+
+    def note_response_sent(self, rid: Any) -> None:
+        self.our_response_ids.add(_key(rid))
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        while True:
+            try:
+                line = await self.proc.stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError) as exc:
+                self.violations.append(Violation("invalid output", f"unreadable output line: {exc}"))
+                return
+            if not line:
+                break
+            if line.strip():
+                self.stats.lines_out += 1
+                self._check_line(line.rstrip(b"\n"))
+            self._changed.set()
+        if not self._closing:
+            await self.proc.wait()
+            self._died(f"stdout closed (exit code {self.proc.returncode})")
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while True:
+            line = await self.proc.stderr.readline()
+            if not line:
+                return
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    def _died(self, why: str, line: bytes = b"") -> None:
+        if not any(v.kind == "death" for v in self.violations):
+            tail = "\n    ".join(self.stderr_tail)
+            self.violations.append(Violation("death", f"{why}; stderr tail:\n    {tail}", line))
+        self._changed.set()
+
+    def _check_line(self, raw: bytes) -> None:
+        try:
+            message = strict_parse(raw)
+        except (ValueError, RecursionError, UnicodeError) as exc:
+            self.violations.append(Violation("invalid output", f"not JSON: {exc}", raw))
+            return
+        problem = _envelope_problem(message)
+        if problem:
+            self.violations.append(Violation("invalid output", problem, raw))
+            return
+        if "method" in message:
+            if "id" in message:
+                self.stats.peer_requests += 1
+                task = asyncio.create_task(self._answer_peer(message))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return
+        self._check_response(message, raw)
+
+    async def _answer_peer(self, message: dict[str, Any]) -> None:
+        if self.on_request is not None:
+            await self.on_request(message)
+
+    def _check_response(self, message: dict[str, Any], raw: bytes) -> None:
+        rid = message["id"]
+        if "error" in message:
+            code = message["error"]["code"]
+            self.stats.error_codes[code] = self.stats.error_codes.get(code, 0) + 1
+        if rid is None:
+            # An error about a line that could not be identified, or the answer to a
+            # request whose id was null (valid in JSON-RPC and in ACP's RequestId).
+            self.stats.null_id_errors += 1
+            return
+        key = _key(rid)
+        if key in self.answered:
+            self.violations.append(Violation("duplicate answer", f"id {rid!r} answered twice", raw))
+            return
+        if key in self.required:
+            del self.required[key]
+        elif key in self.allowed:
+            del self.allowed[key]
+        elif self._in_recent_damage(rid):
+            pass  # read out of a damaged line more leniently than the fuzzer reads it: fine, once
+        else:
+            what = "a response we sent" if key in self.our_response_ids else "no request of ours"
+            self.violations.append(Violation("unexpected answer", f"id {rid!r} answers {what}", raw))
+            return
+        self.answered.add(key)
+        self.stats.answers += 1
+        if self.on_answer is not None:
+            self.on_answer(message)
+
+    def _in_recent_damage(self, rid: Any) -> bool:
+        if _key(rid) in self.our_response_ids:
+            return False
+        tokens = {json.dumps(rid).encode(), json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass")}
+        return any(token in line for line in self.recent for token in tokens)
+
+    # -- waiting ----------------------------------------------------------------------
+
+    async def settle(self, *, final: bool = False) -> None:
+        """Wait until every required answer arrived; report the ones older than the limit."""
+        deadline = time.monotonic() + self.hang_seconds
+        while self.required and time.monotonic() < deadline and not self.dead:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), 0.5)
+        now = time.monotonic()
+        for rid, (sent, line) in list(self.required.items()):
+            if final or now - sent >= self.hang_seconds:
+                self.violations.append(Violation("hang", f"request {rid[1]!r} unanswered after {now - sent:.1f} s", line))
+                del self.required[rid]
+
+    @property
+    def dead(self) -> bool:
+        return any(v.kind == "death" for v in self.violations)
+
+    async def close(self) -> int | None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), 15)
+        except TimeoutError:
+            self.violations.append(Violation("hang", "the process did not exit within 15 s of stdin EOF"))
+            self.proc.kill()
+            code = await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+        if self._stderr is not None:
+            await self._stderr
+        if code != 0 and not self.dead:
+            tail = "\n    ".join(self.stderr_tail)
+            self.violations.append(Violation("death", f"exit code {code} at stdin EOF; stderr tail:\n    {tail}"))
+        return code
+
+
+def _key(rid: Any) -> Any:
+    return ("s", rid) if isinstance(rid, str) else ("n", rid)
+
+
+def _envelope_problem(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return "not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return 'missing or wrong "jsonrpc"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return "method is not a string"
+        if "result" in message or "error" in message:
+            return "both method and result/error"
+        if "id" in message and (not isinstance(message["id"], int | str) or isinstance(message["id"], bool)):
+            return "request id is neither a string nor an integer"
+        return None
+    if "id" not in message:
+        return "a response without id"
+    rid = message["id"]
+    if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
+        return "response id of a wrong type"
+    if ("result" in message) == ("error" in message):
+        return "a response needs exactly one of result and error"
+    if "error" in message:
+        error = message["error"]
+        if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error.get("code"), bool):
+            return "error.code is not an integer"
+        if not isinstance(error.get("message"), str):
+            return "error.message is not a string"
+    return None
