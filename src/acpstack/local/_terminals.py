@@ -8,11 +8,16 @@ Ending a terminal (kill, release, `TerminalManager.aclose`):
 
 * The whole process group gets SIGTERM, then (after the process and everything holding
   its output pipe went away, or after ``kill_grace_seconds``) SIGKILL for whatever is
-  left of the group. Processes that leave the group (``setsid``) escape.
+  left of the group.
+* At the same time, processes that left the group (``setsid``, daemons) are found by
+  the terminal's environment marker and ended the same way, and reaped when they are
+  our children (re-parented orphans, see ``_reaper``); once more after the group is
+  gone, for processes that escaped meanwhile. A process that drops the marker from its
+  environment before it escapes is only caught by `end_orphans` in a subreaper.
 * No task is left unowned: kill and release run as manager-owned tasks (shielded from
   the caller's cancellation so a cancelled request cannot leave a half-killed process),
   and `TerminalManager.aclose` awaits all of them. The asyncio child watcher reaps every
-  process we start.
+  process we start; the sweeps never touch those.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import subprocess
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from acpstack.local._reaper import MARKER_VARIABLE, end_marked, marker_needle
 from acpstack.local._terminal import Terminal, TerminalExit, TerminalOutput, TerminalProtocol
 from acpstack.wire._errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
 
@@ -60,6 +66,10 @@ class TerminalManager:
       ``{"reason": "too_many_terminals", "limit": N}``. JSON-RPC has no "resource
       exhausted" code and -32600/-32602 would wrongly blame the request's shape;
     * command not found / not executable, bad cwd, bad arguments: -32602 (invalid params).
+
+    Every terminal's environment carries ``ACPSTACK_TERMINAL=<manager token>:<terminal
+    id>`` (set after ``env``, so a request cannot override it): it is how processes that
+    leave the terminal's process group are found again when it ends.
     """
 
     def __init__(
@@ -77,6 +87,8 @@ class TerminalManager:
         self._starting = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._token = secrets.token_hex(8)
+        self._started: set[Terminal] = set()  # until asyncio reaped their process
 
     async def __aenter__(self) -> TerminalManager:
         return self
@@ -130,6 +142,7 @@ class TerminalManager:
         terminal_id = "term-" + secrets.token_hex(8)
         while terminal_id in self._terminals:  # pragma: no cover - 64 random bits
             terminal_id = "term-" + secrets.token_hex(8)
+        environment[MARKER_VARIABLE] = self._marker(terminal_id)
         terminal = Terminal(terminal_id, session_id, limit, self._drain_seconds)
         loop = asyncio.get_running_loop()
         self._starting += 1
@@ -166,6 +179,7 @@ class TerminalManager:
             self._starting -= 1
         assert terminal.transport is transport  # attached in connection_made
         self._terminals[terminal_id] = terminal
+        self._started.add(terminal)
         logger.debug(
             "terminal %s (session %s): started pid %d: %r",
             terminal_id,
@@ -258,6 +272,32 @@ class TerminalManager:
         return terminal.kill_task
 
     async def _terminate(self, terminal: Terminal) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._end_group(terminal))
+            group.create_task(self._end_escapees(terminal))
+        await self._end_escapees(terminal)  # escaped while the group was ending
+
+    async def _end_escapees(self, terminal: Terminal) -> None:
+        """End the processes that carry the terminal's marker, wherever they are."""
+        try:
+            await end_marked(
+                marker_needle(self._marker(terminal.id)),
+                exclude=self._unreaped(),
+                grace=self.kill_grace_seconds,
+            )
+        except Exception:
+            logger.exception("terminal %s: cannot end the processes that left it", terminal.id)
+
+    def _unreaped(self) -> set[int]:
+        """Our terminal processes asyncio has not reaped yet: never signalled nor reaped
+        by the sweeps (their exit status is the child watcher's)."""
+        self._started = {t for t in self._started if not t.exited.is_set()}
+        return {t.pid for t in self._started}
+
+    def _marker(self, terminal_id: str) -> str:
+        return f"{self._token}:{terminal_id}"
+
+    async def _end_group(self, terminal: Terminal) -> None:
         terminal.signal_group(signal.SIGTERM)
         if not terminal.group_gone:
             try:
@@ -294,6 +334,8 @@ class TerminalManager:
         try:
             if not (terminal.done.is_set() and terminal.group_gone):
                 await self._kill_task(terminal)
+            else:  # the group is gone, but what left it may still run
+                await self._end_escapees(terminal)
         finally:
             terminal.finish()  # wakes pending wait_for_exit callers
             terminal.close_transport()
