@@ -185,3 +185,19 @@ async def test_no_descriptor_is_leaked(tree: dict[str, Path]) -> None:
     for _ in range(50):
         await everything()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+async def test_a_directory_that_can_be_searched_but_not_listed(tree: dict[str, Path]) -> None:
+    # Like open(2): only search (x) permission is needed on the directories of a path.
+    ws, fs = Workspace(str(tree["ws"])), FileSystem()
+    hidden = tree["ws"] / "hidden"
+    hidden.mkdir()
+    (hidden / "known.txt").write_text("found\n")
+    hidden.chmod(0o311)
+    try:
+        assert await fs.read_text_file(ws, hidden / "known.txt") == "found\n"
+        await fs.write_text_file(ws, hidden / "known.txt", "rewritten\n")
+        assert await fs.read_text_file(ws, hidden / "known.txt") == "rewritten\n"
+    finally:
+        hidden.chmod(0o755)

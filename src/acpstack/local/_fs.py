@@ -51,7 +51,9 @@ PathArg = str | os.PathLike[str]
 _READ_CHUNK = 1024 * 1024
 _ATTEMPTS = 20  # opens per operation when the target keeps turning into a symlink
 _SYMLINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # O_NOFOLLOW on a symlink (Linux, BSD)
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | sum(
+    getattr(os, name, 0) for name in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC")
+)  # getattr: importable everywhere; the file operations need POSIX
 
 
 def _window(text: AnyStr, newline: AnyStr, line: int, limit: int | None) -> tuple[int, int]:

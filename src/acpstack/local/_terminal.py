@@ -25,7 +25,7 @@ from typing import cast
 
 __all__ = ["Terminal", "TerminalExit", "TerminalOutput", "TerminalProtocol"]
 
-logger = logging.getLogger("acpstack.local._terminals")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,27 +114,7 @@ class TerminalManager:
         some agents send a whole command line in ``command``. ``env`` entries are added
         to the inherited environment; stdin is /dev/null.
         """
-        if self._closed:
-            raise RequestError(INTERNAL_ERROR, "The terminal manager is closed")
-        if not command:
-            raise RequestError.invalid_params({"command": command}, message="Empty command")
-        limit = self.default_output_byte_limit if output_byte_limit is None else output_byte_limit
-        if limit < 0:
-            raise RequestError.invalid_params(
-                {"outputByteLimit": output_byte_limit},
-                message=f"outputByteLimit must not be negative, got {output_byte_limit}",
-            )
-        if len(self._terminals) + self._starting >= self.max_terminals:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"Too many terminals: at most {self.max_terminals} may be open at once; "
-                "release terminals that are no longer needed",
-                {"reason": "too_many_terminals", "limit": self.max_terminals},
-            )
-        if cwd is not None and not os.path.isdir(cwd):
-            raise RequestError.invalid_params(
-                {"cwd": cwd}, message=f"Working directory does not exist: {cwd}"
-            )
+        limit = self._check_create(command, output_byte_limit, cwd)
         argv = self._argv(command, args)
         environment = dict(os.environ)
         if env:
@@ -144,40 +124,11 @@ class TerminalManager:
             terminal_id = "term-" + secrets.token_hex(8)
         environment[MARKER_VARIABLE] = self._marker(terminal_id)
         terminal = Terminal(terminal_id, session_id, limit, self._drain_seconds)
-        loop = asyncio.get_running_loop()
         self._starting += 1
         try:
-            transport, _ = await loop.subprocess_exec(
-                lambda: TerminalProtocol(terminal),
-                *argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=environment,
-                cwd=cwd,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise RequestError.invalid_params(
-                {"command": command}, message=f"Command not found: {command}"
-            ) from exc
-        except PermissionError as exc:
-            raise RequestError.invalid_params(
-                {"command": command}, message=f"Command is not executable: {command}"
-            ) from exc
-        except (ValueError, TypeError) as exc:  # e.g. NUL bytes in args or env
-            raise RequestError.invalid_params(
-                {"command": command}, message=f"Cannot start {command}: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"Cannot start {command}: {exc.strerror or exc}",
-                {"command": command, "errno": exc.errno},
-            ) from exc
+            await self._start(terminal, command, argv, environment, cwd)
         finally:
             self._starting -= 1
-        assert terminal.transport is transport  # attached in connection_made
         self._terminals[terminal_id] = terminal
         self._started.add(terminal)
         logger.debug(
@@ -236,6 +187,67 @@ class TerminalManager:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     # -- internals -------------------------------------------------------------------
+
+    def _check_create(self, command: str, output_byte_limit: int | None, cwd: str | None) -> int:
+        """Refuse a create request that cannot succeed; return its output byte limit."""
+        if self._closed:
+            raise RequestError(INTERNAL_ERROR, "The terminal manager is closed")
+        if not command:
+            raise RequestError.invalid_params({"command": command}, message="Empty command")
+        limit = self.default_output_byte_limit if output_byte_limit is None else output_byte_limit
+        if limit < 0:
+            raise RequestError.invalid_params(
+                {"outputByteLimit": output_byte_limit},
+                message=f"outputByteLimit must not be negative, got {output_byte_limit}",
+            )
+        if len(self._terminals) + self._starting >= self.max_terminals:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"Too many terminals: at most {self.max_terminals} may be open at once; "
+                "release terminals that are no longer needed",
+                {"reason": "too_many_terminals", "limit": self.max_terminals},
+            )
+        if cwd is not None and not os.path.isdir(cwd):
+            raise RequestError.invalid_params(
+                {"cwd": cwd}, message=f"Working directory does not exist: {cwd}"
+            )
+        return limit
+
+    @staticmethod
+    async def _start(
+        terminal: Terminal, command: str, argv: list[str], environment: dict[str, str], cwd: str | None
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: TerminalProtocol(terminal),
+                *argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise RequestError.invalid_params(
+                {"command": command}, message=f"Command not found: {command}"
+            ) from exc
+        except PermissionError as exc:
+            raise RequestError.invalid_params(
+                {"command": command}, message=f"Command is not executable: {command}"
+            ) from exc
+        except (ValueError, TypeError) as exc:  # e.g. NUL bytes in args or env
+            raise RequestError.invalid_params(
+                {"command": command}, message=f"Cannot start {command}: {exc}"
+            ) from exc
+        except OSError as exc:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"Cannot start {command}: {exc.strerror or exc}",
+                {"command": command, "errno": exc.errno},
+            ) from exc
+        assert terminal.transport is transport  # attached in connection_made
 
     @staticmethod
     def _argv(command: str, args: Sequence[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The race-free path walk behind `Workspace`: no path is ever opened by name from ``/``.
+"""The race-free path walk behind `Workspace`: one component at a time, no symlink followed by name.
 
 A walk starts at a descriptor of ``/`` and opens every directory relative to the
 descriptor of the one before it, with ``O_NOFOLLOW`` (``O_PATH`` on Linux: only search
@@ -18,12 +18,18 @@ The result has `os.path.realpath` semantics: missing components are taken litera
 Roots are pinned by (device, inode) when first seen: a root directory that was renamed
 away and replaced by another directory is refused (`RootReplaced`), not trusted by name.
 
-Why not ``openat2(RESOLVE_BENEATH)`` (Linux 5.6+)? It resolves a whole path in one
-system call and refuses anything that leaves the starting directory. That is the same
-guarantee this walk gives, but it refuses two things a workspace must allow: absolute
-symlinks that point inside the workspace, and symlinks from one root into another root;
-both would need this walk as a fallback anyway. One implementation that every test
-exercises is worth more here than saving a few system calls per file operation.
+``/proc`` "magic" links (``/proc/PID/fd/N``, ``/proc/PID/cwd``) are followed by their
+text like any symlink, never by the kernel's shortcut: a pipe or a deleted file behind
+one is not reachable (this only matters in unrestricted mode).
+
+What ``openat2(RESOLVE_BENEATH)`` (Linux 5.6+) would add: the kernel resolves a whole
+path in one system call and refuses anything that leaves the starting directory,
+including a ``..`` raced against a rename. This walk gets the same guarantee by never
+letting the kernel follow a symlink or a ``..``; openat2 would only save system calls
+(one instead of one per component). But it refuses two things a workspace must allow,
+absolute symlinks that point inside the workspace and symlinks from one root into
+another, so it could only be a fast path in front of this walk: two implementations of
+one security check, the second one exercised only when the first refuses. Not used.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ __all__ = ["Changed", "Escape", "RootReplaced", "Roots", "Walk", "create_missing
 MAX_SYMLINKS = 40
 """Links followed in one walk before it fails with ELOOP (the kernel's limit)."""
 
-_DIRECTORY = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# getattr: the module imports everywhere; walking needs POSIX (dir_fd, O_NOFOLLOW) anyway.
+_DIRECTORY = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+_DIRECTORY |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class Escape(Exception):
@@ -174,7 +182,7 @@ class Walk:
         return fd
 
     def exists(self) -> bool:
-        if self.broken is not None or self.stack[-1].fd is None:
+        if self.stack[-1].fd is None:  # its directory is missing
             return False
         try:
             os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
