@@ -10,8 +10,8 @@ from pathlib import Path
 import acpstack
 
 PACKAGE = Path(acpstack.__file__).resolve().parent
-ORDER = ["schema", "wire", "transports", "rpc", "agent", "client", "testing", "cli"]
-RANK = {"schema": 0, "wire": 1, "transports": 2, "rpc": 3, "agent": 4, "client": 4, "testing": 5, "cli": 6}
+ORDER = ["schema", "wire", "transports", "local", "rpc", "agent", "client", "testing", "cli"]
+RANK = {"schema": 0, "wire": 1, "transports": 2, "local": 2, "rpc": 3, "agent": 4, "client": 4, "testing": 5, "cli": 6}
 
 
 def imports_of(path: Path) -> list[str]:

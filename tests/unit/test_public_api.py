@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["acpstack", "acpstack.schema", "acpstack.wire", "acpstack.transports", "acpstack.rpc",
+PACKAGES = ["acpstack", "acpstack.schema", "acpstack.wire", "acpstack.transports", "acpstack.local", "acpstack.rpc",
             "acpstack.agent", "acpstack.client", "acpstack.testing"]
 
 
@@ -35,3 +35,19 @@ def test_public_classes_live_in_private_modules_but_are_reexported() -> None:
     for attr in ("Agent", "Client"):
         cls = getattr(acpstack, attr)
         assert cls.__module__.split(".")[-1].startswith("_")
+
+
+def test_client_keeps_exporting_the_names_that_moved_to_local() -> None:
+    # Workspace, FileSystem and the terminals moved to acpstack.local (shared with agents);
+    # code that imports them from acpstack.client gets the very same objects.
+    import acpstack.client
+    import acpstack.local
+
+    for attr in ("FileSystem", "Workspace", "TerminalManager", "TerminalExit", "TerminalOutput"):
+        assert attr in acpstack.client.__all__, attr
+        assert getattr(acpstack.client, attr) is getattr(acpstack.local, attr), attr
+    from acpstack.client import ClientRuntime
+
+    runtime = ClientRuntime()
+    assert isinstance(runtime.fs, acpstack.local.FileSystem)
+    assert isinstance(runtime.terminals, acpstack.local.TerminalManager)

@@ -1,13 +1,15 @@
-"""The client side: implement `Client` (or use `ClientRuntime`), talk to the agent through `AgentPeer`."""
+"""The client side: implement `Client` (or use `ClientRuntime`), talk to the agent through `AgentPeer`.
+
+`FileSystem`, `Workspace` and the terminal names live in `acpstack.local` (shared with
+agents); they are re-exported here unchanged.
+"""
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
-from acpstack.client._fs import FileSystem
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._runtime import ClientRuntime, ClientSession
 from acpstack.client._state import Message, SessionState, ToolCallState
-from acpstack.client._terminals import TerminalExit, TerminalManager, TerminalOutput
-from acpstack.client._workspace import Workspace
+from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
 __all__ = [
     "AgentPeer",

@@ -18,7 +18,6 @@ from msgspec import UNSET
 
 from acpstack import __version__
 from acpstack.client._client import Client
-from acpstack.client._fs import BufferProvider, FileSystem, WriteObserver
 from acpstack.client._permissions import (
     AskCallback,
     AskUser,
@@ -27,8 +26,14 @@ from acpstack.client._permissions import (
     reject_option,
 )
 from acpstack.client._state import SessionState
-from acpstack.client._terminals import TerminalManager, TerminalOutput
-from acpstack.client._workspace import Workspace
+from acpstack.local import (
+    BufferProvider,
+    FileSystem,
+    TerminalManager,
+    TerminalOutput,
+    Workspace,
+    WriteObserver,
+)
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import AUTH_REQUIRED, DroppedMessage, RequestError
@@ -259,16 +264,16 @@ class ClientRuntime(Client):
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
         if not self.enable_fs:
             raise RequestError.method_not_found("fs/read_text_file")
-        path = self._session(params.session_id).workspace.check(params.path)
+        workspace = self._session(params.session_id).workspace
         line = params.line if isinstance(params.line, int) else None
         limit = params.limit if isinstance(params.limit, int) else None
-        return acp.ReadTextFileResponse(content=await self.fs.read_text_file(path, line, limit))
+        return acp.ReadTextFileResponse(content=await self.fs.read_text_file(workspace, params.path, line, limit))
 
     async def fs_write_text_file(self, params: acp.WriteTextFileRequest) -> acp.WriteTextFileResponse:
         if not self.enable_fs:
             raise RequestError.method_not_found("fs/write_text_file")
-        path = self._session(params.session_id).workspace.check(params.path)
-        await self.fs.write_text_file(path, params.content)
+        workspace = self._session(params.session_id).workspace
+        await self.fs.write_text_file(workspace, params.path, params.content)
         return acp.WriteTextFileResponse()
 
     async def terminal_create(self, params: acp.CreateTerminalRequest) -> acp.CreateTerminalResponse:

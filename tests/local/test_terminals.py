@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from acpstack.client._terminals import TerminalExit, TerminalManager
+from acpstack.local import TerminalExit, TerminalManager
 from acpstack.wire._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from acpstack.client._fs import FileSystem
+from acpstack.local import FileSystem, Workspace
 
 _real_write = os.write
 _pause = False
@@ -41,11 +41,12 @@ async def main() -> None:
     mode = sys.argv[3]
     contents = ["A" * size, "B" * size]
     fs = FileSystem()
+    workspace = Workspace(str(target.parent))
     if mode == "pause":
         os.write = _half_write
     n = 0
     while True:
-        await fs.write_text_file(target, contents[n % 2])
+        await fs.write_text_file(workspace, target, contents[n % 2])
         n += 1
         print(f"wrote {n}", flush=True)
         if mode == "pause":

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from acpstack.client._workspace import Workspace
+from acpstack.local import Workspace
 from acpstack.wire._errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     PERMISSION_DENIED,
     RESOURCE_NOT_FOUND,
@@ -175,9 +176,14 @@ def test_non_existent_file_inside(tree: dict[str, Path]) -> None:
     assert denied_info.value.code == PERMISSION_DENIED
 
 
-def test_symlink_loop_inside_does_not_escape(tree: dict[str, Path]) -> None:
+def test_symlink_loop_inside_is_a_clear_error(tree: dict[str, Path]) -> None:
+    # A loop has no resolved path: checking it fails like opening it would (ELOOP).
     ws = Workspace(str(tree["ws"]))
     (tree["ws"] / "a").symlink_to(tree["ws"] / "b")
     (tree["ws"] / "b").symlink_to(tree["ws"] / "a")
-    resolved = ws.check(str(tree["ws"] / "a"))
-    assert resolved.is_relative_to(tree["ws"])
+    for path in (tree["ws"] / "a", tree["ws"] / "a" / "x.txt"):
+        with pytest.raises(RequestError) as info:
+            ws.check(str(path))
+        assert info.value.code == INTERNAL_ERROR
+        assert "Too many levels of symbolic links" in info.value.message
+        assert str(path) in info.value.message
