@@ -163,3 +163,20 @@ async def test_http_error_is_reported_without_the_key(tmp_path: Path) -> None:
             assert "HTTP 401" in text and "FAKE_KEY" in text and "sk-test-123" not in text
             assert info.value.data == {"reason": "model_error", "kind": "unauthorized", "status": 401}
             assert "HTTP 401" in info.value.message and "sk-test-123" not in info.value.message
+
+
+async def test_each_http_failure_says_what_to_do(tmp_path: Path) -> None:
+    cases = [(404, "not_found", "Check the model name (--model fake-model)"), (429, "rate_limited", "wait and try again"),
+             (500, "server_error", "try again later"), (503, "server_error", "try again later"), (400, "bad_request", "--context-window")]
+    with FakeOpenAI() as fake:
+        fake.scripts += [[("status", status, "upstream says no")] for status, _kind, _hint in cases]
+        runtime = ClientRuntime()
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path))).session_id
+            for status, kind, hint in cases:
+                with pytest.raises(RequestError) as info:
+                    await runtime.prompt(sid, "hi")
+                assert info.value.data == {"reason": "model_error", "kind": kind, "status": status}
+                text = runtime.sessions[sid].state.last_agent_message.text  # type: ignore[union-attr]
+                assert f"HTTP {status}: upstream says no" in text and hint in text and hint in info.value.message

@@ -42,7 +42,7 @@ def prompt_blocks(tmp_path: Path, ws: Path) -> list[Any]:
 async def send_to_model(tmp_path: Path, *flags: str) -> tuple[Any, list[dict[str, Any]]]:
     ws = workspace(tmp_path)
     with FakeOpenAI() as fake:
-        runtime = ClientRuntime()
+        runtime = ClientRuntime(unrestricted_fs=True)  # a client that would read any file: the agent must not ask
         async with spawn_agent(agent_command(fake.url, str(tmp_path / "s.db"), *flags), runtime, env={"FAKE_KEY": "k"}):
             await runtime.initialize()
             sid = (await runtime.new_session(str(ws))).session_id

@@ -141,3 +141,12 @@ async def test_the_capabilities_follow_the_flags(tmp_path: Path) -> None:
         assert isinstance(caps.prompt_capabilities, acp.PromptCapabilities)
         assert caps.prompt_capabilities.embedded_context is True
     assert plain.prompt_capabilities.image is False and images.prompt_capabilities.image is True  # type: ignore[union-attr]
+
+
+def test_the_readme_synopsis_matches_the_command() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Using `acpstack agent` from an editor") : readme.index("## Chatting with any agent")]
+    synopsis = section[section.index("acpstack agent [") : section.index("```", section.index("acpstack agent ["))]
+    flags = {word.strip("[]") for word in synopsis.split() if word.startswith("[--")}
+    usage = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert len(flags) == 7 and all(flag in usage for flag in flags), (flags, usage)

@@ -274,4 +274,6 @@ def _which(command: str) -> bool:
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, McpServerError):
+        return exc.message
     return str(exc) or type(exc).__name__
