@@ -72,6 +72,7 @@ def test_redactor_masks_credential_patterns_it_was_not_told_about() -> None:
     shown = redactor.text(text)
     assert KEY not in shown
     assert "exit code: 1" in shown  # ordinary text stays readable
+    assert redactor.text("the token expired; Basic auth failed") == "the token expired; Basic auth failed"
 
 
 def test_redactor_leaves_plain_text_alone() -> None:

@@ -116,6 +116,19 @@ async def test_refused_permission_does_not_run_the_tool(tmp_path: Path) -> None:
         assert "refused" in last_text(runtime, sid) and "42" not in last_text(runtime, sid)
 
 
+async def test_scripted_mcp_command_over_http(tmp_path: Path) -> None:
+    asked = Asked()
+    runtime = ClientRuntime(ask=asked)
+    with mcp_http_server("http") as url:
+        async with spawn_agent([*SCRIPTED, "--store", str(tmp_path / "s.db")], runtime):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path), mcp_servers=[acp.McpServerHttp(name="web", url=url, headers=[])])).session_id
+            await runtime.prompt(sid, '/mcp web add {"a": 40, "b": 2}')
+            tool = last_tool(runtime, sid)
+    assert (tool.title, tool.status, tool.raw_input) == ("web: add", "completed", {"a": 40, "b": 2})
+    assert "42" in last_text(runtime, sid) and len(asked.requests) == 1
+
+
 async def test_the_model_calls_tools_of_http_and_sse_servers(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite3"
     asked = Asked()

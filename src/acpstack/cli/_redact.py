@@ -26,7 +26,7 @@ _SECRET_PARTS = ("key", "token", "secret", "password", "passwd", "pwd", "credent
 _SECRET_NAMES = frozenset({"sig", "signature", "jwt", "bearer"})
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
-_SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=:-]{4,}")
+_SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=:-]{8,}")  # real credentials are long
 _NAME_VALUE = re.compile(r"""(?i)(["']?)([A-Za-z0-9_.-]+)\1(\s*[=:]\s*)(["']?)([^\s"'&,;}\]]+)""")
 _SHORTEST_SECRET = 4  # shorter values are not worth scanning for (and would mask words)
 
