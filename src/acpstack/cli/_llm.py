@@ -78,7 +78,8 @@ class Reply:
         content = "".join(self.text)
         if interrupted:
             return {"role": "assistant", "content": content + "\n[interrupted by the user]"}
-        message: dict[str, Any] = {"role": "assistant", "content": content or None}
+        # null content only beside tool calls: some servers reject an assistant message without either
+        message: dict[str, Any] = {"role": "assistant", "content": content or (None if self.calls else "")}
         if self.calls:
             calls = [self.calls[i] for i in sorted(self.calls)]
             for n, call in enumerate(calls, 1):

@@ -130,7 +130,8 @@ class RedactingFormatter(logging.Formatter):
 
 
 def install_log_redaction(redactor: Redactor, level: int = logging.WARNING) -> logging.Handler:
-    """Send log records to stderr through the redactor (replaces the root logger's handlers)."""
+    """Send log records (and warnings) to stderr through the redactor (replaces the root
+    logger's handlers)."""
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter(redactor, "acpstack agent: %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -138,4 +139,5 @@ def install_log_redaction(redactor: Redactor, level: int = logging.WARNING) -> l
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    logging.captureWarnings(True)  # library warnings go through the same redaction
     return handler

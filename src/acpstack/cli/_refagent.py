@@ -154,6 +154,12 @@ def run_reference_agent(*, model: str | None, base_url: str | None, api_key_env:
         sys.stderr.write(f"acpstack agent: {redactor.text(str(exc))}\n")
         return 2
     install_log_redaction(redactor)
-    serve_stdio(ReferenceAgent(brain, store=store, images=images), unstable=unstable)
+    try:
+        serve_stdio(ReferenceAgent(brain, store=store, images=images), unstable=unstable)
+    except Exception:  # a crash's traceback goes through the redacting log, not sys.excepthook
+        log.exception("the agent stopped on an unexpected error")
+        return 1
+    finally:
+        store.close()
     return 0
 
