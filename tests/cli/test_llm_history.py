@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ def say(text: str) -> list[tuple[Any, ...]]:
 
 
 def stored_messages(store: Path, session_id: str) -> list[dict[str, Any]]:
-    with sqlite3.connect(store) as db:
+    with contextlib.closing(sqlite3.connect(store)) as db:
         rows = db.execute("SELECT payload FROM events WHERE session_id = ? AND kind = ? ORDER BY seq", (session_id, LLM_EVENT)).fetchall()
     return [json.loads(row[0]) for row in rows]
 

@@ -5,6 +5,7 @@ Real processes: the agent, the MCP servers, the fake model server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -183,6 +184,6 @@ async def test_secrets_of_mcp_servers_are_not_stored(tmp_path: Path, field: str)
         server: Any = stdio("calc") if field == "env" else acp.McpServerHttp(
             name="web", url="http://127.0.0.1:9/mcp?token=url-s3cret", headers=[acp.HttpHeader(name="X-Api-Key", value="hdr-s3cret")])
         sid = (await runtime.new_session(str(tmp_path), mcp_servers=[server])).session_id
-    with sqlite3.connect(tmp_path / "s.db") as db:
+    with contextlib.closing(sqlite3.connect(tmp_path / "s.db")) as db:
         (stored,) = db.execute("SELECT mcp_servers FROM sessions WHERE session_id = ?", (sid,)).fetchone()
     assert "s3cret" not in stored and "***" in stored
