@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,9 @@ from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
 
 SERVER = str(Path(__file__).parent / "helpers" / "mcp_server.py")
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from mcp_http import mcp_http_server  # noqa: E402
+
 AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "mcp_agent.py")]
 
 
@@ -87,29 +87,25 @@ async def test_aclose_stops_every_server_process() -> None:
         await mcp.call_tool("a", "add", {"a": 1, "b": 2})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+async def test_streamable_http_and_sse_servers() -> None:
+    for kind, config in (("http", acp.McpServerHttp), ("sse", acp.McpServerSse)):
+        with mcp_http_server(kind) as url:
+            async with McpConnections(allow_http=True, allow_sse=True) as mcp:
+                errors = await mcp.start([config(name="web", url=url, headers=[])])
+                assert errors == {"web": None}
+                assert (await mcp.call_tool("web", "add", {"a": 20, "b": 22})).text == "42"
 
 
-async def test_streamable_http_server() -> None:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            await asyncio.sleep(0.05)
+async def test_headers_reach_the_server_and_annotations_the_tools() -> None:
+    with mcp_http_server("http", MCP_TOKEN="t0ken") as url:
         async with McpConnections(allow_http=True) as mcp:
-            errors = await mcp.start([acp.McpServerHttp(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[])])
-            assert errors == {"web": None}
-            assert (await mcp.call_tool("web", "add", {"a": 20, "b": 22})).text == "42"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+            refused = await mcp.start([acp.McpServerHttp(name="anon", url=url, headers=[])])
+            assert refused["anon"] is not None
+            good = [acp.McpServerHttp(name="web", url=url, headers=[acp.HttpHeader(name="Authorization", value="Bearer t0ken")])]
+            assert await mcp.start(good) == {"web": None}
+            tools = {t.name: t for t in await mcp.list_tools()}
+            assert tools["echo"].read_only and not tools["add"].read_only
+            assert [c.name for c in mcp.configs] == ["web"]
 
 
 async def test_tool_called_during_a_prompt(tmp_path: Path) -> None:

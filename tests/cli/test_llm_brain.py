@@ -1,4 +1,5 @@
-"""The reference agent's LLM backend against a fake OpenAI-compatible server on 127.0.0.1."""
+"""The reference agent's LLM backend (`acpstack agent --model`, a real process) against a fake
+OpenAI-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,18 +8,22 @@ import json
 import sys
 from pathlib import Path
 
-from acpstack import spawn_agent
+import pytest
+
+from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tests_cli_fake import FakeOpenAI  # noqa: E402
-
-AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "llm_agent.py")]
+from tests_cli_fake import FakeOpenAI, agent_command  # noqa: E402
 
 
-def env(fake: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
-    return {"FAKE_OPENAI_URL": fake.url, "FAKE_KEY": "sk-test-123", "STORE": str(tmp_path / "store.sqlite3")}
+def agent(fake: FakeOpenAI, tmp_path: Path, *extra: str) -> list[str]:
+    return agent_command(fake.url, str(tmp_path / "store.sqlite3"), "--context-window", "100000", *extra)
+
+
+def env() -> dict[str, str]:
+    return {"FAKE_KEY": "sk-test-123"}
 
 
 async def allow(request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
@@ -46,7 +51,7 @@ async def test_streaming_text_reasoning_and_usage(tmp_path: Path) -> None:
                              ("finish", "stop"), ("usage", 120, 30)])
         updates = Updates()
         runtime = ClientRuntime(on_update=updates)
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             result = await runtime.prompt(sid, "say hello")
@@ -55,7 +60,7 @@ async def test_streaming_text_reasoning_and_usage(tmp_path: Path) -> None:
             assert chunks == ["Hello", ", world", "!"]
             assert [u.content.text for u in updates.of(acp.AgentThoughtChunk)] == ["Let me think. "]
             usage = updates.of(acp.UsageUpdate)
-            assert usage and (usage[-1].used, usage[-1].size) == (150, 1000)
+            assert usage and (usage[-1].used, usage[-1].size) == (150, 100000)
         request = fake.requests[0]
         assert request["model"] == "fake-model" and request["stream"] is True
         assert request["messages"][-1] == {"role": "user", "content": "say hello"}
@@ -76,7 +81,7 @@ async def test_tool_call_edits_a_file_after_permission(tmp_path: Path) -> None:
             return await allow(request)
 
         runtime = ClientRuntime(ask=ask)
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             await runtime.prompt(sid, "fix the typo")
@@ -98,7 +103,7 @@ async def test_refused_edit_leaves_the_file_and_tells_the_model(tmp_path: Path) 
         fake.scripts.append([("tool", 0, "c1", "write_file", [args]), ("finish", "tool_calls")])
         fake.scripts.append([("text", "OK."), ("finish", "stop")])
         runtime = ClientRuntime(ask=reject)
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             await runtime.prompt(sid, "change x")
@@ -114,7 +119,7 @@ async def test_run_command_and_plan(tmp_path: Path) -> None:
         fake.scripts.append([("tool", 0, "p", "update_plan", [plan]), ("tool", 1, "r", "run_command", [cmd]), ("finish", "tool_calls")])
         fake.scripts.append([("text", "Done."), ("finish", "stop")])
         runtime = ClientRuntime(ask=allow)
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             await runtime.prompt(sid, "run it")
@@ -131,7 +136,7 @@ async def test_cancel_mid_stream(tmp_path: Path) -> None:
         fake.scripts.append([("text", "Working on it"), ("hang",)])
         updates = Updates()
         runtime = ClientRuntime(on_update=updates)
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             turn = asyncio.create_task(runtime.prompt(sid, "long task"))
@@ -147,12 +152,31 @@ async def test_cancel_mid_stream(tmp_path: Path) -> None:
 
 async def test_http_error_is_reported_without_the_key(tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
-        fake.scripts.append([("status", 401, '{"error": "bad key sk-test-123"}')])
+        fake.scripts.append([("status", 401, '{"error": {"message": "bad key sk-test-123"}}')])
         runtime = ClientRuntime()
-        async with spawn_agent(AGENT, runtime, env=env(fake, tmp_path)):
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
-            result = await runtime.prompt(sid, "hi")
-            assert result.stop_reason == "end_turn"
+            with pytest.raises(RequestError) as info:
+                await runtime.prompt(sid, "hi")
             text = runtime.sessions[sid].state.last_agent_message.text  # type: ignore[union-attr]
-            assert "HTTP 401" in text and "sk-test-123" not in text
+            assert "HTTP 401" in text and "FAKE_KEY" in text and "sk-test-123" not in text
+            assert info.value.data == {"reason": "model_error", "kind": "unauthorized", "status": 401}
+            assert "HTTP 401" in info.value.message and "sk-test-123" not in info.value.message
+
+
+async def test_each_http_failure_says_what_to_do(tmp_path: Path) -> None:
+    cases = [(404, "not_found", "Check the model name (--model fake-model)"), (429, "rate_limited", "wait and try again"),
+             (500, "server_error", "try again later"), (503, "server_error", "try again later"), (400, "bad_request", "--context-window")]
+    with FakeOpenAI() as fake:
+        fake.scripts += [[("status", status, "upstream says no")] for status, _kind, _hint in cases]
+        runtime = ClientRuntime()
+        async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path))).session_id
+            for status, kind, hint in cases:
+                with pytest.raises(RequestError) as info:
+                    await runtime.prompt(sid, "hi")
+                assert info.value.data == {"reason": "model_error", "kind": kind, "status": status}
+                text = runtime.sessions[sid].state.last_agent_message.text  # type: ignore[union-attr]
+                assert f"HTTP {status}: upstream says no" in text and hint in text and hint in info.value.message

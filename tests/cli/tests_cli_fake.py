@@ -3,13 +3,16 @@
 Each request takes the next script from the queue. A script is a list of steps:
 ("text", s), ("reasoning", s), ("tool", index, id, name, [argument fragments]),
 ("usage", prompt_tokens, completion_tokens), ("finish", reason), ("hang",) (stream
-one chunk, then wait until the client goes away), ("status", code, body).
+one chunk, then wait until the client goes away), ("status", code, body), ("raw",
+content_type, body) (a 200 answer with that body), ("drop",) (close the connection at
+once, without finishing the stream).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from typing import Any
 
@@ -19,7 +22,9 @@ class FakeOpenAI:
         self.scripts: list[list[tuple[Any, ...]]] = []
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
+        self.paths: list[str] = []  # request targets (path and query)
         self.disconnected = threading.Event()
+        self._arrived = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -33,6 +38,11 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+    def wait_requests(self, count: int, timeout: float = 10) -> bool:
+        """Block until `count` requests have arrived (call through asyncio.to_thread)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
 
     @property
     def url(self) -> str:
@@ -68,6 +78,9 @@ class FakeOpenAI:
                 return
             self.requests.append(json.loads(body))
             self.auth_headers.append(headers.get("authorization"))
+            self.paths.append(request_line.split()[1].decode())
+            with self._arrived:
+                self._arrived.notify_all()
             script = self.scripts.pop(0) if self.scripts else [("text", "(no script)"), ("finish", "stop")]
             await self._respond(script, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -76,10 +89,12 @@ class FakeOpenAI:
             writer.close()
 
     async def _respond(self, script: list[tuple[Any, ...]], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if script and script[0][0] == "status":
-            _, code, text = script[0]
+        if script and script[0][0] in ("status", "raw"):
+            kind, first, text = script[0]
+            code, content_type = (first, "application/json") if kind == "status" else (200, first)
             payload = text.encode()
-            writer.write(b"HTTP/1.1 %d Error\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % (code, len(payload)) + payload)
+            head = b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n" % (code, content_type.encode(), len(payload))
+            writer.write(head + payload)
             await writer.drain()
             return
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
@@ -105,6 +120,9 @@ class FakeOpenAI:
                 send({"choices": [], "usage": {"prompt_tokens": step[1], "completion_tokens": step[2], "total_tokens": step[1] + step[2]}})
             elif kind == "finish":
                 send({"choices": [{"index": 0, "delta": {}, "finish_reason": step[1]}]})
+            elif kind == "drop":
+                await writer.drain()
+                return
             elif kind == "hang":
                 await writer.drain()
                 await reader.read()  # returns when the client closes the connection
@@ -113,3 +131,9 @@ class FakeOpenAI:
             await writer.drain()
         writer.write(b"data: [DONE]\n\n")
         await writer.drain()
+
+
+def agent_command(base_url: str, store: str, *extra: str) -> list[str]:
+    """`acpstack agent` with the LLM brain on `base_url` (key in $FAKE_KEY, if set) and `store`."""
+    return [sys.executable, "-m", "acpstack", "agent", "--model", "fake-model", "--base-url", base_url, "--api-key-env", "FAKE_KEY",
+            "--store", store, *extra]

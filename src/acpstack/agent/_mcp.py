@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,8 @@ class McpTool:
     name: str
     description: str | None
     input_schema: dict[str, Any]
+    title: str | None = None
+    read_only: bool = False  # the server's `readOnlyHint` annotation (a hint, not a guarantee)
 
 
 @dataclass
@@ -151,7 +153,7 @@ class McpConnections:
         if isinstance(config, acp.McpServerStdio):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            if not os.path.isabs(config.command) and not _which(config.command):
+            if not _which(config.command):
                 raise McpServerError(config.name, f"command not found: {config.command}")
             env = {"PATH": os.environ.get("PATH", os.defpath)}
             env.update({v.name: v.value for v in config.env})
@@ -163,9 +165,7 @@ class McpConnections:
 
             headers = {h.name: h.value for h in config.headers}
             if headers:
-                import httpx2
-
-                return streamable_http_client(config.url, http_client=httpx2.AsyncClient(headers=headers))
+                return _streamable_http_with_headers(config.url, headers)
             return streamable_http_client(config.url)
         if isinstance(config, acp.McpServerSse):
             if not self.allow_sse:
@@ -188,13 +188,25 @@ class McpConnections:
     def connected(self) -> list[str]:
         return [name for name, s in self._servers.items() if s.session is not None]
 
+    @property
+    def configs(self) -> list[McpServerConfig]:
+        """The configurations of the connected servers (e.g. to know their secrets)."""
+        return [s.config for s in self._servers.values() if s.session is not None]
+
     async def list_tools(self, *, refresh: bool = False) -> list[McpTool]:
+        """The tools of every connected server; a server that fails to list them is left
+        out and its error recorded in `errors`."""
         tools: list[McpTool] = []
         for name in self.connected:
             server = self._servers[name]
             if server.tools is None or refresh:
-                result = await server.session.list_tools()
-                server.tools = [McpTool(name, t.name, t.description, dict(t.input_schema if hasattr(t, "input_schema") else t.inputSchema)) for t in result.tools]
+                try:
+                    result = await server.session.list_tools()
+                except Exception as exc:
+                    self.errors[name] = McpServerError(name, f"listing its tools failed: {_describe(exc)}")
+                    log.warning("MCP server %r: listing its tools failed: %s", name, _describe(exc))
+                    continue
+                server.tools = [_tool(name, t) for t in result.tools]
             tools.extend(server.tools)
         return tools
 
@@ -233,6 +245,26 @@ class McpConnections:
         self._servers.clear()
 
 
+@contextlib.asynccontextmanager
+async def _streamable_http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport on an HTTP client that sends `headers` (closed after)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    # The SDK's own client's timeouts: a server may hold a response stream open for minutes.
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
+def _tool(server: str, tool: Any) -> McpTool:
+    schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
+    annotations = getattr(tool, "annotations", None)
+    title = getattr(tool, "title", None) or getattr(annotations, "title", None)
+    read_only = getattr(annotations, "read_only_hint", None) or getattr(annotations, "readOnlyHint", None)
+    return McpTool(server, tool.name, tool.description, dict(schema or {}), title=title, read_only=read_only is True)
+
+
 def _which(command: str) -> bool:
     import shutil
 
@@ -242,4 +274,6 @@ def _which(command: str) -> bool:
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, McpServerError):
+        return exc.message
     return str(exc) or type(exc).__name__

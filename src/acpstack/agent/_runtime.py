@@ -45,6 +45,7 @@ class SessionAgent(Agent):
       (override `check_authentication` to verify), and `logout` is supported.
     - `mcp`: connect to the MCP servers of each session with the official `mcp` SDK
       (the `acpstack[mcp]` extra); failures are per server, see `Session.mcp`.
+      `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers.
     """
 
     name = "acpstack-agent"
@@ -60,6 +61,7 @@ class SessionAgent(Agent):
         auth_methods: Sequence[acp.AuthMethodAgent] = (),
         mcp: bool = False,
         mcp_http: bool = False,
+        mcp_sse: bool = False,
         mcp_fail_fast: bool = False,
         prompt_capabilities: acp.PromptCapabilities | None = None,
     ) -> None:
@@ -70,6 +72,7 @@ class SessionAgent(Agent):
         self.authenticated = not self.auth_methods
         self.use_mcp = mcp
         self.mcp_http = mcp_http
+        self.mcp_sse = mcp_sse
         self.mcp_fail_fast = mcp_fail_fast
         self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(embedded_context=True)
         self.sessions: dict[str, Session] = {}
@@ -88,6 +91,11 @@ class SessionAgent(Agent):
         """Verify the chosen method (e.g. look for credentials). Default: accept it."""
         return True
 
+    def stored_mcp_server(self, server: Any) -> Any:
+        """The JSON form of an MCP server configuration kept in the session record.
+        Override to leave out secrets (header and environment values)."""
+        return _plain(server)
+
     # -- initialize and auth -------------------------------------------------------------
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
@@ -102,7 +110,7 @@ class SessionAgent(Agent):
         caps = acp.AgentCapabilities(
             load_session=True,
             prompt_capabilities=self.prompt_capabilities,
-            mcp_capabilities=acp.McpCapabilities(http=self.use_mcp and self.mcp_http, sse=False),
+            mcp_capabilities=acp.McpCapabilities(http=self.use_mcp and self.mcp_http, sse=self.use_mcp and self.mcp_sse),
             session_capabilities=session_caps,
         )
         if self.auth_methods:
@@ -145,7 +153,7 @@ class SessionAgent(Agent):
         _check_absolute(params.cwd, "cwd")
         extra = _dirs(params.additional_directories)
         record = SessionRecord(session_id=uuid.uuid4().hex, cwd=params.cwd, additional_directories=extra,
-                               mcp_servers=[_plain(s) for s in params.mcp_servers],
+                               mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
                                mode_id=self.modes[0][0] if self.modes else None,
                                config_values=self._default_config_values())
         self.store.create(record)
@@ -225,7 +233,7 @@ class SessionAgent(Agent):
             await self._stop(old)
         # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
         record = self.store.update(session_id, cwd=cwd, additional_directories=_dirs(additional),
-                                   mcp_servers=[_plain(s) for s in servers])
+                                   mcp_servers=[self.stored_mcp_server(s) for s in servers])
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, servers)
         return session
@@ -235,7 +243,7 @@ class SessionAgent(Agent):
         if self.use_mcp and servers:
             from acpstack.agent._mcp import McpConnections
 
-            session.mcp = McpConnections(allow_http=self.mcp_http)
+            session.mcp = McpConnections(allow_http=self.mcp_http, allow_sse=self.mcp_sse)
             try:
                 errors = await session.mcp.start(list(servers), fail_fast=self.mcp_fail_fast)
             except Exception as exc:

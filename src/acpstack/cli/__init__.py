@@ -9,7 +9,7 @@ import sys
 
 USAGE = """acpstack chat [--cwd DIR] [-p PROMPT] [--json] [--approve-all | --deny-all | --allow KIND ...] [--session ID] [-- AGENT COMMAND ...]
        acpstack sessions [--cwd DIR] [-- AGENT COMMAND ...]
-       acpstack agent [--model NAME] [--base-url URL] [--api-key-env NAME] [--store PATH]
+       acpstack agent [--model NAME] [--base-url URL] [--api-key-env NAME] [--context-window TOKENS] [--images] [--unstable] [--store PATH]
        acpstack demo [--yes]"""
 
 
@@ -18,6 +18,16 @@ def _split_agent(argv: list[str]) -> tuple[list[str], list[str] | None]:
         index = argv.index("--")
         return argv[:index], argv[index + 1 :] or None
     return argv, None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("--model", default=os.environ.get("ACPSTACK_MODEL"), help="model name (OpenAI-compatible API); none = offline scripted agent")
     agent.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="API base URL (OpenAI, Ollama, vLLM, llama.cpp server)")
     agent.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    agent.add_argument("--context-window", type=_positive_int, default=32_768, metavar="TOKENS",
+                       help="the model's context window; older messages are left out of requests to fit (default 32768)")
+    agent.add_argument("--images", action="store_true", help="the model accepts images (advertised to the client, sent as image parts)")
+    agent.add_argument("--unstable", action="store_true", help="also offer ACP's unstable methods (session/fork)")
     agent.add_argument("--store", default=None, help="SQLite file for sessions (default: user data directory)")
 
     demo = sub.add_parser("demo", help="watch the client and the built-in agent work on a sample project")
@@ -50,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "agent":
         from acpstack.cli._refagent import run_reference_agent
 
-        run_reference_agent(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, store_path=args.store)
-        return 0
+        return run_reference_agent(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, store_path=args.store,
+                                   context_window=args.context_window, images=args.images, unstable=args.unstable)
     if args.command == "demo":
         from acpstack.cli._demo import run_demo
 

@@ -1,9 +1,11 @@
 """An OpenAI-compatible chat-completions brain: a real coding-agent loop over ACP.
 
 Works with any server speaking the chat-completions API with streaming and tool calls
-(OpenAI, Ollama, vLLM, llama.cpp server). The model's tools act through the client:
-files are read and written with `fs/*` (edits shown as diffs, after permission), commands
-run in client terminals (after permission), so the client stays the user's guard.
+(OpenAI, Ollama, vLLM, llama.cpp server). The model's tools are in `_llm_tools`, its
+stored and trimmed history in `_llm_history`, the prompt's attachments in
+`_prompt_content`. A failure of the model server ends the turn with an agent message that
+says what went wrong and what to do, and a JSON-RPC error (data `reason: "model_error"`).
+Credentials never appear in any of it (`_redact`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
-from acpstack.agent import Turn, diff_content, text_content
-from acpstack.wire import RequestError
+from acpstack.agent import Turn
+from acpstack.cli._llm_history import History, fit, request_budget
+from acpstack.cli._llm_tools import Toolbox
+from acpstack.cli._mcp_tools import mcp_tools
+from acpstack.cli._prompt_content import read_prompt
+from acpstack.cli._redact import Redactor, redact_url
+from acpstack.wire import INTERNAL_ERROR, RequestError
 
 log = logging.getLogger("acpstack.llm")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_CONTEXT_WINDOW = 32_768
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in the user's project at {cwd}. Use the tools to read, "
@@ -25,33 +36,25 @@ SYSTEM_PROMPT = (
     "Make a plan with update_plan for multi-step work. Be concise."
 )
 
-TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "read_file", "description": "Read a text file.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "line": {"type": "integer", "description": "1-based first line"},
-                                         "limit": {"type": "integer", "description": "number of lines"}}, "required": ["path"]}}},
-    {"type": "function", "function": {"name": "write_file", "description": "Create or overwrite a file (the user approves it).", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}},
-    {"type": "function", "function": {"name": "edit_file", "description": "Replace the first occurrence of old_text with new_text in a file (the user approves it).", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-        "required": ["path", "old_text", "new_text"]}}},
-    {"type": "function", "function": {"name": "run_command", "description": "Run a command in a terminal (the user approves it).", "parameters": {
-        "type": "object", "properties": {"command": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
-                                         "timeout": {"type": "number", "description": "seconds, default 120"}}, "required": ["command"]}}},
-    {"type": "function", "function": {"name": "list_files", "description": "List a directory.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "search_files", "description": "Search file contents for a regular expression (grep -rn).", "parameters": {
-        "type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}}},
-    {"type": "function", "function": {"name": "update_plan", "description": "Show your plan to the user (the whole list each time).", "parameters": {
-        "type": "object", "properties": {"entries": {"type": "array", "items": {"type": "object", "properties": {
-            "content": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}},
-            "required": ["content", "status"]}}}, "required": ["entries"]}}},
-]
-
 FINISH_TO_STOP = {"length": "max_tokens", "content_filter": "refusal"}
+DETAIL_CHARS = 300
 
 
-class LlmError(Exception):
-    pass
+class ModelError(Exception):
+    """The model server failed; `kind` names how, `hint` says what the user can do."""
+
+    def __init__(self, kind: str, message: str, hint: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+        self.status = status
+
+
+def chat_completions_url(base_url: str) -> str:
+    """`<base>/chat/completions`, keeping the base URL's query (some servers take the key there)."""
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
 
 
 def _httpx() -> Any:
@@ -62,201 +65,213 @@ def _httpx() -> Any:
     return httpx
 
 
+@dataclass
+class Reply:
+    """One assistant message as it streams in."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    finish: str | None = None
+    done: bool = False
+
+    def message(self, *, interrupted: bool = False) -> dict[str, Any]:
+        content = "".join(self.text)
+        if interrupted:
+            return {"role": "assistant", "content": content + "\n[interrupted by the user]"}
+        # null content only beside tool calls: some servers reject an assistant message without either
+        message: dict[str, Any] = {"role": "assistant", "content": content or (None if self.calls else "")}
+        if self.calls:
+            calls = [self.calls[i] for i in sorted(self.calls)]
+            for n, call in enumerate(calls, 1):
+                call["id"] = call["id"] or f"call_{n}"  # some servers send no ids
+            message["tool_calls"] = calls
+        return message
+
+
 class LlmBrain:
     def __init__(
         self,
         *,
         model: str,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
         system_prompt: str | None = None,
         max_tool_rounds: int = 20,
         request_timeout: float = 120.0,
-        context_window: int = 128_000,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        images: bool = False,
     ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
+        self.chat_url = chat_completions_url(self.base_url)
+        self.shown_url = redact_url(self.base_url)
         self._api_key = api_key
+        self.api_key_env = api_key_env
+        self.redactor = Redactor.for_endpoint(base_url, api_key)
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.max_tool_rounds = max_tool_rounds
         self.request_timeout = request_timeout
         self.context_window = context_window
+        self.images = images
 
     def __repr__(self) -> str:  # never show the key
-        return f"LlmBrain(model={self.model!r}, base_url={self.base_url!r})"
+        return f"LlmBrain(model={self.model!r}, base_url={self.shown_url!r})"
 
     async def respond(self, turn: Turn) -> str:
-        history: list[dict[str, Any]] = turn.session.state.setdefault("llm_history", [])
-        if not history:
-            history.append({"role": "system", "content": self.system_prompt.format(cwd=turn.session.cwd)})
-        history.append({"role": "user", "content": turn.text})
+        history = History.of(turn.session)
+        content, _attachments = await read_prompt(turn, images=self.images)
+        history.append({"role": "user", "content": content})
+        tools = Toolbox(await mcp_tools(turn.session))
         for _ in range(self.max_tool_rounds):
+            reply = Reply()
             try:
-                message, finish = await self._complete(turn, history)
-            except LlmError as exc:
-                await turn.say(f"\n**The model could not answer:** {exc}")
-                return "end_turn"
+                await self._complete(turn, history, tools, reply)
+            except ModelError as exc:
+                await self._fail(turn, exc)
+            except asyncio.CancelledError:
+                if reply.text:  # what the user saw stays in the conversation
+                    history.append(reply.message(interrupted=True))
+                raise
+            message = reply.message()
             history.append(message)
             calls = message.get("tool_calls") or []
             if not calls:
-                return FINISH_TO_STOP.get(finish or "", "end_turn")
+                return FINISH_TO_STOP.get(reply.finish or "", "end_turn")
             for call in calls:
-                result = await self._run_tool(turn, call)
+                result = await tools.run(turn, call)
                 history.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         return "max_turn_requests"
 
+    async def _fail(self, turn: Turn, exc: ModelError) -> NoReturn:
+        """Tell the user what went wrong and what to do, then end the turn with an error."""
+        message = exc.message.rstrip()
+        text = self.redactor.text(f"{message}{'' if message.endswith('.') else '.'} {exc.hint}")
+        log.warning("model request failed (%s): %s", exc.kind, text)
+        await turn.say(f"\n\n**The model could not answer:** {text}\n")
+        data: dict[str, Any] = {"reason": "model_error", "kind": exc.kind}
+        if exc.status is not None:
+            data["status"] = exc.status
+        raise RequestError(INTERNAL_ERROR, f"Model error: {text}", data)
+
     # -- one streamed completion ----------------------------------------------------------
 
-    async def _complete(self, turn: Turn, history: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
+    async def _complete(self, turn: Turn, history: History, tools: Toolbox, reply: Reply) -> None:
         httpx = _httpx()
-        body = {"model": self.model, "messages": history, "tools": TOOLS, "stream": True, "stream_options": {"include_usage": True}}
+        system = {"role": "system", "content": self.system_prompt.format(cwd=turn.session.cwd)}
+        messages = fit(system, history.messages, request_budget(self.context_window, tools.definitions))
+        body = {"model": self.model, "messages": messages, "tools": tools.definitions, "stream": True,
+                "stream_options": {"include_usage": True}}
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        finish: str | None = None
-        async with httpx.AsyncClient(timeout=self.request_timeout) as http:
-            try:
-                async with http.stream("POST", f"{self.base_url}/chat/completions", json=body, headers=headers) as response:
+        try:
+            async with httpx.AsyncClient(timeout=self.request_timeout) as http:
+                async with http.stream("POST", self.chat_url, json=body, headers=headers) as response:
                     if response.status_code >= 400:
-                        detail = (await response.aread()).decode("utf-8", "replace")[:300]
-                        raise LlmError(f"HTTP {response.status_code} from {self.base_url}: {_redact(detail, self._api_key)}")
-                    async for line in response.aiter_lines():
-                        if not line.startswith("data:"):
-                            continue
-                        data = line[5:].strip()
-                        if data == "[DONE]":
-                            break
-                        chunk = json.loads(data)
-                        finish = await self._apply_chunk(turn, chunk, text, calls) or finish
-            except httpx.HTTPError as exc:
-                raise LlmError(f"{type(exc).__name__} talking to {self.base_url}") from None
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-        if calls:
-            message["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return message, finish
+                        raise self._http_error(response.status_code, await response.aread())
+                    content_type = response.headers.get("content-type", "")
+                    if "json" in content_type:  # a server that ignored "stream": one whole answer
+                        await self._apply_whole(turn, await response.aread(), reply)
+                    elif "event-stream" not in content_type:
+                        raise self._bad_response((await response.aread())[:DETAIL_CHARS].decode("utf-8", "replace"))
+                    else:
+                        await self._read_stream(turn, response, reply)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ModelError("unreachable", f"Could not connect to the model server at {self.shown_url} ({self._reason(exc)}).",
+                             "Check that the server is running and that --base-url is right.") from None
+        except httpx.TimeoutException:
+            raise ModelError("timeout", f"The model server at {self.shown_url} did not answer within {self.request_timeout:g} s.",
+                             "Try again; a slow local model may need a smaller prompt.") from None
+        except httpx.HTTPError as exc:
+            raise self._disconnected(self._reason(exc)) from None
+        if not reply.done and reply.finish is None:
+            raise self._disconnected("the stream ended early")
 
-    async def _apply_chunk(self, turn: Turn, chunk: dict[str, Any], text: list[str], calls: dict[int, dict[str, Any]]) -> str | None:
+    async def _read_stream(self, turn: Turn, response: Any, reply: Reply) -> None:
+        async for line in response.aiter_lines():
+            if not line.strip() or line.startswith((":", "event:", "id:", "retry:")):
+                continue
+            if not line.startswith("data:"):
+                raise self._bad_response(line)
+            data = line[5:].strip()
+            if data == "[DONE]":
+                reply.done = True
+                return
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise self._bad_response(data) from None
+            if not isinstance(chunk, dict):
+                raise self._bad_response(data)
+            if "error" in chunk:  # some servers report a failure inside the stream
+                raise ModelError("server_error", f"The model server reported an error: {self._detail(json.dumps(chunk['error']))}",
+                                 "Try again; if it persists, check the server's log.")
+            await self._apply_chunk(turn, chunk, reply)
+
+    async def _apply_whole(self, turn: Turn, body: bytes, reply: Reply) -> None:
+        try:
+            data = json.loads(body)
+            message = data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise self._bad_response(body[:DETAIL_CHARS].decode("utf-8", "replace")) from None
+        if message.get("content"):
+            reply.text.append(str(message["content"]))
+            await turn.say(str(message["content"]))
+        for index, call in enumerate(message.get("tool_calls") or []):
+            reply.calls[index] = {"id": call.get("id") or "", "type": "function", "function": dict(call.get("function") or {})}
+        reply.finish = data["choices"][0].get("finish_reason") or "stop"
+        reply.done = True
+
+    async def _apply_chunk(self, turn: Turn, chunk: dict[str, Any], reply: Reply) -> None:
         usage = chunk.get("usage")
         if isinstance(usage, dict) and "prompt_tokens" in usage:
             used = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
             await turn.usage(used, self.context_window)
-        finish = None
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if reasoning:
                 await turn.think(reasoning)
             if delta.get("content"):
-                text.append(delta["content"])
+                reply.text.append(delta["content"])
                 await turn.say(delta["content"])
             for fragment in delta.get("tool_calls") or []:
-                slot = calls.setdefault(fragment.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                slot = reply.calls.setdefault(fragment.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
                 slot["id"] = fragment.get("id") or slot["id"]
                 function = fragment.get("function") or {}
                 slot["function"]["name"] += function.get("name") or ""
                 slot["function"]["arguments"] += function.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-        return finish
+            reply.finish = choice.get("finish_reason") or reply.finish
 
-    # -- tools --------------------------------------------------------------------------
+    # -- errors ---------------------------------------------------------------------------
 
-    def _path(self, turn: Turn, path: str) -> str:
-        return path if os.path.isabs(path) else os.path.normpath(os.path.join(turn.session.cwd, path))
+    def _detail(self, text: str) -> str:
+        return self.redactor.text(" ".join(text.split())[:DETAIL_CHARS])
 
-    async def _run_tool(self, turn: Turn, call: dict[str, Any]) -> str:
-        name = call["function"]["name"]
+    def _reason(self, exc: BaseException) -> str:
+        return self._detail(str(exc) or type(exc).__name__)
+
+    def _http_error(self, status: int, body: bytes) -> ModelError:
+        raw = body.decode("utf-8", "replace")
         try:
-            args = json.loads(call["function"]["arguments"] or "{}")
-        except json.JSONDecodeError:
-            return f"error: the arguments of {name} are not valid JSON"
-        handler = getattr(self, f"_tool_{name}", None)
-        if handler is None:
-            return f"error: unknown tool {name}"
-        try:
-            result: str = await handler(turn, args)
-            return result
-        except asyncio.CancelledError:
-            raise
-        except RequestError as err:
-            return f"error: {err.message}"
-        except Exception as exc:  # a bad tool argument must not end the turn
-            log.warning("tool %s failed: %s", name, exc)
-            return f"error: {exc}"
+            error = json.loads(raw).get("error")
+            raw = str(error.get("message") if isinstance(error, dict) else error or raw)
+        except (ValueError, AttributeError):
+            pass
+        message = f"The model server answered HTTP {status}: {self._detail(raw) or '(no details)'}"
+        if status in (401, 403):
+            return ModelError("unauthorized", message, f"Check the API key (the {self.api_key_env} variable, or the credentials in --base-url).", status)
+        if status == 404:
+            return ModelError("not_found", message, f"Check the model name (--model {self.model}) and --base-url (it usually ends in /v1).", status)
+        if status == 429:
+            return ModelError("rate_limited", message, "The server is rate limiting or out of quota: wait and try again.", status)
+        if status >= 500:
+            return ModelError("server_error", message, "The model server failed: try again later, or check its log.", status)
+        return ModelError("bad_request", message, "Check --model and --base-url; if the conversation is too long, lower --context-window.", status)
 
-    async def _tool_read_file(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args["path"])
-        tool = await turn.start_tool(f"Read {args['path']}", kind="read", locations=[path], raw_input=args)
-        try:
-            content = await turn.read_file(path, line=args.get("line"), limit=args.get("limit"))
-        except RequestError as err:
-            await tool.fail(err.message)
-            raise
-        await tool.complete(content=[text_content(content[:4000])])
-        return content
+    def _bad_response(self, sample: str) -> ModelError:
+        return ModelError("bad_response", f"The model server's answer is not an OpenAI-compatible chat-completions stream: {self._detail(sample)!r}",
+                          "Check that --base-url points at an OpenAI-compatible API (it usually ends in /v1).")
 
-    async def _write(self, turn: Turn, shown: str, path: str, old: str | None, new: str, args: dict[str, Any]) -> str:
-        tool = await turn.start_tool(shown, kind="edit", locations=[path], content=[diff_content(path, old, new)], raw_input=args)
-        decision = await turn.request_permission(tool)
-        if not decision.allowed:
-            await tool.fail("The user did not approve this edit.")
-            return "The user refused this edit; the file was not changed."
-        await turn.write_file(path, new)
-        await tool.complete(content=[diff_content(path, old, new)])
-        return f"{path} written."
-
-    async def _tool_write_file(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args["path"])
-        try:
-            old: str | None = await turn.read_file(path)
-        except RequestError:
-            old = None
-        return await self._write(turn, f"Write {args['path']}", path, old, args["content"], args)
-
-    async def _tool_edit_file(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args["path"])
-        old = await turn.read_file(path)
-        if args["old_text"] not in old:
-            return f"error: old_text does not occur in {args['path']}"
-        return await self._write(turn, f"Edit {args['path']}", path, old, old.replace(args["old_text"], args["new_text"], 1), args)
-
-    async def _tool_run_command(self, turn: Turn, args: dict[str, Any]) -> str:
-        command, cmd_args = args["command"], list(args.get("args") or [])
-        shown = " ".join([command, *cmd_args])
-        tool = await turn.start_tool(f"Run `{shown}`", kind="execute", raw_input=args)
-        decision = await turn.request_permission(tool)
-        if not decision.allowed:
-            await tool.fail("The user did not approve this command.")
-            return "The user refused to run this command."
-        result = await turn.run_command(command, cmd_args, cwd=turn.session.cwd, timeout=float(args.get("timeout") or 120),
-                                        output_byte_limit=64_000, tool=tool)
-        status = f"exit code {result.exit_code}" if result.exit_code is not None else f"killed by {result.signal}"
-        if result.timed_out:
-            status += " (timed out)"
-        if result.exit_code == 0:
-            await tool.complete(raw_output={"exitCode": 0})
-        else:
-            await tool.fail(raw_output={"exitCode": result.exit_code, "signal": result.signal})
-        return f"{status}\n{result.output}"
-
-    async def _read_only_command(self, turn: Turn, title: str, argv: list[str]) -> str:
-        tool = await turn.start_tool(title, kind="search", raw_input={"command": argv})
-        result = await turn.run_command(argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool)
-        await tool.complete(content=[text_content(result.output[-4000:])])
-        return result.output
-
-    async def _tool_list_files(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(turn, f"List {args.get('path') or '.'}", ["ls", "-la", path])
-
-    async def _tool_search_files(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(turn, f"Search {args['pattern']!r}", ["grep", "-rn", "--", args["pattern"], path])
-
-    async def _tool_update_plan(self, turn: Turn, args: dict[str, Any]) -> str:
-        entries = [(str(e["content"]), str(e.get("status", "pending"))) for e in args.get("entries", [])]
-        await turn.plan(entries)
-        return "plan shown to the user"
-
-
-def _redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
+    def _disconnected(self, reason: str) -> ModelError:
+        return ModelError("disconnected", f"The connection to the model server at {self.shown_url} broke in the middle of the answer ({reason}).",
+                          "Try again.")

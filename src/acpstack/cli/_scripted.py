@@ -2,17 +2,22 @@
 
 It works on the user's real workspace through the client: lists and reads files, proposes
 an edit as a diff and asks permission, runs commands in a client terminal, keeps a plan.
-Slash commands: /help, /plan, /run CMD, /read FILE, /edit FILE OLD NEW.
-In "ask" mode it only reads; in "code" mode it edits and runs commands (after permission).
+Slash commands: /help, /plan, /run CMD, /read FILE, /edit FILE OLD NEW, and for the MCP
+servers the client passed: /tools, /mcp SERVER TOOL {json arguments}.
+In "ask" mode it only reads (and runs only read-only MCP tools); in "code" mode it edits
+and runs commands (after permission). Attached resources and images are acknowledged.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
 
 from acpstack.agent import CommandResult, Turn, diff_content, text_content
+from acpstack.cli._mcp_tools import describe_tools, mcp_tools, run_mcp_tool
+from acpstack.cli._prompt_content import describe, read_prompt
 from acpstack.wire import RequestError
 
 INTRO = (
@@ -27,6 +32,8 @@ HELP = """Commands:
 - `/read FILE`: read a file through the client
 - `/run CMD`: run a command in a client terminal (code mode, after permission)
 - `/edit FILE OLD NEW`: replace the first OLD with NEW in FILE, shown as a diff (code mode, after permission)
+- `/tools`: list the tools of the session's MCP servers
+- `/mcp SERVER TOOL {json}`: call an MCP tool (after permission, unless the server marks it read-only)
 
 Anything else: I look around the workspace, read its README, propose a small edit and run the tests.
 """
@@ -37,16 +44,26 @@ COMMANDS = [
     ("read", "Read a file", "FILE"),
     ("run", "Run a command in a terminal", "COMMAND"),
     ("edit", "Replace text in a file (shown as a diff)", "FILE OLD NEW"),
+    ("tools", "List the tools of the session's MCP servers", None),
+    ("mcp", "Call an MCP tool", "SERVER TOOL {json arguments}"),
 ]
 
 
 class ScriptedBrain:
+    def __init__(self, *, images: bool = False) -> None:
+        self.images = images
+
     async def respond(self, turn: Turn) -> str:
         state = turn.session.state
         if not state.get("introduced"):
             state["introduced"] = True
             await turn.say(INTRO)
+        _content, attachments = await read_prompt(turn, images=self.images)
+        if attachments:
+            await turn.say(f"You attached:\n{describe(attachments)}\n\n")
         text = turn.text.strip()
+        if not text and attachments:
+            return "end_turn"
         if text.startswith("/"):
             return await self._command(turn, text)
         return await self._explore(turn, text)
@@ -70,6 +87,10 @@ class ScriptedBrain:
         elif name == "run" and rest:
             if await self._code_mode(turn):
                 await self._run(turn, rest)
+        elif name == "tools":
+            await turn.say(describe_tools(await mcp_tools(turn.session)))
+        elif name == "mcp" and rest:
+            await self._mcp(turn, rest)
         elif name == "edit":
             try:
                 path, old, new = shlex.split(rest)
@@ -81,6 +102,27 @@ class ScriptedBrain:
         else:
             await turn.say(f"Unknown or incomplete command `/{name}`.\n\n{HELP}")
         return "end_turn"
+
+    async def _mcp(self, turn: Turn, rest: str) -> None:
+        server, _, rest = rest.partition(" ")
+        tool_name, _, raw_args = rest.strip().partition(" ")
+        try:
+            args = json.loads(raw_args) if raw_args.strip() else {}
+        except ValueError as exc:
+            await turn.say(f"The arguments are not valid JSON ({exc}). Usage: `/mcp SERVER TOOL {{\"name\": value}}`.")
+            return
+        if not isinstance(args, dict):
+            await turn.say("The arguments must be a JSON object, e.g. `{\"a\": 1}`.")
+            return
+        index = await mcp_tools(turn.session)
+        tool = index.find(server, tool_name)
+        if tool is None:
+            await turn.say(f"There is no MCP tool `{tool_name}` on server `{server}`.\n\n{describe_tools(index)}")
+            return
+        if not tool.read_only and not await self._code_mode(turn):
+            return
+        result = await run_mcp_tool(turn, tool, args)
+        await turn.say(f"`{server}` `{tool_name}`:\n\n```\n{result}\n```\n")
 
     async def _code_mode(self, turn: Turn) -> bool:
         if turn.session.mode_id == "ask":
