@@ -36,7 +36,7 @@ log = logging.getLogger("acpstack.cli")
 #: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
 STDERR_TAIL_LINES = 200
 #: Signals that end the chat like quitting does; the exit code is 128 + the signal number.
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 CHAT_HELP = """Built-in commands:
   /mode [ID]            show or switch the session mode

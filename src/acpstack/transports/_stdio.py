@@ -16,6 +16,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Callable
 from typing import Protocol, TextIO
 
 from acpstack.transports._base import DataCallback, EofCallback
@@ -80,21 +81,20 @@ class _PipeReader:
 
 
 class _PipeWriter:
+    write: Callable[[bytes], None]
+    is_closing: Callable[[], bool]
+    buffer_size: Callable[[], int]
+
     def __init__(self, transport: asyncio.WriteTransport, flow: WriteFlow) -> None:
         self._transport = transport
         self._flow = flow
-
-    def write(self, data: bytes) -> None:
-        self._transport.write(data)
-
-    def buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size()
+        # The transport's own methods, not wrappers: a write is on every answer's path.
+        self.write = transport.write
+        self.is_closing = transport.is_closing
+        self.buffer_size = transport.get_write_buffer_size
 
     async def drain(self) -> None:
         await self._flow.drain()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
 
     async def close(self) -> None:
         self._transport.close()  # flushes what is buffered first: the last answers arrive
