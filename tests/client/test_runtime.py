@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from acpstack import ConnectionClosed, spawn_agent
+from acpstack import Agent, ConnectionClosed, RequestError, spawn_agent
 from acpstack.client import AskUser, ClientRuntime, Rule, Rules
 from acpstack.schema import v1 as acp
+from acpstack.testing import connected_pair
 
 AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "scenario_agent.py")]
 
@@ -105,6 +106,63 @@ async def test_no_policy_means_rejection(workspace: Path) -> None:
         sid = (await runtime.new_session(str(workspace))).session_id
         await runtime.prompt(sid, "permission")
         assert last_text(runtime, sid) == "permission: reject"
+
+
+async def test_options_sharing_an_id_are_refused_not_answered(workspace: Path) -> None:
+    asked: list[acp.RequestPermissionRequest] = []
+
+    async def approve(request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        asked.append(request)
+        return request.options[0]
+
+    runtime = ClientRuntime(ask=approve)
+    async with spawn_agent(AGENT, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        result = await runtime.prompt(sid, "permission-ambiguous")
+        assert result.stop_reason == "end_turn"
+        text = last_text(runtime, sid)
+        assert text.startswith("error -32602: Duplicate permission optionId: 'go'"), text
+        assert asked == []  # the user is never asked a question whose answer is ambiguous
+        await runtime.prompt(sid, "permission")  # the connection goes on
+        assert last_text(runtime, sid) == "permission: allow"
+
+
+class AmbiguousAsker(Agent):
+    """Asks for permission with options sharing an id; keeps what the client answered."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[object] = []
+
+    async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        return acp.NewSessionResponse(session_id="s1")
+
+    async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
+        options = [
+            acp.PermissionOption(option_id="a", name="Allow", kind="allow_once"),
+            acp.PermissionOption(option_id="b", name="Always", kind="allow_always"),
+            acp.PermissionOption(option_id="a", name="Reject", kind="reject_once"),
+        ]
+        tool = acp.ToolCallUpdate(tool_call_id="t", title="Delete everything", kind="delete")
+        try:
+            answer = await self.client.session_request_permission(
+                acp.RequestPermissionRequest(session_id=params.session_id, tool_call=tool, options=options))
+            self.outcomes.append(answer.outcome)
+        except RequestError as err:
+            self.outcomes.append(err)
+        return acp.PromptResponse(stop_reason="end_turn")
+
+
+async def test_options_sharing_an_id_are_refused_in_process(workspace: Path) -> None:
+    agent = AmbiguousAsker()
+    runtime = ClientRuntime()  # DenyAll: without the check it would answer the reject option "a"
+    async with connected_pair(agent, runtime):
+        await runtime.initialize()
+        sid = (await runtime.new_session(str(workspace))).session_id
+        await runtime.prompt(sid, "go")
+    [err] = agent.outcomes
+    assert isinstance(err, RequestError) and err.code == -32602
+    assert "'a'" in err.message and err.data == {"path": "$.params.options", "optionId": "a"}
 
 
 async def test_rules_and_remembered_choices(workspace: Path) -> None:

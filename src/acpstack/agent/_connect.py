@@ -7,7 +7,7 @@ import sys
 
 from acpstack.agent._agent import Agent, AgentDispatcher, ClientPeer
 from acpstack.rpc import Connection, run
-from acpstack.transports import Transport, open_stdio_transport
+from acpstack.transports import StdioError, Transport, open_stdio_transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
 
@@ -49,3 +49,6 @@ def serve_stdio(agent: Agent, *, unstable: bool = False, log_level: int | None =
         run(run_agent(agent, unstable=unstable))
     except KeyboardInterrupt:
         pass
+    except StdioError as exc:  # e.g. stdin closed: one clear line, no traceback
+        sys.stderr.write(f"error: cannot serve ACP on stdio: {exc}\n")
+        raise SystemExit(1) from None

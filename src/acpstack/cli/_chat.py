@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +17,26 @@ from rich.console import Console
 from rich.text import Text
 
 from acpstack import ConnectionClosed, RequestError
+from acpstack.cli._chat_input import (
+    BUILTINS,
+    HeadlessPolicy,
+    InteractivePolicy,
+    LineReader,
+    install_completion,
+    quiet_when_gone,
+)
 from acpstack.client import ClientRuntime, connect_client
 from acpstack.client._runtime import ClientSession
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport
-from acpstack.wire import CapabilityError
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
 
-BUILTINS = ["/mode", "/config", "/sessions", "/load", "/help", "/quit"]
+log = logging.getLogger("acpstack.cli")
+
+#: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
+STDERR_TAIL_LINES = 200
+#: Signals that end the chat like quitting does; the exit code is 128 + the signal number.
+TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 CHAT_HELP = """Built-in commands:
   /mode [ID]            show or switch the session mode
@@ -54,108 +67,27 @@ class ChatOptions:
     auto_approve_reason: str | None = None  # demo without a terminal: approve, and say why
 
 
-class HeadlessPolicy:
-    """Permissions in headless mode follow explicit flags only; otherwise rejected, and said so."""
-
-    def __init__(self, opts: ChatOptions, err: Console) -> None:
-        self.opts = opts
-        self.err = err
-
-    async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
-        title = request.tool_call.title if isinstance(request.tool_call.title, str) else "a tool call"
-        kind = request.tool_call.kind if isinstance(request.tool_call.kind, str) else "other"
-        auto = self.opts.auto_approve_reason
-        allow = not self.opts.deny_all and (self.opts.approve_all or auto is not None or kind in self.opts.allow_kinds)
-        if allow:
-            option = next((o for o in request.options if o.kind == "allow_once"), None) or next(
-                (o for o in request.options if o.kind == "allow_always"), None)
-            if option is not None:
-                why = auto or ("--approve-all" if self.opts.approve_all else f"--allow {kind}")
-                self.err.print(Text(f"permission: approved {title!r} ({why})", style="yellow"))
-                return option
-        if self.opts.deny_all:
-            reason = "--deny-all"
-        else:
-            reason = "no --approve-all or --allow given"
-        self.err.print(Text(f"permission: rejected {title!r} ({reason})", style="yellow"))
-        return None
-
-
-class LineReader:
-    """Reads lines on a daemon thread, one request at a time, so prompts print at the right moment."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self._requests: list[tuple[str, asyncio.Future[str | None]]] = []
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        thread = threading.Thread(target=self._run, name="acpstack-input", daemon=True)
-        thread.start()
-
-    def read(self, prompt: str) -> asyncio.Future[str | None]:
-        fut: asyncio.Future[str | None] = self.loop.create_future()
-        with self._lock:
-            self._requests.append((prompt, fut))
-        self._wake.set()
-        return fut
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            with self._lock:
-                if not self._requests:
-                    self._wake.clear()
-                    continue
-                prompt, fut = self._requests.pop(0)
-            try:
-                line: str | None = input(prompt)
-            except EOFError:
-                line = None
-            except Exception:
-                line = None
-            self.loop.call_soon_threadsafe(_resolve, fut, line)
-
-
-def _resolve(fut: asyncio.Future[str | None], value: str | None) -> None:
-    if not fut.done():
-        fut.set_result(value)
-
-
-class InteractivePolicy:
-    def __init__(self, chat: Chat) -> None:
-        self.chat = chat
-
-    async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
-        self.chat.renderer.show_permission(request)
-        assert self.chat.reader is not None
-        while True:
-            line = await self.chat.reader.read(f"choose 1-{len(request.options)}: ")
-            if line is None:
-                return None
-            line = line.strip()
-            if line.isdigit() and 1 <= int(line) <= len(request.options):
-                return request.options[int(line) - 1]
-            self.chat.console.print(f"please answer with a number from 1 to {len(request.options)}")
-
-
 class Chat:
     def __init__(self, opts: ChatOptions) -> None:
         from acpstack.cli._render import Renderer
 
         self.opts = opts
         self.render = opts.interactive or opts.render
-        self.console = Console(file=sys.stdout if self.render and not opts.json_output else sys.stderr, highlight=False, soft_wrap=True)
-        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        out = quiet_when_gone(sys.stdout if self.render and not opts.json_output else sys.stderr)
+        self.console = Console(file=out, highlight=False, soft_wrap=True)
+        self.err = Console(file=quiet_when_gone(sys.stderr), highlight=False, soft_wrap=True)
         self.reader: LineReader | None = None
         policy: Any = InteractivePolicy(self) if opts.ask_user else HeadlessPolicy(opts, self.console if self.render else self.err)
         self.runtime = ClientRuntime(permission_policy=policy, on_update=self._on_update, choose_auth_method=self._choose_auth)
         self.renderer = Renderer(self.console, self.runtime)
         self.session_id: str | None = None
-        self.stderr_lines: list[str] = []
         self.turn: asyncio.Task[acp.PromptResponse] | None = None
         self.quit = asyncio.Event()
         self.interrupts = 0
         self._stdout_closed = False
+        self.exit_signal: int | None = None  # the signal that is ending the chat
+        self._body: asyncio.Task[int] | None = None
+        self._cancel_on_exit: str | None = None  # the session whose turn a signal interrupted
 
     def _on_update(self, session_id: str, update: Any) -> None:
         if self.render and not self.opts.json_output:
@@ -176,11 +108,11 @@ class Chat:
             return methods[int(line) - 1].id
         return None
 
-    def _wire(self, direction: str, message: Any) -> None:
+    def _wire(self, record: dict[str, Any]) -> None:
         if self._stdout_closed:
             return
         try:
-            sys.stdout.write(json.dumps({"direction": direction, "message": message}, ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:  # e.g. piped into `head`: stop writing, finish quietly
             self._stdout_closed = True
@@ -190,40 +122,93 @@ class Chat:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def run(self) -> int:
+        if self.opts.prompt is None and not self.opts.interactive:
+            self.opts.prompt = sys.stdin.read()  # before anything starts: a signal here ends us plainly
+            if not self.opts.prompt.strip():
+                self.err.print("error: empty prompt (give -p PROMPT or write it to stdin)")
+                return 2
         loop = asyncio.get_running_loop()
-        stderr_callback = self.stderr_lines.append
+        self._body = body = asyncio.ensure_future(self._run_agent())
+        handled = self._handle_signals(loop)
         try:
-            transport: Any = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd, stderr_callback=stderr_callback)
+            await asyncio.wait([body])
+        except asyncio.CancelledError:  # we are cancelled ourselves: take the agent down with us
+            body.cancel()
+            await asyncio.wait([body])
+            raise
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            if self.reader is not None:
+                self.reader.restore_terminal()
+            _end_orphans()
+        if self.exit_signal is not None:
+            if not body.cancelled() and body.exception() is not None:
+                log.debug("while shutting down", exc_info=body.exception())
+            return 128 + self.exit_signal
+        return body.result()
+
+    def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        """SIGTERM and SIGHUP (and Ctrl-C when nobody is at the keyboard) end the chat like
+        quitting: the running turn is cancelled, terminals released, the agent stopped."""
+        interactive = self.opts.interactive or self.opts.ask_user
+        handlers: dict[int, Any] = {sig: (lambda s=sig: self._on_terminate(s)) for sig in TERMINATING_SIGNALS}
+        handlers[signal.SIGINT] = self._on_interrupt if interactive else (lambda: self._on_terminate(signal.SIGINT))
+        handled = []
+        for sig, handler in handlers.items():
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, handler)
+                handled.append(sig)
+        return handled
+
+    def _on_terminate(self, sig: int) -> None:
+        if self.exit_signal is not None:
+            return  # already on the way out
+        self.exit_signal = sig
+        self.quit.set()
+        if self.turn is not None and not self.turn.done():
+            self._cancel_on_exit = self.session_id
+        if self._body is not None:
+            self._body.cancel()
+
+    async def _run_agent(self) -> int:
+        try:
+            transport: Any = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd,
+                                                             stderr_tail_lines=STDERR_TAIL_LINES)
         except OSError as exc:
             self.err.print(f"error: could not start the agent `{' '.join(self.opts.agent_command)}`: {exc}")
             return 2
         if self.opts.json_output:
             from acpstack.cli._tap import TapTransport
 
-            transport = TapTransport(transport, self._wire)
-        conn = connect_client(self.runtime, transport)
+            transport = TapTransport(transport, self._wire, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
+        conn = connect_client(self.runtime, transport, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
         if self.opts.interactive or self.opts.ask_user:
-            self.reader = LineReader(loop)
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signal.SIGINT, self._on_interrupt)
-        try:
-            async with conn.connection:
-                try:
-                    return await self._main()
-                except ConnectionClosed as exc:
-                    self.renderer.end_message()
-                    self.err.print(Text(f"the agent stopped: {exc}", style="red"))
-                    return 3
-                except RequestError as err:
-                    self.renderer.end_message()
-                    self.err.print(Text(f"error from the agent: {err.message} (code {err.code})", style="red"))
-                    return 4
-                except CapabilityError as exc:
-                    self.err.print(Text(f"error: {exc}", style="red"))
-                    return 4
-        finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGINT)
+            self.reader = LineReader(asyncio.get_running_loop())
+            self.reader.start()
+        async with conn.connection:  # on the way out: the agent is stopped, then every terminal released
+            try:
+                return await self._main()
+            except ConnectionClosed as exc:
+                self.renderer.end_message()
+                self.err.print(Text(f"the agent stopped: {exc}", style="red"))
+                return 3
+            except RequestError as err:
+                self.renderer.end_message()
+                self.err.print(Text(f"error from the agent: {err.message} (code {err.code})", style="red"))
+                return 4
+            except CapabilityError as exc:
+                self.err.print(Text(f"error: {exc}", style="red"))
+                return 4
+            finally:
+                await self._cancel_turn_on_exit()
+
+    async def _cancel_turn_on_exit(self) -> None:
+        """After a signal: tell the agent the turn is cancelled (session/cancel) before it is stopped."""
+        session_id, self._cancel_on_exit = self._cancel_on_exit, None
+        if session_id is not None:
+            with contextlib.suppress(Exception):  # the agent may be gone already
+                await asyncio.wait_for(self.runtime.cancel(session_id), 1.0)
 
     async def _main(self) -> int:
         init = await self.runtime.initialize()
@@ -253,13 +238,8 @@ class Chat:
 
     async def _single_turn(self) -> int:
         """Headless (`-p` or stdin): one turn; the final message text goes to stdout."""
-        assert self.session_id is not None
+        assert self.session_id is not None and self.opts.prompt is not None
         prompt = self.opts.prompt
-        if prompt is None:
-            prompt = sys.stdin.read()
-        if not prompt.strip():
-            self.err.print("error: empty prompt (give -p PROMPT or write it to stdin)")
-            return 2
         before = len(self._session().state.messages)
         self.turn = asyncio.ensure_future(self.runtime.prompt(self.session_id, prompt))
         try:
@@ -300,7 +280,7 @@ class Chat:
 
     async def _interactive(self) -> int:
         assert self.reader is not None
-        _install_completion(self)
+        install_completion(self)
         while not self.quit.is_set():
             line = await self._read_or_quit("> ")
             if line is None:
@@ -337,8 +317,9 @@ class Chat:
                 self.console.print(Text(f"[turn ended: {result.stop_reason}]", style="yellow"))
         except asyncio.CancelledError:
             self.renderer.end_message()
-            if not self.quit.is_set():
-                raise
+            current = asyncio.current_task()
+            if not self.quit.is_set() or (current is not None and current.cancelling()):
+                raise  # not our double Ctrl-C: we are being cancelled ourselves
         except RequestError as err:
             self.renderer.end_message()
             self.console.print(Text(f"error from the agent: {err.message} (code {err.code})", style="red"))
@@ -394,22 +375,12 @@ class Chat:
         return True
 
 
-def _install_completion(chat: Chat) -> None:
-    try:
-        import readline
-    except ImportError:
-        return
-
-    def complete(text: str, state: int) -> str | None:
-        names = list(BUILTINS)
-        if chat.session_id is not None and chat.session_id in chat.runtime.sessions:
-            names += [f"/{c.name}" for c in chat.runtime.sessions[chat.session_id].state.available_commands]
-        matches = [n for n in names if n.startswith(text)]
-        return matches[state] if state < len(matches) else None
-
-    readline.set_completer_delims(" \t\n")
-    readline.set_completer(complete)
-    readline.parse_and_bind("tab: complete")
+def _end_orphans() -> None:
+    """End what the agent left behind after it was stopped (processes it started that
+    escaped its process group). For now this does nothing: the agent's process group and
+    the client's terminals are already ended on the way out.
+    """
+    # wired when acpstack.local lands (child subreaper: end orphaned descendants here)
 
 
 def run_chat(opts: ChatOptions) -> int:

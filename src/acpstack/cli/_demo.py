@@ -28,6 +28,8 @@ def run_demo(*, assume_yes: bool = False) -> int:
     if not on_terminal:
         opts.auto_approve_reason = "--yes" if assume_yes else "demo: stdin is not a terminal, so the demo approves each request itself"
     code = run_chat(opts)
+    if code >= 128:  # ended by a signal: the turn was cancelled and the agent stopped
+        return code
     readme = (project / "README.md").read_text()
     print("\nREADME.md now ends with:\n  " + "\n  ".join(readme.rstrip().splitlines()[-2:]))
     print(f"\nThe project stays in {project}; try: acpstack chat --cwd {project}")

@@ -1,7 +1,14 @@
-"""A transport wrapper that reports every NDJSON message crossing it (for `--json`)."""
+"""A transport wrapper that reports every message crossing it (for `--json`).
+
+Each direction is split into messages by the wire's own `FrameDecoder`, with the same
+size limit as the connection: memory stays bounded and the work linear whatever the
+peer sends. A message over the limit is reported by its size and a short prefix,
+without ever being held whole.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -9,47 +16,69 @@ import msgspec
 
 from acpstack.transports import Transport
 from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized
 
-MessageCallback = Callable[[str, Any], None]
+log = logging.getLogger("acpstack.cli")
+
+RecordCallback = Callable[[dict[str, Any]], None]
+#: How much of an oversized message a record shows.
+OVERSIZED_PREFIX = 200
 
 
-class _Lines:
-    def __init__(self) -> None:
-        self._pending = b""
-
-    def feed(self, data: bytes) -> list[bytes]:
-        data = self._pending + data
-        *lines, self._pending = data.split(b"\n")
-        return [line for line in lines if line.strip()]
+def record_for(direction: str, event: bytes | Oversized | FramingError) -> dict[str, Any]:
+    """One `--json` record: {"direction", "message"} for a message (the raw text when it is
+    not JSON), {"direction", "oversized": {size, prefix}} or {"direction", "framing_error"}."""
+    if isinstance(event, Oversized):
+        prefix = event.prefix[:OVERSIZED_PREFIX].decode("utf-8", errors="replace")
+        return {"direction": direction, "oversized": {"size": event.size, "prefix": prefix}}
+    if isinstance(event, FramingError):
+        return {"direction": direction, "framing_error": event.detail}
+    try:
+        message: Any = msgspec.json.decode(event)
+    except Exception:  # not JSON, not UTF-8, nested too deep...: show what came
+        message = event.decode("utf-8", errors="replace")
+    return {"direction": direction, "message": message}
 
 
 class TapTransport:
-    """Passes bytes through unchanged and calls `callback(direction, message)` per message.
+    """Passes bytes through unchanged and calls `callback(record)` per message.
 
-    direction is "send" (client to agent) or "recv" (agent to client); the message is the
-    decoded JSON (or the raw text when a line is not JSON).
+    direction is "send" (client to agent) or "recv" (agent to client). A failing report
+    is logged; it never keeps bytes from the connection.
     """
 
-    def __init__(self, inner: Transport, callback: MessageCallback) -> None:
+    def __init__(self, inner: Transport, callback: RecordCallback, *,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, framing: str = "auto") -> None:
         self.inner = inner
         self.callback = callback
-        self._in = _Lines()
-        self._out = _Lines()
+        self._in = FrameDecoder(max_message_size, framing)
+        self._out = FrameDecoder(max_message_size, framing)
 
-    def _report(self, direction: str, lines: list[bytes]) -> None:
-        for line in lines:
+    def _report(self, direction: str, events: list[bytes | Oversized | FramingError]) -> None:
+        for event in events:
             try:
-                message: Any = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                message = line.decode("utf-8", errors="replace")
-            self.callback(direction, message)
+                self.callback(record_for(direction, event))
+            except Exception:
+                log.exception("reporting a %s message failed", direction)
+
+    def _split(self, direction: str, decoder: FrameDecoder, data: bytes | None) -> None:
+        try:
+            events = decoder.feed(data) if data is not None else decoder.feed_eof()
+        except Exception:
+            log.exception("splitting %s bytes into messages failed", direction)
+            return
+        self._report(direction, events)
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
         def tapped(data: bytes) -> None:
-            self._report("recv", self._in.feed(data))
+            self._split("recv", self._in, data)
             on_data(data)
 
-        self.inner.start_reading(tapped, on_eof)
+        def tapped_eof() -> None:
+            self._split("recv", self._in, None)
+            on_eof()
+
+        self.inner.start_reading(tapped, tapped_eof)
 
     def pause_reading(self) -> None:
         self.inner.pause_reading()
@@ -58,7 +87,7 @@ class TapTransport:
         self.inner.resume_reading()
 
     def write(self, data: bytes) -> None:
-        self._report("send", self._out.feed(data))
+        self._split("send", self._out, data)
         self.inner.write(data)
 
     async def drain(self) -> None:

@@ -243,6 +243,7 @@ class ClientRuntime(Client):
 
     async def session_request_permission(self, params: acp.RequestPermissionRequest) -> acp.RequestPermissionResponse:
         session = self._session(params.session_id)
+        _check_unique_option_ids(params.options)
         decide = asyncio.ensure_future(self.permission_policy.decide(params))
         session.pending_permissions.add(decide)
         try:
@@ -322,3 +323,15 @@ class ClientRuntime(Client):
                 task.cancel()
         with contextlib.suppress(Exception):
             await self.terminals.aclose()
+
+
+def _check_unique_option_ids(options: Sequence[acp.PermissionOption]) -> None:
+    """Two options with one optionId make any answer ambiguous (it could mean allow): refuse."""
+    seen: set[str] = set()
+    for option in options:
+        if option.option_id in seen:
+            shown = option.option_id if len(option.option_id) <= 100 else option.option_id[:100] + "..."
+            raise RequestError.invalid_params(
+                {"path": "$.params.options", "optionId": shown}, f"Duplicate permission optionId: {shown!r}"
+            )
+        seen.add(option.option_id)

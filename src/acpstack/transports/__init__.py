@@ -2,7 +2,7 @@
 
 from acpstack.transports._base import DataCallback, EofCallback, Transport
 from acpstack.transports._memory import MemoryTransport, memory_pair
-from acpstack.transports._stdio import StdioTransport, open_stdio_transport
+from acpstack.transports._stdio import StdioError, StdioTransport, open_stdio_transport
 from acpstack.transports._streams import StreamTransport
 from acpstack.transports._subprocess import SubprocessTransport
 
@@ -10,6 +10,7 @@ __all__ = [
     "DataCallback",
     "EofCallback",
     "MemoryTransport",
+    "StdioError",
     "StdioTransport",
     "StreamTransport",
     "SubprocessTransport",

@@ -1,15 +1,47 @@
-"""This process's own stdin/stdout as the transport (how an agent is served)."""
+"""This process's own stdin/stdout as the transport (how an agent is served).
+
+How each side is read or written depends on what the descriptor is:
+- pipes, and sockets (one for stdin, another for stdout, as Node and libuv spawn
+  children): the event loop's pipe transports, push-based, the fast path;
+- terminals, and one socket serving as both stdin and stdout: `add_reader` /
+  `add_writer` (`_fdio`), because a pipe write transport also reads its descriptor;
+- regular files and devices such as /dev/null, which epoll refuses: a reading thread
+  and blocking writes (`_blocking`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import stat
 import sys
-from typing import TextIO
+from collections.abc import Callable
+from typing import Protocol, TextIO
 
 from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.transports._blocking import BlockingWriter, ThreadReader
+from acpstack.transports._fdio import FdReader, FdWriter
 from acpstack.transports._plumbing import Inbox, WriteFlow
+
+
+class StdioError(RuntimeError):
+    """stdin or stdout cannot carry ACP (closed, or opened the wrong way round)."""
+
+
+class _Reader(Protocol):
+    def start(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Writer(Protocol):
+    def write(self, data: bytes) -> None: ...
+    def buffer_size(self) -> int: ...
+    async def drain(self) -> None: ...
+    def is_closing(self) -> bool: ...
+    async def close(self) -> None: ...
 
 
 class _ReadSide(asyncio.Protocol):
@@ -27,45 +59,78 @@ class _ReadSide(asyncio.Protocol):
         self.inbox.eof()
 
 
+class _PipeReader:
+    """A pipe, socket or terminal, watched by the event loop (reading starts at once)."""
+
+    def __init__(self, transport: asyncio.ReadTransport) -> None:
+        self._transport = transport
+
+    def start(self) -> None:
+        return None
+
+    def pause(self) -> None:
+        if not self._transport.is_closing():
+            self._transport.pause_reading()
+
+    def resume(self) -> None:
+        if not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class _PipeWriter:
+    write: Callable[[bytes], None]
+    is_closing: Callable[[], bool]
+    buffer_size: Callable[[], int]
+
+    def __init__(self, transport: asyncio.WriteTransport, flow: WriteFlow) -> None:
+        self._transport = transport
+        self._flow = flow
+        # The transport's own methods, not wrappers: a write is on every answer's path.
+        self.write = transport.write
+        self.is_closing = transport.is_closing
+        self.buffer_size = transport.get_write_buffer_size
+
+    async def drain(self) -> None:
+        await self._flow.drain()
+
+    async def close(self) -> None:
+        self._transport.close()  # flushes what is buffered first: the last answers arrive
+        await self._flow.wait_closed()
+
+
 class StdioTransport:
     """stdin/stdout of this process. While open, fd 1 and `sys.stdout` point at stderr,
     so a stray `print()` (or a C library writing to stdout) cannot corrupt the wire."""
 
-    def __init__(
-        self,
-        reader: asyncio.ReadTransport,
-        writer: asyncio.WriteTransport,
-        inbox: Inbox,
-        flow: WriteFlow,
-        restore: tuple[int, TextIO] | None,
-    ) -> None:
+    def __init__(self, reader: _Reader, writer: _Writer, inbox: Inbox, restore: _Restore) -> None:
         self._reader = reader
         self._writer = writer
         self._inbox = inbox
-        self._flow = flow
-        self._restore = restore
+        self._restore: _Restore | None = restore
         self._closed = False
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
         self._inbox.attach(on_data, on_eof)
+        self._reader.start()
 
     def pause_reading(self) -> None:
-        if not self._reader.is_closing():
-            self._reader.pause_reading()
+        self._reader.pause()
 
     def resume_reading(self) -> None:
-        if not self._reader.is_closing():
-            self._reader.resume_reading()
+        self._reader.resume()
 
     def write(self, data: bytes) -> None:
         if not self._closed and not self._writer.is_closing():
             self._writer.write(data)
 
     async def drain(self) -> None:
-        await self._flow.drain()
+        await self._writer.drain()
 
     def write_buffer_size(self) -> int:
-        return self._writer.get_write_buffer_size()
+        return self._writer.buffer_size()
 
     async def settle(self) -> None:
         return None
@@ -77,32 +142,109 @@ class StdioTransport:
         if self._closed:
             return
         self._closed = True
-        self._writer.close()  # flushes what is buffered first: the last answers arrive
+        await self._writer.close()
         self._reader.close()
-        await self._flow.wait_closed()
         if self._restore is not None:
-            saved_fd, saved_stdout = self._restore
-            self._restore = None
+            restore, self._restore = self._restore, None
+            restore.apply()
+
+
+class _Restore:
+    """What serving changed on fds 0 and 1, put back on close."""
+
+    def __init__(self, blocking: tuple[bool, bool], stdout: tuple[int, TextIO] | None) -> None:
+        self.blocking = blocking
+        self.stdout = stdout
+
+    def apply(self) -> None:
+        if self.stdout is not None:
+            saved_fd, saved_stdout = self.stdout
             with contextlib.suppress(OSError):
                 os.dup2(saved_fd, 1)
                 os.close(saved_fd)
             sys.stdout = saved_stdout
+        # The event loop made the shared descriptions non-blocking (e.g. the user's terminal).
+        for fd, was_blocking in enumerate(self.blocking):
+            with contextlib.suppress(OSError):
+                if os.get_blocking(fd) != was_blocking:
+                    os.set_blocking(fd, was_blocking)
+
+
+def _check(fd: int, name: str, *, read: bool) -> None:
+    import fcntl
+
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except OSError:
+        raise StdioError(f"{name} is closed") from None
+    if (flags & os.O_ACCMODE) == (os.O_WRONLY if read else os.O_RDONLY):
+        raise StdioError(f"{name} is not open for {'reading' if read else 'writing'}")
+
+
+def _kind(fd: int) -> str:
+    """"pipe" or "socket" (the loop's pipe transports), "tty", or "file" (what epoll refuses)."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode):
+        return "pipe"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) and os.isatty(fd):
+        return "tty"
+    return "file"
+
+
+def _same_file(a: int, b: int) -> bool:
+    sa, sb = os.fstat(a), os.fstat(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+async def _open_reader(loop: asyncio.AbstractEventLoop, fd: int, inbox: Inbox, kind: str) -> _Reader:
+    if kind == "file":
+        return ThreadReader(fd, inbox, loop)
+    if kind == "tty" or kind == "duplex":
+        return FdReader(fd, inbox, loop)
+    transport, _ = await loop.connect_read_pipe(lambda: _ReadSide(inbox), os.fdopen(fd, "rb", 0))
+    return _PipeReader(transport)
+
+
+async def _open_writer(loop: asyncio.AbstractEventLoop, fd: int, kind: str) -> _Writer:
+    if kind == "file":
+        return BlockingWriter(fd)
+    if kind == "tty" or kind == "duplex":
+        return FdWriter(fd, loop)
+    transport, flow = await loop.connect_write_pipe(WriteFlow, os.fdopen(fd, "wb", 0))
+    return _PipeWriter(transport, flow)
 
 
 async def open_stdio_transport(*, protect_stdout: bool = True) -> StdioTransport:
+    """stdin/stdout as a transport. Raises `StdioError` (one clear sentence) when they
+    cannot carry ACP; any kind of descriptor that can be read or written works."""
     loop = asyncio.get_running_loop()
-    in_fd = os.dup(0)
-    out_fd = os.dup(1)
-    restore: tuple[int, TextIO] | None = None
+    _check(0, "stdin", read=True)
+    _check(1, "stdout", read=False)
+    blocking = (os.get_blocking(0), os.get_blocking(1))
+    in_kind, out_kind = _kind(0), _kind(1)
+    if in_kind == out_kind == "socket" and _same_file(0, 1):
+        in_kind = out_kind = "duplex"
+    inbox = Inbox()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    reader: _Reader | None = None
+    try:
+        reader = await _open_reader(loop, in_fd, inbox, in_kind)
+        writer = await _open_writer(loop, out_fd, out_kind)
+    except (OSError, ValueError) as exc:
+        if reader is not None:
+            reader.close()
+        raise StdioError(f"cannot use stdin/stdout: {exc}") from exc
+    saved_stdout: tuple[int, TextIO] | None = None
     if protect_stdout:
         sys.stdout.flush()
-        restore = (os.dup(1), sys.stdout)
-        os.dup2(2, 1)
+        saved_stdout = (os.dup(1), sys.stdout)
+        try:
+            os.dup2(2, 1)
+        except OSError:  # no stderr either: stray output goes nowhere
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
         sys.stdout = sys.stderr
-    inbox = Inbox()
-    try:
-        reader, _ = await loop.connect_read_pipe(lambda: _ReadSide(inbox), os.fdopen(in_fd, "rb", 0))
-        writer, flow = await loop.connect_write_pipe(WriteFlow, os.fdopen(out_fd, "wb", 0))
-    except ValueError as exc:  # a regular file is not a pipe: asyncio cannot watch it
-        raise RuntimeError("stdin/stdout must be pipes, sockets or terminals to serve ACP on stdio") from exc
-    return StdioTransport(reader, writer, inbox, flow, restore)
+    return StdioTransport(reader, writer, inbox, _Restore(blocking, saved_stdout))

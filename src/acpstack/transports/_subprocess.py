@@ -19,6 +19,8 @@ log = logging.getLogger("acpstack.peer")
 
 StderrCallback = Callable[[str], None]
 STDERR_LINE_LIMIT = 64 * 1024
+#: Characters of a stderr line kept in the tail (what `close_reason` shows).
+TAIL_LINE_LIMIT = 4096
 
 
 class _ProcessPipes(asyncio.SubprocessProtocol):
@@ -122,7 +124,7 @@ class SubprocessTransport:
         tail: deque[str] = deque(maxlen=stderr_tail_lines)
 
         def stderr_line(text: str) -> None:
-            tail.append(text)
+            tail.append(text if len(text) <= TAIL_LINE_LIMIT else text[:TAIL_LINE_LIMIT] + "...")
             if stderr_callback is None:
                 log.debug("peer stderr: %s", text)
                 return

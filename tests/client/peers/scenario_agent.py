@@ -15,6 +15,11 @@ OPTIONS = [
     acp.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
     acp.PermissionOption(option_id="reject-always", name="Always reject", kind="reject_always"),
 ]
+# Two options share an id: whatever the client answered could mean allow.
+AMBIGUOUS_OPTIONS = [
+    acp.PermissionOption(option_id="go", name="Allow", kind="allow_once"),
+    acp.PermissionOption(option_id="go", name="Reject", kind="reject_once"),
+]
 
 
 class ScenarioAgent(Agent):
@@ -52,10 +57,11 @@ class ScenarioAgent(Agent):
                 output = await self.client.terminal_output(acp.TerminalOutputRequest(session_id=sid, terminal_id=tid))
                 await self.client.terminal_release(acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid))
                 await self.say(sid, f"exit={exit_status.exit_code} truncated={output.truncated} bytes={len(output.output.encode())} last={output.output.splitlines()[-1]}")
-            elif verb == "permission":
+            elif verb in ("permission", "permission-ambiguous"):
                 tool = acp.ToolCallUpdate(tool_call_id="edit-1", title="Edit main.py", kind="edit")
+                options = OPTIONS if verb == "permission" else AMBIGUOUS_OPTIONS
                 answer = await self.client.session_request_permission(
-                    acp.RequestPermissionRequest(session_id=sid, tool_call=tool, options=OPTIONS))
+                    acp.RequestPermissionRequest(session_id=sid, tool_call=tool, options=options))
                 outcome = answer.outcome
                 if isinstance(outcome, acp.CancelledRequestPermissionOutcome):
                     await self.say(sid, "permission: cancelled")

@@ -19,7 +19,7 @@ class CoreAgent(Agent):
         return acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities())
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
-        return acp.NewSessionResponse(session_id=f"s-{os.getpid()}")
+        return acp.NewSessionResponse(session_id=os.environ.get("SESSION_ID") or f"s-{os.getpid()}")
 
     async def say(self, sid: str, text: str) -> None:
         await self.client.session_update(sid, acp.AgentMessageChunk(content=acp.TextContent(text=text)))
