@@ -107,8 +107,6 @@ def test_a_poisoned_line_loses_nothing_around_it(tmp_path: Path) -> None:
     assert "Traceback" not in stderr
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="wire/_codec.decode_envelope lets msgspec's "
-                   "UnicodeDecodeError escape, and rpc then ends the connection's input")
 def test_a_json_line_with_invalid_utf8_loses_nothing_around_it(tmp_path: Path) -> None:
     _, _, stdout, _ = run_chat_measured(tmp_path, "poison-utf8", "--json")
     lines = records(stdout)

@@ -68,8 +68,6 @@ def test_requests_from_a_file_answers_to_a_file(tmp_path: Path, loop: str) -> No
     assert found[0]["result"]["agentInfo"]["name"] == "acpstack-agent"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="wire/ refuses requests that arrive before the initialize answer "
-                                       "was sent (-32600), so a file cannot hold a whole session yet")
 @LOOPS
 def test_a_whole_session_from_a_file(tmp_path: Path, loop: str) -> None:
     out = tmp_path / "out.ndjson"

@@ -243,3 +243,51 @@ class TestStateMachine:
         fresh.initialized = True
         events = fresh.receive(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         assert len(events) == 1 and isinstance(events[0], IncomingRequest)
+
+
+class TestPipelinedAfterInitialize:
+    """A client may send requests before `initialize` is answered (a file of requests does):
+    they wait for the answer, then run in order; if initialize fails they are refused."""
+
+    INIT = line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+    NEW = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}})
+    CANCEL = line({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}})
+
+    def test_they_wait_for_the_answer_then_come_in_order(self) -> None:
+        state = ProtocolState("agent")
+        [init] = state.receive(self.INIT + self.NEW + self.CANCEL)
+        assert isinstance(init, IncomingRequest) and init.method == "initialize"
+        assert replies(state) == []  # not refused: waiting
+        state.result(0, "initialize", acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities()))
+        events = state.take_deferred()
+        assert [getattr(e, "method", None) for e in events] == ["session/new", "session/cancel"]
+        assert replies(state) == []
+
+    def test_the_next_receive_replays_them_first_when_nobody_asked(self) -> None:
+        state = ProtocolState("agent")
+        state.receive(self.INIT + self.NEW)
+        state.result(0, "initialize", acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities()))
+        events = state.receive(line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/x", "mcpServers": []}}))
+        assert [e.id for e in events if isinstance(e, IncomingRequest)] == [1, 2]
+
+    def test_a_failed_initialize_refuses_what_waited(self) -> None:
+        state = ProtocolState("agent")
+        state.receive(self.INIT + self.NEW)
+        state.error(0, RequestError(-32603, "Internal error"))
+        assert state.take_deferred() == []
+        [reply] = replies(state)
+        assert reply["id"] == 1 and reply["error"]["code"] == -32600
+
+    def test_an_initialize_with_invalid_params_does_not_hold_anything(self) -> None:
+        state = ProtocolState("agent")
+        state.receive(line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}) + self.NEW)
+        assert [(r["id"], r["error"]["code"]) for r in replies(state)] == [(0, -32602), (1, -32600)]
+
+    def test_what_may_wait_is_bounded(self) -> None:
+        from acpstack.wire._connection import DEFERRED_LIMIT
+
+        state = ProtocolState("agent")
+        big = line({"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": "/" + "a" * (DEFERRED_LIMIT // 3), "mcpServers": []}})
+        state.receive(self.INIT + big + big + big)
+        refused = [r["id"] for r in replies(state)]
+        assert refused == [5]  # the third one did not fit and was refused at once

@@ -25,6 +25,7 @@ from acpstack.agent._agent import Agent
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
 from acpstack.agent._turn import Turn
+from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -259,6 +260,8 @@ class SessionAgent(Agent):
     async def _session_started(self, session: Session) -> None:
         try:
             await self.on_session_start(session)
+        except ConnectionClosed:
+            log.debug("session %s: the client left before on_session_start finished", session.session_id)
         except Exception:
             log.exception("on_session_start failed for session %s", session.session_id)
 

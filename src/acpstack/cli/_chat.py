@@ -25,8 +25,10 @@ from acpstack.cli._chat_input import (
     install_completion,
     quiet_when_gone,
 )
+from acpstack.cli._redact import Redactor
 from acpstack.client import ClientRuntime, connect_client
 from acpstack.client._runtime import ClientSession
+from acpstack.local import become_subreaper, end_orphans
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
@@ -72,6 +74,8 @@ class Chat:
         from acpstack.cli._render import Renderer
 
         self.opts = opts
+        # The agent's command line as we show it: an API key in a --base-url stays out.
+        self.shown_command = Redactor().text(" ".join(opts.agent_command))
         self.render = opts.interactive or opts.render
         out = quiet_when_gone(sys.stdout if self.render and not opts.json_output else sys.stderr)
         self.console = Console(file=out, highlight=False, soft_wrap=True)
@@ -128,6 +132,9 @@ class Chat:
                 self.err.print("error: empty prompt (give -p PROMPT or write it to stdin)")
                 return 2
         loop = asyncio.get_running_loop()
+        # Orphans of the agent and of its commands (also those that left their process group
+        # with setsid) are re-parented to us, so that nothing outlives the chat.
+        subreaper = become_subreaper()
         self._body = body = asyncio.ensure_future(self._run_agent())
         handled = self._handle_signals(loop)
         try:
@@ -141,7 +148,7 @@ class Chat:
                 loop.remove_signal_handler(sig)
             if self.reader is not None:
                 self.reader.restore_terminal()
-            _end_orphans()
+            await _end_orphans(subreaper)
         if self.exit_signal is not None:
             if not body.cancelled() and body.exception() is not None:
                 log.debug("while shutting down", exc_info=body.exception())
@@ -174,9 +181,10 @@ class Chat:
     async def _run_agent(self) -> int:
         try:
             transport: Any = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd,
-                                                             stderr_tail_lines=STDERR_TAIL_LINES)
+                                                             stderr_tail_lines=STDERR_TAIL_LINES,
+                                                             description=self.shown_command)
         except OSError as exc:
-            self.err.print(f"error: could not start the agent `{' '.join(self.opts.agent_command)}`: {exc}")
+            self.err.print(f"error: could not start the agent `{self.shown_command}`: {exc}")
             return 2
         if self.opts.json_output:
             from acpstack.cli._tap import TapTransport
@@ -375,12 +383,14 @@ class Chat:
         return True
 
 
-def _end_orphans() -> None:
-    """End what the agent left behind after it was stopped (processes it started that
-    escaped its process group). For now this does nothing: the agent's process group and
-    the client's terminals are already ended on the way out.
-    """
-    # wired when acpstack.local lands (child subreaper: end orphaned descendants here)
+async def _end_orphans(subreaper: bool) -> None:
+    """End what the agent left behind after it was stopped: processes it (or a command it
+    ran) started that escaped its process group. As a child subreaper every one of them is
+    our child by now; the agent and our terminals are already gone."""
+    if subreaper:
+        ended = await end_orphans()
+        if ended:
+            log.info("ended %d process(es) the agent left behind: %s", len(ended), ended)
 
 
 def run_chat(opts: ChatOptions) -> int:

@@ -356,6 +356,8 @@ class Connection:
             self._running -= 1
             self._inbound.pop(event.id, None)
             self._peer_cancelled.discard(event.id)
+            if event.method == "initialize" and self._closed is None:
+                self._take_in(self.state.take_deferred())  # what arrived while it was answered
             if self._backlog:
                 self._launch_waiting()
             if self._reading_paused:

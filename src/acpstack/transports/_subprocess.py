@@ -115,8 +115,12 @@ class SubprocessTransport:
         stderr_callback: StderrCallback | None = None,
         stderr_tail_lines: int = 200,
         shutdown_timeout: float = 2.0,
+        description: str | None = None,
     ) -> SubprocessTransport:
-        """Start `command` (an argv list, or a shell command line as one string)."""
+        """Start `command` (an argv list, or a shell command line as one string).
+
+        `description` names the process in `close_reason` (default: the command line);
+        pass a redacted one when the command line may carry a secret."""
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
@@ -144,15 +148,15 @@ class SubprocessTransport:
         )
         if isinstance(command, str):
             process, _ = await loop.subprocess_shell(lambda: pipes, command, **common)
-            description = command
+            shown = command
         else:
             argv = list(command)
             if not argv:
                 raise ValueError("empty agent command")
             process, _ = await loop.subprocess_exec(lambda: pipes, *argv, **common)
-            description = " ".join(argv)
+            shown = " ".join(argv)
         return cls(process, pipes, stderr_callback=stderr_callback, stderr_tail=tail,
-                   shutdown_timeout=shutdown_timeout, description=description)
+                   shutdown_timeout=shutdown_timeout, description=description or shown)
 
     # -- the Transport interface -------------------------------------------------
 

@@ -42,6 +42,7 @@ from acpstack.wire._framing import (
 log = logging.getLogger("acpstack.wire")
 
 Role = Literal["agent", "client"]
+DEFERRED_LIMIT = 16 * 1024 * 1024  # bytes held while `initialize` is being answered
 CANCEL_REQUEST = "$/cancel_request"
 
 
@@ -213,6 +214,12 @@ class ProtocolState:
         self._accepted_gated: set[str] = set()  # gated methods we advertised
         self._sendable: set[str] = set()  # methods checked sendable
         self.initialized = False
+        # Agent side: messages that arrive while `initialize` is being answered wait for it
+        # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
+        self.deferring = False
+        self._initialize_id: RequestId = None
+        self._deferred: list[bytes] = []
+        self._deferred_size = 0
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
         table = STABLE_METHODS
@@ -265,6 +272,8 @@ class ProtocolState:
     # -- receiving --------------------------------------------------------------
 
     def receive(self, data: bytes) -> list[Event]:
+        if self._deferred and not self.deferring:
+            return self.take_deferred() + self.receive(data)
         line = self._decoder.feed_line(data)
         if line is None:
             return self._frames(self._decoder.feed(data))
@@ -273,6 +282,19 @@ class ProtocolState:
 
     def receive_eof(self) -> list[Event]:
         return self._frames(self._decoder.feed_eof())
+
+    def take_deferred(self) -> list[Event]:
+        """Agent side, once `initialize` was answered (or failed): the messages that arrived
+        meanwhile, handled now in their order (answers the state gives itself go to
+        `take_outgoing`). The next `receive` does it too, before its own data."""
+        self.deferring = False
+        frames, self._deferred, self._deferred_size = self._deferred, [], 0
+        events: list[Event] = []
+        for frame in frames:
+            event = self._message(frame)
+            if event is not None:
+                events.append(event)
+        return events
 
     def take_outgoing(self) -> bytes:
         if not self._outgoing:
@@ -325,6 +347,10 @@ class ProtocolState:
         return DroppedMessage(reason, text, found.method, salvage_session_id(prefix), size)
 
     def _message(self, frame: bytes) -> Event | None:
+        if self.deferring and self._deferred_size + len(frame) <= DEFERRED_LIMIT:
+            self._deferred.append(frame)
+            self._deferred_size += len(frame)
+            return None
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
             return self._invalid(frame, env)
@@ -377,6 +403,9 @@ class ProtocolState:
         except RequestError as err:
             self._queue_error(rid, err)
             return None
+        if method == "initialize" and self.role == "agent" and not self.initialized:
+            self.deferring = True  # what comes next waits until this is answered
+            self._initialize_id = rid
         return IncomingRequest(rid, method, spec, params)
 
     def _notification(self, method: str, raw_params: Any) -> Event | None:
@@ -451,9 +480,12 @@ class ProtocolState:
         if method == "initialize" and self.role == "agent":
             self.local_capabilities = getattr(result, "agent_capabilities", None)
             self.initialized = True
+            self.deferring = False
         return self._frame(encode_result(rid, result))
 
     def error(self, rid: RequestId, err: RequestError) -> bytes:
+        if self.deferring and rid == self._initialize_id:
+            self.deferring = False  # initialize failed: what waited is refused in turn
         return self._frame(encode_error(rid, err.to_dict()))
 
     def cancel_outbound(self, rid: RequestId) -> bytes | None:
