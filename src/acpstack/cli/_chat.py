@@ -52,6 +52,8 @@ class ChatOptions:
     render: bool = False  # show the whole session (Markdown, tool calls, plan), not only the final text
     ask_user: bool = False  # answer permission requests by key on the terminal
     auto_approve_reason: str | None = None  # demo without a terminal: approve, and say why
+    url: str | None = None  # a remote agent (streamable HTTP or WebSocket) instead of agent_command
+    token: str | None = None  # the remote server's token
 
 
 class HeadlessPolicy:
@@ -193,7 +195,16 @@ class Chat:
         loop = asyncio.get_running_loop()
         stderr_callback = self.stderr_lines.append
         try:
-            transport: Any = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd, stderr_callback=stderr_callback)
+            if self.opts.url:
+                from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
+
+                try:
+                    transport: Any = await remote_transport(self.opts.url, self.opts.token)
+                except REMOTE_ERRORS as exc:
+                    self.err.print(describe(exc))
+                    return 2
+            else:
+                transport = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd, stderr_callback=stderr_callback)
         except OSError as exc:
             self.err.print(f"error: could not start the agent `{' '.join(self.opts.agent_command)}`: {exc}")
             return 2
