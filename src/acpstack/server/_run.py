@@ -46,15 +46,17 @@ async def serve_remote(
     log_level: str = "warning",
     on_ready: Callable[[socket.socket], None] | None = None,
     stop: asyncio.Event | None = None,
+    asgi: Any = None,
 ) -> None:
     """Serve `app` until the process is told to stop (SIGINT or SIGTERM) or `stop` is set;
     every connection's agent is stopped before this returns. `on_ready` gets the listening
-    socket once requests are accepted."""
+    socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
+    wrapped in your own middleware); `app`'s limits and shutdown still apply."""
     uvicorn: Any = require("uvicorn")
     require("websockets")
     sock = sock or bind_socket(host, port)
     config = uvicorn.Config(
-        app,
+        asgi if asgi is not None else app,
         http="httptools" if importlib.util.find_spec("httptools") else "h11",
         ws="websockets-sansio",
         ws_max_size=app.limits.max_message_size,
