@@ -61,7 +61,8 @@ class Served:
         self.stderr: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.url = ""
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -109,8 +110,10 @@ def serve_process(*args: str, env: dict[str, str] | None = None, wait: bool = Tr
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+        served.reader.join(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def alive(pid: int) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import re
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +71,7 @@ async def serve_remote(
         ssl_keyfile=ssl_keyfile,
         ssl_keyfile_password=ssl_keyfile_password,
     )
+    _redact_uvicorn_logs(app.security.token)
     server = _server_class(uvicorn.Server)(config, app, (lambda: on_ready(sock)) if on_ready is not None else None)
     stopper = asyncio.ensure_future(_stop_when(stop, server)) if stop is not None else None
     try:
@@ -79,6 +81,34 @@ async def serve_remote(
             stopper.cancel()
         await app.aclose()
         sock.close()
+
+
+class _Redact(logging.Filter):
+    """Takes tokens out of log lines (uvicorn logs WebSocket paths with their query)."""
+
+    def __init__(self, token: str | None) -> None:
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = _TOKEN_QUERY.sub(r"\1[redacted]", text)
+        if self.token:
+            clean = clean.replace(self.token, "[redacted]")
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+_TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s\"']*")
+
+
+def _redact_uvicorn_logs(token: str | None) -> None:
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, _Redact)]:
+            logger.removeFilter(old)
+        logger.addFilter(_Redact(token))
 
 
 async def _stop_when(stop: asyncio.Event, server: Any) -> None:

@@ -52,8 +52,8 @@ class ServerSecurity:
     def check_host(self, host: str | None) -> Rejection | None:
         if "*" in self.allowed_hosts:
             return None
-        if host is None:
-            return Rejection(421, "missing Host header")
+        if host is None or "," in host:
+            return Rejection(421, "missing or repeated Host header")
         name = _host_name(host)
         if is_loopback(name) or name in {_host_name(h) for h in self.allowed_hosts}:
             return None
