@@ -37,7 +37,6 @@ async def connect_http(
     token: str | None = None,
     cookies: CookieJar | None = None,
     verify: bool | str | ssl.SSLContext = True,
-    http2: bool = False,
     timeout: float = 30.0,
     unstable: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -50,7 +49,7 @@ async def connect_http(
     from acpstack.transports import HttpClientTransport  # loads httpx: only when used
 
     transport = HttpClientTransport(url, headers=headers, token=token, cookies=cookies, verify=verify,
-                                    http2=http2, timeout=timeout, max_message_size=max_message_size)
+                                    timeout=timeout, max_message_size=max_message_size)
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:
         yield conn
