@@ -198,3 +198,28 @@ async def test_unreachable_server() -> None:
     with pytest.raises(ValueError, match="http://"):
         async with connect_remote("ftp://127.0.0.1/acp", rec.runtime):
             pass
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+async def test_closing_leaves_no_task_behind_on_either_side(profile: str) -> None:
+    app = AgentServer(load_scripted().ScriptedAgent)
+    async with running(app) as base:
+        baseline = {t for t in asyncio.all_tasks() if not t.done()}
+        rec = Recorder()
+        async with connect_remote(url_for(base, profile), rec.runtime):
+            await rec.runtime.initialize()
+            sessions = [(await rec.runtime.new_session("/tmp")).session_id for _ in range(3)]
+            await asyncio.gather(*(rec.runtime.prompt(s, "permission") for s in sessions))
+            (connection,) = app.connections.values()
+            assert len(asyncio.all_tasks()) > len(baseline)
+        await asyncio.wait_for(connection.done.wait(), 10)
+        # uvicorn ends its per-socket tasks when it sees the sockets close; nothing signals
+        # that, so poll (bounded) until only the tasks from before are left.
+        leftover: set[asyncio.Task[object]] = set()
+        try:
+            async with asyncio.timeout(10):
+                while leftover := {t for t in asyncio.all_tasks() if not t.done()} - baseline - {asyncio.current_task()}:  # type: ignore[assignment]
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            pass
+        assert not leftover, [t.get_coro() for t in leftover]

@@ -8,7 +8,6 @@ agent command; the agent ends with the connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -72,7 +71,6 @@ class AgentServer:
             return
         if kind not in ("http", "websocket"):
             return
-        self._start_reaper()
         headers = header_map(scope)
         if not self._on_path(scope):
             if kind == "http":
@@ -131,6 +129,7 @@ class AgentServer:
     def new_connection(self, *, multiplex: bool) -> RemoteConnection:
         connection = RemoteConnection(str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget)
         self.connections[connection.id] = connection
+        self._start_reaper()
         return connection
 
     async def start_agent(self, connection: RemoteConnection) -> None:
@@ -149,6 +148,9 @@ class AgentServer:
     def _forget(self, connection: RemoteConnection) -> None:
         if self.connections.get(connection.id) is connection:
             del self.connections[connection.id]
+        if not self.connections and self._reaper is not None:
+            self._reaper.cancel()  # it runs only while there are connections
+            self._reaper = None
 
     async def initialize_http(self, frame: bytes, env: Envelope, send: Send, cors: Headers) -> None:
         """A new streamable HTTP connection: start its agent, answer with its initialize reply."""
@@ -173,17 +175,16 @@ class AgentServer:
     async def aclose(self) -> None:
         """Close every connection (their agents stop) and stop the idle reaper."""
         self._closing = True
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
-            self._reaper = None
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.cancel()
+            await asyncio.wait({reaper})
         await asyncio.gather(*(c.aclose() for c in list(self.connections.values())), return_exceptions=True)
 
     # -- housekeeping -----------------------------------------------------------------
 
     def _start_reaper(self) -> None:
-        if self._reaper is None and not self._closing:
+        if (self._reaper is None or self._reaper.done()) and not self._closing:
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:
