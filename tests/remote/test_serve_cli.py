@@ -152,3 +152,34 @@ def test_serve_without_the_remote_extra_says_how_to_get_it(tmp_path: Path) -> No
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "acpstack", "serve", "--port", "0"], capture_output=True, text=True, timeout=30, env=env)
     assert done.returncode == 2 and 'pip install "acpstack[remote]"' in done.stderr
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_with_ctrl_c(tmp_path: Path, scheme: str) -> None:
+    import pexpect
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# Readme\n")
+    with serve_process("--store", str(tmp_path / "sessions.db")) as served:
+        env = dict(os.environ, TERM="xterm", NO_COLOR="1")
+        chat = pexpect.spawn(sys.executable, ["-m", "acpstack", "chat", "--url", scheme + served.url[4:]], cwd=str(workspace),
+                             env=env, encoding="utf-8", timeout=20, dimensions=(50, 160))
+        try:
+            chat.expect("connected to acpstack reference agent")
+            chat.sendline("/edit README.md Readme Hello")
+            chat.expect("permission requested: Edit README.md")
+            chat.expect("choose 1-4: ")
+            chat.sendline("1")  # allow once
+            chat.expect("Edited")
+            chat.sendline("/run sleep 60")
+            chat.expect("choose 1-4: ")
+            chat.sendline("1")
+            chat.expect("sleep 60")
+            chat.sendintr()  # Ctrl-C: session/cancel over the remote transport
+            chat.expect("cancelled")
+            chat.sendeof()
+            chat.expect(pexpect.EOF)
+        finally:
+            chat.close(force=True)
+    assert (workspace / "README.md").read_text() == "# Hello\n"
