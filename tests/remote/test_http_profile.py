@@ -12,6 +12,7 @@ import pytest
 from _probe import INIT, Probe, prompt, request
 from _serving import load_scripted, running
 
+from acpstack.schema import v1 as acp
 from acpstack.server import AgentServer, ServerLimits
 
 pytestmark = pytest.mark.timeout(30)
@@ -181,17 +182,28 @@ async def test_a_connection_nobody_listens_to_is_closed_after_the_idle_timeout()
 
 
 async def test_output_nobody_reads_pauses_the_agent_and_then_closes_the_connection() -> None:
-    limits = ServerLimits(max_buffered_bytes=16 * 1024, stall_timeout=0.5)
-    app = AgentServer(load_scripted().ScriptedAgent, limits=limits)
+    sent: list[int] = []
+
+    class Counting(load_scripted().ScriptedAgent):  # type: ignore[misc]
+        async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
+            for i in range(100_000):
+                await self.client.session_update(params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}")))
+                sent.append(i)
+            return acp.PromptResponse(stop_reason="end_turn")
+
+    limits = ServerLimits(max_buffered_bytes=16 * 1024, stall_timeout=3)
+    app = AgentServer(Counting, limits=limits)
     async with running(app) as url:
         probe = Probe(url)
         await probe.initialize()
         connection = app.connections[probe.connection_id]
         async with probe.stream() as events:
             session = await probe.new_session(events)
-            await probe.post(prompt(2, session, "stream 100000"), session=session)  # nobody opens the session stream
-            await asyncio.wait_for(connection.done.wait(), 10)
+            await probe.post(prompt(2, session, "go"), session=session)  # nobody opens the session stream
+            await asyncio.wait_for(connection.done.wait(), 15)
         assert connection.buffered == 0  # dropped with the connection
+        # The agent was held back (16 KiB waiting here, 1 MiB in the pipe), not let run to the end.
+        assert 0 < len(sent) < 30_000, len(sent)
         await probe.aclose()
 
 
