@@ -178,6 +178,7 @@ def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_wit
             chat.expect("sleep 60")
             chat.sendintr()  # Ctrl-C: session/cancel over the remote transport
             chat.expect("cancelled")
+            chat.expect(r"\n(?:\x1b\[[0-9;?]*[a-zA-Z])*> ", timeout=10)  # a fresh input line
             chat.sendeof()
             chat.expect(pexpect.EOF)
         finally:
