@@ -14,7 +14,10 @@ pytest processes, xdist workers) wait for each other instead of racing, and a
 stamp file records a finished install so an interrupted one is redone.
 
 Run ``python tests/interop/_foreign.py`` to prepare everything up front; it
-prints the argv of every peer.
+prints the argv of every peer. The remote peers (``tests/remote/peers/``: servers
+and clients over streamable HTTP and WebSocket) use the same installs, which
+therefore include npm ``ws`` and the Python SDK's ``http`` extra with uvicorn;
+``ts_remote_cmd`` / ``py_sdk_remote_cmd`` give their argv.
 
 Peers (``tests/interop/peers/``; see each file's header for details):
 

@@ -1,9 +1,9 @@
-"""What the HTTP and WebSocket client transports share.
+"""What remote client transports share, and the base of the HTTP one.
 
-The runtime writes NDJSON frames; remote ACP carries one JSON-RPC message per POST or
-WebSocket frame. So writes are split into messages and queued for one sender task,
-which sends them in order, and every received message is handed to the runtime as one
-NDJSON line.
+The runtime writes NDJSON frames; streamable HTTP carries one JSON-RPC message per POST.
+So `MessageTransport` splits writes into messages and queues them for one sender task,
+which sends them in order, and hands every received message to the runtime as one NDJSON
+line. (The WebSocket transport writes frames straight from `write`, so it needs no task.)
 """
 
 from __future__ import annotations
