@@ -1,4 +1,4 @@
-"""`python -m benchmarks`: W1-W7 for acpstack, the official Python and TypeScript SDKs and the floor."""
+"""`python -m benchmarks`: W1-W7 for acpstack, the official Python and TypeScript SDKs and the floor; W8 (remote) for acpstack and the TypeScript SDK."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import platform
 import sys
 from pathlib import Path
 
-from benchmarks import _runner, _setup
+from benchmarks import _remote, _runner, _setup
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--reps", type=int, default=5, help="repetitions (medians are reported; this machine drifts between reps)")
     parser.add_argument("--quick", action="store_true", help="10x smaller workloads, for a smoke run")
-    parser.add_argument("--only", default=",".join(_runner.WORKLOADS), help="workloads, e.g. W1,W2")
+    parser.add_argument("--only", default=",".join([*_runner.WORKLOADS, "W8"]), help="workloads, e.g. W1,W2 (W8: remote)")
     parser.add_argument("--impl", default="acpstack,py-sdk,ts-sdk,floor", help="implementations to run")
     parser.add_argument("--out", type=Path, default=None, help="JSON results file (default: benchmarks/results/DATE-HOST.json)")
     parser.add_argument("--python", default=sys.executable, help="the Python interpreter the Python peers run on (venvs are made from it)")
@@ -32,9 +32,11 @@ def main() -> int:
     workloads = [w for w in args.only.split(",") if w in _runner.WORKLOADS]
     versions = _setup.versions(ours_python, pysdk_python, node_peers)
     print(f"versions: {versions}", file=sys.stderr)
-    results = _runner.run_all(available, chosen, workloads, args.reps, args.quick, ours_python, pysdk_python)
+    results = _runner.run_all(available, chosen, workloads, args.reps, args.quick, ours_python, pysdk_python) if workloads else _runner.Results()
+    if "W8" in args.only.split(","):
+        _remote.run_w8(ours_python, node_peers, chosen, args.reps, args.quick, results)
 
-    text = _runner.table(results, chosen)
+    text = "\n\n".join(t for t in (_runner.table(results, chosen) if workloads else "", _remote.table(results)) if t)
     print(text)
     stamp = datetime.datetime.now(datetime.UTC)
     out = args.out or Path(__file__).resolve().parent / "results" / f"{stamp:%Y-%m-%d}-{platform.node()}.json"

@@ -31,6 +31,10 @@ METRICS: dict[str, tuple[str, bool, float | None]] = {
     "import": ("ms", False, 50),
     "import deps": ("ms", False, None),
     "W7": ("MB growth", False, 1),
+    "W8 http": ("updates/s", True, None),
+    "W8 http p50": ("µs", False, None),
+    "W8 ws": ("updates/s", True, None),
+    "W8 ws p50": ("µs", False, None),
 }
 
 

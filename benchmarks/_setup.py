@@ -2,8 +2,8 @@
 private venv under benchmarks/, made from the interpreter the run is for (by default the
 one running the benchmark; `--python` picks another, e.g. pyenv's 3.12):
 
-- acpstack (`pip install <this checkout>[fast]`, a built wheel with its runtime dependencies
-  only) in benchmarks/.venv-acpstack-3.X, reinstalled whenever the sources change
+- acpstack (`pip install <this checkout>[fast,remote]`, a built wheel with its runtime
+  dependencies only; the remote ones load only for W8) in benchmarks/.venv-acpstack-3.X, reinstalled whenever the sources change
 - Python SDK (`agent-client-protocol` from PyPI) in benchmarks/.venv-pysdk-3.X
 - the floor's orjson in benchmarks/.venv-floor-3.X
 - TypeScript SDK (`@agentclientprotocol/sdk` from npm) in benchmarks/.node, only when node is on PATH
@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 PY_SDK = "agent-client-protocol==0.12.1"
 TS_SDK = "@agentclientprotocol/sdk@2.4.0"
+TS_WS = "ws@8"  # the WebSocket library the TypeScript SDK's remote transports take under Node
 NODE_DIR = HERE / ".node"
 
 
@@ -60,7 +61,7 @@ def acpstack_python(base: str) -> Path:
     compiled bytecode and only acpstack's runtime dependencies (msgspec, uvloop). The
     development venv also holds typing_extensions, pydantic and the test tools, which
     msgspec picks up at import and which would make cold start and memory look worse."""
-    return _venv("acpstack", base, [f"{PROJECT}[fast]"], _source_digest())
+    return _venv("acpstack", base, [f"{PROJECT}[fast,remote]"], _source_digest())
 
 
 def python_sdk(base: str) -> Path:
@@ -78,12 +79,12 @@ def node_sdk() -> Path | None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         return None
     stamp = NODE_DIR / ".installed"
-    if not (stamp.exists() and stamp.read_text() == TS_SDK):
-        print(f"setup: installing {TS_SDK} into {NODE_DIR}", file=sys.stderr)
+    if not (stamp.exists() and stamp.read_text() == f"{TS_SDK} {TS_WS}"):
+        print(f"setup: installing {TS_SDK} {TS_WS} into {NODE_DIR}", file=sys.stderr)
         NODE_DIR.mkdir(exist_ok=True)
         (NODE_DIR / "package.json").write_text(json.dumps({"name": "acpstack-bench", "private": True, "type": "module"}))
-        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", TS_SDK], cwd=NODE_DIR, check=True)
-        stamp.write_text(TS_SDK)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", TS_SDK, TS_WS], cwd=NODE_DIR, check=True)
+        stamp.write_text(f"{TS_SDK} {TS_WS}")
     # ESM resolves packages from the importing file's location: the peers live below node_modules' parent.
     peers = NODE_DIR / "bench"
     peers.mkdir(exist_ok=True)

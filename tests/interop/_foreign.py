@@ -14,7 +14,10 @@ pytest processes, xdist workers) wait for each other instead of racing, and a
 stamp file records a finished install so an interrupted one is redone.
 
 Run ``python tests/interop/_foreign.py`` to prepare everything up front; it
-prints the argv of every peer.
+prints the argv of every peer. The remote peers (``tests/remote/peers/``: servers
+and clients over streamable HTTP and WebSocket) use the same installs, which
+therefore include npm ``ws`` and the Python SDK's ``http`` extra with uvicorn;
+``ts_remote_cmd`` / ``py_sdk_remote_cmd`` give their argv.
 
 Peers (``tests/interop/peers/``; see each file's header for details):
 
@@ -53,8 +56,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 PY_SDK_REQUIREMENT = "agent-client-protocol==0.12.1"
+# The remote peers (tests/remote) need the SDK's `http` extra and an ASGI server.
+PY_SDK_EXTRAS = ["agent-client-protocol[http]==0.12.1", "uvicorn>=0.30"]
 TS_SDK_PACKAGE = "@agentclientprotocol/sdk"
 TS_SDK_VERSION = "2.4.0"
+# The TypeScript SDK's WebSocket server and client take the `ws` package under Node.
+TS_EXTRA_PACKAGES = {"ws": "8"}
 
 HERE = Path(__file__).resolve().parent
 PEERS_DIR = HERE / "peers"
@@ -67,6 +74,7 @@ PY_AGENT_SCRIPT = PEERS_DIR / "py_sdk_agent.py"
 PY_CLIENT_SCRIPT = PEERS_DIR / "py_sdk_client.py"
 TS_AGENT_SCRIPT = PEERS_DIR / "ts_agent.mjs"
 TS_CLIENT_SCRIPT = PEERS_DIR / "ts_client.mjs"
+REMOTE_PEERS_DIR = REPO_ROOT / "tests" / "remote" / "peers"
 
 # Where the .mjs peers are placed inside NODE_DIR: ESM ignores NODE_PATH, so a
 # bare ``import "@agentclientprotocol/sdk"`` only resolves from a file that
@@ -132,10 +140,11 @@ def python_sdk_python() -> Path:
     """Return the python of a private venv with the official Python SDK installed."""
     py = _venv_python(PY_VENV_DIR)
     stamp = PY_VENV_DIR / ".acpstack-installed"
-    if _stamp_ok(stamp, PY_SDK_REQUIREMENT) and py.exists():
+    wanted = " ".join([PY_SDK_REQUIREMENT, *PY_SDK_EXTRAS])
+    if _stamp_ok(stamp, wanted) and py.exists():
         return py
     with _locked("pysdk"):
-        if _stamp_ok(stamp, PY_SDK_REQUIREMENT) and py.exists():
+        if _stamp_ok(stamp, wanted) and py.exists():
             return py
         if PY_VENV_DIR.exists():
             shutil.rmtree(PY_VENV_DIR)
@@ -149,10 +158,11 @@ def python_sdk_python() -> Path:
                 "--quiet",
                 "--disable-pip-version-check",
                 PY_SDK_REQUIREMENT,
+                *PY_SDK_EXTRAS,
             ]
         )
-        _run([str(py), "-c", "import acp"])
-        stamp.write_text(PY_SDK_REQUIREMENT, encoding="utf-8")
+        _run([str(py), "-c", "import acp, acp.http.client, acp.ws.client, uvicorn"])
+        stamp.write_text(wanted, encoding="utf-8")
     return py
 
 
@@ -167,7 +177,7 @@ def node_sdk_dir() -> Path | None:
     """Install the TypeScript SDK into a private dir; None when node/npm are missing."""
     if not node_available():
         return None
-    spec = f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}"
+    spec = " ".join([f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}", *(f"{n}@{v}" for n, v in TS_EXTRA_PACKAGES.items())])
     stamp = NODE_DIR / ".acpstack-installed"
     pkg_json = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
     if not (_stamp_ok(stamp, spec) and pkg_json.exists()):
@@ -187,13 +197,13 @@ def _install_node_sdk(spec: str, stamp: Path, pkg_json: Path) -> None:
         "version": "0.0.0",
         "private": True,
         "type": "module",
-        "dependencies": {TS_SDK_PACKAGE: TS_SDK_VERSION},
+        "dependencies": {TS_SDK_PACKAGE: TS_SDK_VERSION, **TS_EXTRA_PACKAGES},
     }
     (NODE_DIR / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
     npm = shutil.which("npm")
     assert npm is not None
     _run(
-        [npm, "install", "--no-audit", "--no-fund", "--save-exact", spec],
+        [npm, "install", "--no-audit", "--no-fund", "--save-exact", *spec.split()],
         cwd=NODE_DIR,
     )
     installed = json.loads(pkg_json.read_text(encoding="utf-8"))["version"]
@@ -214,7 +224,7 @@ def _place_node_peers() -> None:
     """
     target_dir = NODE_DIR / _NODE_PEERS_SUBDIR
     target_dir.mkdir(parents=True, exist_ok=True)
-    for src in (TS_AGENT_SCRIPT, TS_CLIENT_SCRIPT):
+    for src in (TS_AGENT_SCRIPT, TS_CLIENT_SCRIPT, *sorted(REMOTE_PEERS_DIR.glob("*.mjs"))):
         data = src.read_bytes()
         dst = target_dir / src.name
         try:
@@ -262,6 +272,16 @@ def ts_agent_cmd() -> list[str]:
 def ts_client_cmd(agent_argv: Sequence[str], *options: str) -> list[str]:
     """argv of the TypeScript-SDK client; ``options`` go before ``--``."""
     return [_node(), str(_node_script(TS_CLIENT_SCRIPT)), *options, "--", *agent_argv]
+
+
+def py_sdk_remote_cmd(script: str, *args: str) -> list[str]:
+    """argv of a remote peer (tests/remote/peers/SCRIPT) on the official Python SDK."""
+    return [str(python_sdk_python()), str(REMOTE_PEERS_DIR / script), *args]
+
+
+def ts_remote_cmd(script: str, *args: str) -> list[str]:
+    """argv of a remote peer (tests/remote/peers/SCRIPT.mjs) on the official TypeScript SDK."""
+    return [_node(), str(_node_script(REMOTE_PEERS_DIR / script)), *args]
 
 
 def prepare_all() -> dict[str, list[str] | None]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import acpstack
 
 PACKAGE = Path(acpstack.__file__).resolve().parent
-ORDER = ["schema", "wire", "transports", "local", "rpc", "agent", "client", "testing", "cli"]
-RANK = {"schema": 0, "wire": 1, "transports": 2, "local": 2, "rpc": 3, "agent": 4, "client": 4, "testing": 5, "cli": 6}
+ORDER = ["schema", "wire", "transports", "local", "rpc", "agent", "client", "server", "testing", "cli"]
+RANK = {"schema": 0, "wire": 1, "transports": 2, "local": 2, "rpc": 3, "agent": 4, "client": 4, "server": 5, "testing": 6, "cli": 7}
 
 
 def imports_of(path: Path) -> list[str]:

@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 PACKAGES = ["acpstack", "acpstack.schema", "acpstack.wire", "acpstack.transports", "acpstack.local", "acpstack.rpc",
-            "acpstack.agent", "acpstack.client", "acpstack.testing"]
+            "acpstack.agent", "acpstack.client", "acpstack.server", "acpstack.testing"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

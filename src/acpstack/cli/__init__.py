@@ -7,9 +7,10 @@ import asyncio
 import os
 import sys
 
-USAGE = """acpstack chat [--cwd DIR] [-p PROMPT] [--json] [--approve-all | --deny-all | --allow KIND ...] [--session ID] [-- AGENT COMMAND ...]
+USAGE = """acpstack chat [--url URL [--token-env NAME]] [--cwd DIR] [-p PROMPT] [--json] [--approve-all | --deny-all | --allow KIND ...] [--session ID] [-- AGENT COMMAND ...]
        acpstack sessions [--cwd DIR] [-- AGENT COMMAND ...]
        acpstack agent [--model NAME] [--base-url URL] [--api-key-env NAME] [--context-window TOKENS] [--images] [--unstable] [--store PATH]
+       acpstack serve [--host H] [--port P] [--token-env NAME | --token T] [--allow-origin O ...] [-- AGENT COMMAND ...]
        acpstack demo [--yes]"""
 
 
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--deny-all", action="store_true", help="headless: reject every permission request")
     chat.add_argument("--allow", action="append", default=[], metavar="KIND", help="headless: approve requests of this tool kind")
     chat.add_argument("--session", help="load (or resume) this session instead of starting a new one")
+    chat.add_argument("--url", help="a remote agent: http(s)://HOST:PORT/acp or ws(s)://HOST:PORT/acp")
+    chat.add_argument("--token-env", default="ACPSTACK_TOKEN", metavar="NAME", help="with --url: the environment variable holding the server's token")
 
     sessions = sub.add_parser("sessions", help="list an agent's sessions")
     sessions.add_argument("--cwd", default=None)
@@ -57,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     agent.add_argument("--unstable", action="store_true", help="also offer ACP's unstable methods (session/fork)")
     agent.add_argument("--store", default=None, help="SQLite file for sessions (default: user data directory)")
 
+    from acpstack.cli._serve import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
+
     demo = sub.add_parser("demo", help="watch the client and the built-in agent work on a sample project")
     demo.add_argument("--yes", action="store_true", help="approve the demo's permission requests without asking")
 
@@ -66,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_reference_agent(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, store_path=args.store,
                                    context_window=args.context_window, images=args.images, unstable=args.unstable)
+    if args.command == "serve":
+        from acpstack.cli._serve import run_serve
+
+        return run_serve(args, agent_command)
     if args.command == "demo":
         from acpstack.cli._demo import run_demo
 
@@ -76,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(list_sessions(agent_command or default_agent_command(), args.cwd))
     from acpstack.cli._chat import ChatOptions, default_agent_command, run_chat
 
+    if args.url and agent_command:
+        parser.error("give either --url or an agent command after --, not both")
     if args.approve_all and args.deny_all:
         parser.error("--approve-all and --deny-all exclude each other")
     headless = args.prompt is not None or not sys.stdin.isatty()
@@ -88,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         deny_all=args.deny_all,
         allow_kinds=list(args.allow),
         session=args.session,
+        url=args.url,
+        token=os.environ.get(args.token_env) or None if args.url else None,
         interactive=not headless,
         ask_user=not headless,
     )

@@ -67,6 +67,8 @@ class ChatOptions:
     render: bool = False  # show the whole session (Markdown, tool calls, plan), not only the final text
     ask_user: bool = False  # answer permission requests by key on the terminal
     auto_approve_reason: str | None = None  # demo without a terminal: approve, and say why
+    url: str | None = None  # a remote agent (streamable HTTP or WebSocket) instead of agent_command
+    token: str | None = None  # the remote server's token
 
 
 class Chat:
@@ -180,9 +182,18 @@ class Chat:
 
     async def _run_agent(self) -> int:
         try:
-            transport: Any = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd,
-                                                             stderr_tail_lines=STDERR_TAIL_LINES,
-                                                             description=self.shown_command)
+            if self.opts.url:
+                from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
+
+                try:
+                    transport: Any = await remote_transport(self.opts.url, self.opts.token)
+                except REMOTE_ERRORS as exc:
+                    self.err.print(describe(exc))
+                    return 2
+            else:
+                transport = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd,
+                                                            stderr_tail_lines=STDERR_TAIL_LINES,
+                                                            description=self.shown_command)
         except OSError as exc:
             self.err.print(f"error: could not start the agent `{self.shown_command}`: {exc}")
             return 2

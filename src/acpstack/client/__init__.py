@@ -2,11 +2,20 @@
 
 `FileSystem`, `Workspace` and the terminal names live in `acpstack.local` (shared with
 agents); they are re-exported here unchanged.
+Agents run as a subprocess (`spawn_agent`), on any transport (`connect_client`), or remotely over
+streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websocket`; the `remote` extra).
 """
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
+from acpstack.client._remote import (
+    connect_http,
+    connect_remote,
+    connect_websocket,
+    reattach_session,
+    reconnect,
+)
 from acpstack.client._runtime import ClientRuntime, ClientSession
 from acpstack.client._state import Message, SessionState, ToolCallState
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
@@ -32,5 +41,10 @@ __all__ = [
     "ToolCallState",
     "Workspace",
     "connect_client",
+    "connect_http",
+    "connect_remote",
+    "connect_websocket",
+    "reattach_session",
+    "reconnect",
     "spawn_agent",
 ]

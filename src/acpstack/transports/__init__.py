@@ -1,20 +1,48 @@
-"""Byte pipes that carry ACP: this process's stdio, a subprocess, an in-memory pair."""
+"""Byte pipes that carry ACP: this process's stdio, a subprocess, an in-memory pair, remote
+agents over streamable HTTP and WebSocket (these need the `remote` extra when used)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from acpstack.transports._base import DataCallback, EofCallback, Transport
+from acpstack.transports._extras import MissingExtraError
 from acpstack.transports._memory import MemoryTransport, memory_pair
+from acpstack.transports._remote_base import RemoteError
 from acpstack.transports._stdio import StdioError, StdioTransport, open_stdio_transport
 from acpstack.transports._streams import StreamTransport
 from acpstack.transports._subprocess import SubprocessTransport
 
+if TYPE_CHECKING:
+    from acpstack.transports._http_client import HttpClientTransport
+    from acpstack.transports._ws_client import WebSocketClientTransport
+
+# The remote transports load on first use: a stdio agent never pays for them.
+_LAZY = {"HttpClientTransport": "_http_client", "WebSocketClientTransport": "_ws_client"}
+
 __all__ = [
     "DataCallback",
     "EofCallback",
+    "HttpClientTransport",
     "MemoryTransport",
+    "MissingExtraError",
+    "RemoteError",
     "StdioError",
     "StdioTransport",
     "StreamTransport",
     "SubprocessTransport",
     "Transport",
+    "WebSocketClientTransport",
     "memory_pair",
     "open_stdio_transport",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acpstack.transports' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"acpstack.transports.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,158 @@
+"""`acpstack serve`: the reference agent (or any stdio agent, or a Python Agent) as a remote
+ACP server on http://HOST:PORT/acp and ws://HOST:PORT/acp.
+
+Safe by default: it binds 127.0.0.1, refuses any other address unless a token is set,
+checks Host and Origin against allowlists, and never logs the token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
+
+
+def add_parser(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve an agent to remote clients (streamable HTTP and WebSocket)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need a token)")
+    serve.add_argument("--port", type=int, default=8765, help="port (0 picks a free one; default 8765)")
+    serve.add_argument("--token", help="require this token (visible in `ps`: prefer --token-env)")
+    serve.add_argument("--token-env", metavar="NAME", help="require the token held in this environment variable")
+    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", help="a browser origin allowed besides loopback ones ('*' = any)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST", help="a Host header allowed besides loopback names and the bound address")
+    serve.add_argument("--tls-cert", metavar="FILE", help="serve https:// and wss:// with this certificate (PEM)")
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    serve.add_argument("--agent", metavar="MODULE:NAME", help="serve a Python Agent class or factory in this process (e.g. my_agent.py:MyAgent)")
+    serve.add_argument("--max-connections", type=int, default=1024)
+    serve.add_argument("--max-message-size", type=int, default=16 * 1024 * 1024, metavar="BYTES")
+    serve.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS", help="close connections nobody listens to after this long")
+    serve.add_argument("--model", default=os.environ.get("ACPSTACK_MODEL"), help="reference agent: model name (none = scripted offline agent)")
+    serve.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="reference agent: OpenAI-compatible API base URL")
+    serve.add_argument("--api-key-env", default="OPENAI_API_KEY", help="reference agent: environment variable holding the API key")
+    serve.add_argument("--store", default=None, help="reference agent: SQLite file for sessions")
+    serve.add_argument("-v", "--verbose", action="store_true", help="log connections (and agents' stderr) to stderr")
+
+
+def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
+    from acpstack.server import (
+        AgentServer,
+        ServerLimits,
+        ServerSecurity,
+        bind_socket,
+        is_loopback,
+        serve_remote,
+    )
+    from acpstack.transports import MissingExtraError
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
+    token, problem = _token(args)
+    if problem is None and token is None and not is_loopback(args.host):
+        problem = f"refusing to serve on {args.host} without a token: anyone who can reach it could drive the agent (give --token-env NAME)"
+    if problem is None and bool(args.tls_cert) != bool(args.tls_key):
+        problem = "--tls-cert and --tls-key go together"
+    if problem is None and args.agent and agent_command:
+        problem = "give either --agent or an agent command after --, not both"
+    if problem is not None:
+        sys.stderr.write(f"acpstack serve: {problem}\n")
+        return 2
+    hosts = list(args.allow_host) + (["*"] if args.host in WILDCARDS else [args.host])
+    try:
+        source, what = _agent_source(args, agent_command)
+    except (ImportError, AttributeError, OSError) as exc:
+        sys.stderr.write(f"acpstack serve: could not load the agent: {exc}\n")
+        return 2
+    app = AgentServer(
+        source,
+        security=ServerSecurity(token=token, allowed_hosts=hosts, allowed_origins=list(args.allow_origin)),
+        limits=ServerLimits(max_connections=args.max_connections, max_message_size=args.max_message_size, idle_timeout=args.idle_timeout),
+    )
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        sys.stderr.write(f"acpstack serve: cannot listen on {args.host}:{args.port}: {exc}\n")
+        return 2
+    secure = "s" if args.tls_cert else ""
+
+    def ready(bound: socket.socket) -> None:
+        host = args.host if ":" not in args.host.strip("[]") else f"[{args.host.strip('[]')}]"
+        port = bound.getsockname()[1]
+        sys.stderr.write(f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
+                         f"{' (token required)' if token else ''}\n")
+        sys.stderr.flush()
+
+    from acpstack.rpc import run
+
+    try:
+        run(serve_remote(app, sock=sock, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
+                         log_level="info" if args.verbose else "warning", on_ready=ready))
+    except MissingExtraError as exc:
+        sys.stderr.write(f"acpstack serve: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    if args.token and args.token_env:
+        return None, "give --token or --token-env, not both"
+    if args.token_env:
+        value = os.environ.get(args.token_env, "")
+        if not value:
+            return None, f"the environment variable {args.token_env} is empty or not set"
+        return value, None
+    return args.token or None, None
+
+
+def _agent_source(args: argparse.Namespace, agent_command: list[str] | None) -> tuple[Any, str]:
+    if agent_command:
+        return agent_command, f"`{' '.join(agent_command)}` (one process per connection)"
+    if args.agent:
+        return load_factory(args.agent), f"{args.agent} (one instance per connection)"
+    return _reference_agent(args), "the reference agent (one instance per connection)"
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """`module:name` or `path/to/file.py:name` -> that attribute (an Agent class or factory)."""
+    target, _, name = spec.rpartition(":")
+    if not target or not name:
+        raise ImportError(f"expected MODULE:NAME or FILE.py:NAME, got {spec!r}")
+    if target.endswith(".py"):
+        path = Path(target).resolve()
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[path.stem] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    factory = getattr(module, name)
+    if not callable(factory):
+        raise AttributeError(f"{spec} is not a class or function")
+    return factory  # type: ignore[no-any-return]
+
+
+def _reference_agent(args: argparse.Namespace) -> Callable[[], Any]:
+    from acpstack.agent import SqliteSessionStore
+    from acpstack.cli._refagent import ReferenceAgent
+    from acpstack.cli._scripted import ScriptedBrain
+
+    store = SqliteSessionStore(args.store or os.environ.get("ACPSTACK_STORE") or None)  # shared: sessions outlive connections
+    if args.model:
+        from acpstack.cli._llm import LlmBrain
+
+        key = os.environ.get(args.api_key_env)
+        brain: Any = LlmBrain(model=args.model, base_url=args.base_url or "https://api.openai.com/v1", api_key=key)
+    else:
+        brain = ScriptedBrain()
+    return lambda: ReferenceAgent(brain, store=store)

@@ -1,0 +1,67 @@
+"""Small ASGI helpers: headers, bodies, plain responses."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+
+import msgspec
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Headers = Sequence[tuple[str, str]]
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """Request headers by lower-case name (repeated headers joined with ", ")."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _encode(headers: Headers) -> list[tuple[bytes, bytes]]:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+
+
+async def respond(send: Send, status: int, body: bytes | str = b"", *, content_type: str = "text/plain; charset=utf-8", headers: Headers = ()) -> None:
+    data = body.encode() if isinstance(body, str) else body
+    all_headers = list(headers)
+    if data:
+        all_headers.append(("Content-Type", content_type))
+    all_headers.append(("Content-Length", str(len(data))))
+    await send({"type": "http.response.start", "status": status, "headers": _encode(all_headers)})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+async def respond_json(send: Send, status: int, body: bytes, *, headers: Headers = ()) -> None:
+    await respond(send, status, body, content_type="application/json", headers=headers)
+
+
+def jsonrpc_error(request_id: Any, code: int, message: str) -> bytes:
+    return msgspec.json.encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None when it is larger than `limit` (or the client left)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def start_message(status: int, headers: Headers) -> Message:
+    return {"type": "http.response.start", "status": status, "headers": _encode(headers)}

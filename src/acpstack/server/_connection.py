@@ -1,0 +1,189 @@
+"""One remote ACP connection: its agent, its outbound streams, and the routing between them.
+
+Where the agent's messages go (streamable HTTP; a WebSocket gets everything in order):
+- a request or notification with `params.sessionId` -> that session's stream (held until
+  the client opens it); without one -> the connection stream;
+- a response -> where its request came from: the connection stream for requests outside
+  a session (initialize's answer is the POST's own body), the session's stream for the
+  session's requests. `session/load`, `session/resume` and `session/fork` answer on the
+  session's stream only when the client already has it open (clients that follow the
+  TypeScript SDK open it first; the Python SDK's only after the answer), else on the
+  connection stream, so neither kind of client waits forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+
+import msgspec
+
+from acpstack.server._agents import AgentLink, AgentSource, start_agent
+from acpstack.server._limits import ServerLimits
+from acpstack.server._streams import OutboundStream
+from acpstack.transports._envelope import Envelope, RequestId, peek
+from acpstack.wire import FrameDecoder
+
+log = logging.getLogger("acpstack.server")
+
+REATTACH_METHODS = frozenset({"session/load", "session/resume", "session/fork", "unstable_session/fork"})
+
+
+class InitializeFailed(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RemoteConnection:
+    def __init__(self, connection_id: str, limits: ServerLimits, *, multiplex: bool, on_closed: Callable[[RemoteConnection], None]) -> None:
+        self.id = connection_id
+        self.limits = limits
+        self.multiplex = multiplex  # WebSocket: one stream carries everything
+        self.link: AgentLink | None = None
+        self.connection_stream = OutboundStream(None, self._sized)
+        self.sessions: dict[str, OutboundStream] = {}
+        self._routes: dict[RequestId, tuple[str | None, bool]] = {}
+        self._decoder = FrameDecoder(max(limits.max_message_size, 64 * 1024 * 1024), "ndjson")
+        self._initialize: tuple[RequestId, asyncio.Future[bytes]] | None = None
+        self.buffered = 0
+        self.paused_since: float | None = None
+        self.last_active = time.monotonic()
+        self.closed = False
+        self.done = asyncio.Event()
+        self._on_closed = on_closed
+        self._closer: asyncio.Task[None] | None = None
+
+    async def start(self, source: AgentSource, *, unstable: bool, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> None:
+        self.link = await start_agent(source, label=self.id[:8], unstable=unstable, max_message_size=self.limits.max_message_size, cwd=cwd, env=env)
+        log.info("connection %s: agent started (%s)", self.id, self.link.description)
+        self.link.transport.start_reading(self._on_data, self._on_eof)
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    @property
+    def has_receiver(self) -> bool:
+        return self.connection_stream.attached or any(s.attached for s in self.sessions.values())
+
+    # -- from the agent ------------------------------------------------------------------
+
+    def _on_data(self, data: bytes) -> None:
+        for frame in self._decoder.feed(data):
+            if isinstance(frame, bytes):
+                self._route(frame)
+            else:
+                log.warning("connection %s: the agent sent a bad frame: %r", self.id, frame)
+
+    def _on_eof(self) -> None:
+        log.info("connection %s: the agent closed its output", self.id)
+        self.close_soon()
+
+    def _route(self, frame: bytes) -> None:
+        try:
+            env = peek(frame)
+        except msgspec.DecodeError:
+            log.warning("connection %s: the agent sent something that is not JSON", self.id)
+            return
+        pending = self._initialize
+        if pending is not None and env.kind == "response" and env.id == pending[0]:
+            self._initialize = None
+            if not pending[1].done():
+                pending[1].set_result(frame)
+            return
+        self._stream_for(env).push(frame)
+
+    def _stream_for(self, env: Envelope) -> OutboundStream:
+        if self.multiplex:
+            return self.connection_stream
+        if env.kind == "response":
+            session, reattach = self._routes.pop(env.id, (None, False))
+            if session is None:
+                return self.connection_stream
+            stream = self.sessions.get(session)
+            if reattach:
+                return stream if stream is not None and stream.attached else self.connection_stream
+            return stream or self.session_stream(session) or self.connection_stream
+        if env.session_id is not None:
+            return self.session_stream(env.session_id) or self.connection_stream
+        return self.connection_stream
+
+    def session_stream(self, session_id: str) -> OutboundStream | None:
+        """The session's stream, made on first use; None when the connection has too many."""
+        stream = self.sessions.get(session_id)
+        if stream is None:
+            if len(self.sessions) >= self.limits.max_session_streams:
+                return None
+            stream = self.sessions[session_id] = OutboundStream(session_id, self._sized)
+        return stream
+
+    def release(self, stream: OutboundStream) -> None:
+        """A receiver left the stream; an empty session stream is forgotten (made anew when needed)."""
+        stream.detach()
+        self.touch()
+        if stream.session_id is not None and stream.empty and self.sessions.get(stream.session_id) is stream:
+            del self.sessions[stream.session_id]
+
+    def _sized(self, delta: int) -> None:
+        self.buffered += delta
+        link = self.link
+        if link is None:
+            return
+        if self.paused_since is None and self.buffered > self.limits.max_buffered_bytes:
+            self.paused_since = time.monotonic()
+            link.transport.pause_reading()
+        elif self.paused_since is not None and self.buffered <= self.limits.max_buffered_bytes // 2:
+            self.paused_since = None
+            link.transport.resume_reading()
+
+    # -- to the agent --------------------------------------------------------------------
+
+    async def initialize(self, frame: bytes, request_id: RequestId) -> bytes:
+        """Send initialize and wait for the agent's answer (raises InitializeFailed)."""
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._initialize = (request_id, future)
+        await self.send(frame)
+        try:
+            return await asyncio.wait_for(future, self.limits.initialize_timeout)
+        except TimeoutError:
+            raise InitializeFailed(504, f"the agent did not answer initialize within {self.limits.initialize_timeout:g} s") from None
+
+    async def deliver(self, frame: bytes, env: Envelope, header_session: str | None) -> None:
+        """Pass a client message on to the agent, remembering where its answer goes."""
+        if env.kind == "request" and not self.multiplex:
+            self._routes[env.id] = (env.session_id or header_session, env.method in REATTACH_METHODS)
+        await self.send(frame)
+
+    async def send(self, frame: bytes) -> None:
+        self.touch()
+        if self.closed or self.link is None:
+            raise ConnectionResetError("the connection is closed")
+        self.link.transport.write(frame + b"\n")
+        await self.link.transport.drain()
+
+    # -- closing -------------------------------------------------------------------------
+
+    def close_soon(self) -> None:
+        if self._closer is None and not self.closed:
+            self._closer = asyncio.get_running_loop().create_task(self.aclose())
+
+    async def aclose(self) -> None:
+        if self.closed:
+            await self.done.wait()
+            return
+        self.closed = True
+        self.connection_stream.close()
+        for stream in self.sessions.values():
+            stream.close()
+        if self._initialize is not None and not self._initialize[1].done():
+            self._initialize[1].set_exception(InitializeFailed(502, "the agent closed before it answered initialize"))
+        try:
+            if self.link is not None:
+                await self.link.aclose()
+        finally:
+            log.info("connection %s: closed", self.id)
+            self.done.set()
+            self._on_closed(self)

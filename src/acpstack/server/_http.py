@@ -1,0 +1,177 @@
+"""The streamable HTTP profile: POST (client messages), GET (SSE streams), DELETE.
+
+Status codes follow the RFD: 415 for a body that is not JSON, 406 for a GET that does not
+accept an event stream, 400 for a missing or mismatched id, 404 for an unknown connection,
+409 for a second receiver on one stream, 413 for a message over the size limit, 501 for
+a batch (unless batches are switched on). Liberal where implementations differ: a session
+stream may be opened before the session exists (it holds messages until then), a reply
+to the agent may come without `Acp-Session-Id`, and a session-scoped POST may name its
+session only in `params.sessionId`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from acpstack.server._asgi import (
+    Headers,
+    Receive,
+    Send,
+    jsonrpc_error,
+    read_body,
+    respond,
+    respond_json,
+    start_message,
+)
+from acpstack.server._connection import RemoteConnection
+from acpstack.server._streams import OutboundStream
+from acpstack.transports._envelope import Envelope, compact, peek
+from acpstack.transports._remote_base import CONNECTION_HEADER
+from acpstack.transports._sse import KEEPALIVE
+
+if TYPE_CHECKING:
+    from acpstack.server._app import AgentServer
+
+log = logging.getLogger("acpstack.server")
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"))
+
+
+async def handle_post(app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers) -> None:
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        await respond(send, 415, "Content-Type must be application/json", headers=cors)
+        return
+    body = await read_body(receive, app.limits.max_message_size)
+    if body is None:
+        await respond(send, 413, f"a message may hold at most {app.limits.max_message_size} bytes", headers=cors)
+        return
+    if body.lstrip()[:1] == b"[":
+        await _post_batch(app, headers, body, send, cors)
+        return
+    try:
+        env = peek(body)
+    except msgspec.DecodeError:
+        await respond_json(send, 400, jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"), headers=cors)
+        return
+    problem = _check(app, env)
+    if problem is not None:
+        await respond_json(send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors)
+        return
+    if env.kind == "request" and env.method == "initialize":
+        if CONNECTION_HEADER.lower() in headers:
+            await respond(send, 400, "initialize is not allowed on an existing connection", headers=cors)
+            return
+        await app.initialize_http(compact(body), env, send, cors)
+        return
+    status, text = await _deliver(app, headers, compact(body), env)
+    await respond(send, status, text, headers=cors)
+
+
+def _check(app: AgentServer, env: Envelope) -> str | None:
+    if env.kind == "invalid":
+        return "Invalid Request: not a JSON-RPC request, notification or response"
+    if isinstance(env.id, str) and len(env.id) > app.limits.max_id_length:
+        return f"Invalid Request: ids may hold at most {app.limits.max_id_length} characters"
+    return None
+
+
+async def _deliver(app: AgentServer, headers: dict[str, str], frame: bytes, env: Envelope) -> tuple[int, str]:
+    connection, status, text = app.find_connection(headers)
+    if connection is None:
+        return status, text
+    header_session = headers.get("acp-session-id")
+    if header_session is not None and env.session_id is not None and header_session != env.session_id:
+        return 400, "Acp-Session-Id does not match params.sessionId"
+    try:
+        await connection.deliver(frame, env, header_session)
+    except ConnectionResetError:
+        return 404, "unknown Acp-Connection-Id (the connection has closed)"
+    return 202, ""
+
+
+async def _post_batch(app: AgentServer, headers: dict[str, str], body: bytes, send: Send, cors: Headers) -> None:
+    if not app.limits.accept_batches:
+        await respond_json(send, 501, jsonrpc_error(None, INVALID_REQUEST, "JSON-RPC batches are not supported"), headers=cors)
+        return
+    try:
+        items = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        await respond_json(send, 400, jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"), headers=cors)
+        return
+    frames = [msgspec.json.encode(item) for item in items]
+    envelopes = [peek(frame) for frame in frames]
+    for env in envelopes:
+        problem = _check(app, env) or ("initialize must be sent alone" if env.method == "initialize" else None)
+        if problem is not None:
+            await respond_json(send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors)
+            return
+    status, text = 400, "empty batch"
+    for frame, env in zip(frames, envelopes, strict=True):
+        status, text = await _deliver(app, headers, frame, env)
+        if status != 202:
+            break
+    await respond(send, status, text, headers=cors)
+
+
+async def handle_get(app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers) -> None:
+    if "websocket" in headers.get("upgrade", "").lower():
+        await respond(send, 426, "this server does not accept WebSocket upgrades", headers=cors)
+        return
+    accept = headers.get("accept", "").lower()
+    if not any(kind in accept for kind in ("text/event-stream", "text/*", "*/*")):
+        await respond(send, 406, "GET needs Accept: text/event-stream", headers=cors)
+        return
+    connection, status, text = app.find_connection(headers)
+    if connection is None:
+        await respond(send, status, text, headers=cors)
+        return
+    session_id = headers.get("acp-session-id")
+    stream = connection.connection_stream if session_id is None else connection.session_stream(session_id)
+    if stream is None:
+        await respond(send, 429, f"a connection may have at most {app.limits.max_session_streams} session streams", headers=cors)
+        return
+    if not stream.attach():
+        await respond(send, 409, "this stream already has a receiver", headers=cors)
+        return
+    try:
+        await _stream_events(app, connection, stream, receive, send, cors)
+    finally:
+        connection.release(stream)
+
+
+async def _stream_events(app: AgentServer, connection: RemoteConnection, stream: OutboundStream, receive: Receive, send: Send, cors: Headers) -> None:
+    await send(start_message(200, (*SSE_HEADERS, *cors)))
+    gone: asyncio.Future[object] = asyncio.ensure_future(_disconnected(receive))
+    try:
+        while True:
+            frames = stream.take()
+            if frames:
+                await send({"type": "http.response.body", "body": b"data: " + b"\n\ndata: ".join(frames) + b"\n\n", "more_body": True})
+                continue
+            if stream.closed or gone.done():
+                break
+            if not await stream.wait(app.limits.keepalive_interval, gone):
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+        if not gone.done():
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        gone.cancel()
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def handle_delete(app: AgentServer, headers: dict[str, str], send: Send, cors: Headers) -> None:
+    connection, status, text = app.find_connection(headers)
+    if connection is None:
+        await respond(send, status, text, headers=cors)
+        return
+    await connection.aclose()
+    await respond(send, 202, headers=cors)

@@ -1,0 +1,138 @@
+"""Run an `AgentServer` on uvicorn (the `remote` extra): HTTP/1.1 with httptools when it is
+installed, WebSocket with the `websockets` library, TLS from a certificate and key file.
+
+uvicorn does not speak HTTP/2; the RFD asks for it, but no implementation needs it to
+interoperate. `AgentServer` is a plain ASGI app, so Hypercorn serves it over HTTP/2 too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import re
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from acpstack.server._app import AgentServer
+from acpstack.transports._extras import require
+
+log = logging.getLogger("acpstack.server")
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0 picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_remote(
+    app: AgentServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    sock: socket.socket | None = None,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+    ssl_keyfile_password: str | None = None,
+    log_level: str = "warning",
+    on_ready: Callable[[socket.socket], None] | None = None,
+    stop: asyncio.Event | None = None,
+    asgi: Any = None,
+) -> None:
+    """Serve `app` until the process is told to stop (SIGINT or SIGTERM) or `stop` is set;
+    every connection's agent is stopped before this returns. `on_ready` gets the listening
+    socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
+    wrapped in your own middleware); `app`'s limits and shutdown still apply."""
+    uvicorn: Any = require("uvicorn")
+    require("websockets")
+    sock = sock or bind_socket(host, port)
+    config = uvicorn.Config(
+        asgi if asgi is not None else app,
+        http="httptools" if importlib.util.find_spec("httptools") else "h11",
+        ws="websockets-sansio",
+        ws_max_size=app.limits.max_message_size,
+        ws_per_message_deflate=False,
+        lifespan="on",
+        access_log=False,  # request lines may carry ?token=
+        log_level=log_level,
+        server_header=False,
+        timeout_graceful_shutdown=5,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+        ssl_keyfile_password=ssl_keyfile_password,
+    )
+    _redact_uvicorn_logs(app.security.token)
+    server = _server_class(uvicorn.Server)(config, app, (lambda: on_ready(sock)) if on_ready is not None else None)
+    stopper = asyncio.ensure_future(_stop_when(stop, server)) if stop is not None else None
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+        await app.aclose()
+        sock.close()
+
+
+class _Redact(logging.Filter):
+    """Takes tokens out of log lines (uvicorn logs WebSocket paths with their query)."""
+
+    def __init__(self, token: str | None) -> None:
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = _TOKEN_QUERY.sub(r"\1[redacted]", text)
+        if self.token:
+            clean = clean.replace(self.token, "[redacted]")
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+_TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s\"']*")
+
+
+def _redact_uvicorn_logs(token: str | None) -> None:
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, _Redact)]:
+            logger.removeFilter(old)
+        logger.addFilter(_Redact(token))
+
+
+async def _stop_when(stop: asyncio.Event, server: Any) -> None:
+    await stop.wait()
+    server.should_exit = True
+
+
+def _server_class(base: Any) -> Any:
+    class Server(base):  # type: ignore[misc]
+        """uvicorn's server, which ends our streams before it waits for requests to finish
+        (an SSE stream or a WebSocket never finishes on its own), and says when it listens."""
+
+        def __init__(self, config: Any, app: AgentServer, on_ready: Callable[[], None] | None) -> None:
+            super().__init__(config)
+            self.acp_app = app
+            self.on_ready = on_ready
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.on_ready is not None and not self.should_exit:
+                self.on_ready()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await self.acp_app.aclose()
+            await super().shutdown(sockets)
+
+    return Server

@@ -1,0 +1,99 @@
+"""Who may talk to the server: the Host and Origin allowlists (DNS rebinding, cross-site
+WebSocket hijacking) and the token.
+
+- Host: by default only loopback names (any port); the bound address is added by
+  `acpstack serve`. "*" allows any Host (only sensible with a token).
+- Origin: a request without one (not a browser) passes; a browser's must be a loopback
+  origin or be listed. "*" allows any origin.
+- Token: `Authorization: Bearer T`, `X-Secret-Key: T` (Goose) or `?token=T`, compared in
+  constant time. Preflight requests (OPTIONS) carry no token and are answered without one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id"
+ALLOWED_HEADERS = "Content-Type, Authorization, X-Secret-Key, Acp-Connection-Id, Acp-Session-Id, Acp-Protocol-Version"
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses that only this machine can reach."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Rejection:
+    status: int
+    message: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerSecurity:
+    token: str | None = None
+    allowed_hosts: Sequence[str] = ()  # besides loopback names; "*" = any
+    allowed_origins: Sequence[str] = ()  # besides loopback origins; "*" = any
+
+    def __repr__(self) -> str:  # never show the token
+        return f"ServerSecurity(token={'set' if self.token else None}, allowed_hosts={list(self.allowed_hosts)!r}, allowed_origins={list(self.allowed_origins)!r})"
+
+    def check_host(self, host: str | None) -> Rejection | None:
+        if "*" in self.allowed_hosts:
+            return None
+        if host is None or "," in host:
+            return Rejection(421, "missing or repeated Host header")
+        name = _host_name(host)
+        if is_loopback(name) or name in {_host_name(h) for h in self.allowed_hosts}:
+            return None
+        return Rejection(421, "Host not allowed")
+
+    def origin_allowed(self, origin: str) -> bool:
+        if "*" in self.allowed_origins or origin in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback(parts.hostname)
+
+    def check_origin(self, origin: str | None) -> Rejection | None:
+        if origin is None or self.origin_allowed(origin):
+            return None
+        return Rejection(403, "Origin not allowed")
+
+    def check_token(self, headers: dict[str, str], query_string: bytes) -> Rejection | None:
+        if self.token is None:
+            return None
+        expected = self.token.encode()
+        for offered in _offered_tokens(headers, query_string):
+            if hmac.compare_digest(offered.encode(), expected):
+                return None
+        return Rejection(401, "missing or wrong token", (("WWW-Authenticate", 'Bearer realm="acp"'),))
+
+
+def _host_name(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _offered_tokens(headers: dict[str, str], query_string: bytes) -> list[str]:
+    offered = []
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        offered.append(auth[7:].strip())
+    if "x-secret-key" in headers:
+        offered.append(headers["x-secret-key"].strip())
+    if query_string:
+        offered += [v for k, v in parse_qsl(query_string.decode("latin-1")) if k == "token"]
+    return offered

@@ -1,0 +1,126 @@
+"""The WebSocket profile: `GET /acp` with `Upgrade: websocket`, one JSON-RPC message per
+text frame in each direction, everything on the one socket in order.
+
+The handshake answer (101) carries `Acp-Connection-Id`. The first message must be
+`initialize` (else the socket closes with 1002); the agent starts then. Binary frames are
+ignored; a batch gets one -32600 error unless batches are switched on; a message over the
+size limit closes with 1009. A refused handshake (bad Origin or Host, no token, too many
+connections) is answered with its HTTP status when the server supports it, else closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from acpstack.server._asgi import Receive, Scope, Send, jsonrpc_error
+from acpstack.server._connection import RemoteConnection
+from acpstack.server._security import Rejection
+from acpstack.server._streams import OutboundStream
+from acpstack.transports._envelope import compact, peek
+
+if TYPE_CHECKING:
+    from acpstack.server._app import AgentServer
+
+log = logging.getLogger("acpstack.server")
+
+PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG = 1002, 1011, 1009
+
+
+async def serve_websocket(app: AgentServer, scope: Scope, receive: Receive, send: Send, rejection: Rejection | None) -> None:
+    if (await receive())["type"] != "websocket.connect":
+        return
+    if rejection is None and not app.has_room():
+        rejection = Rejection(503, "too many connections")
+    if rejection is not None:
+        await _reject(scope, send, rejection)
+        return
+    connection = app.new_connection(multiplex=True)
+    await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]})
+    stream = connection.connection_stream
+    stream.attach()
+    pump = asyncio.ensure_future(_pump(stream, send))
+    reader = asyncio.ensure_future(_read(app, connection, receive, stream))
+    close_code = 1000  # the connection ended on our side (agent gone, DELETE, shutdown)
+    try:
+        await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
+        if reader.done():
+            close_code = reader.result()
+    finally:
+        reader.cancel()
+        await connection.aclose()
+        await asyncio.wait({pump, reader})  # both end now: the stream is closed, the reader cancelled
+        for task in (pump, reader):
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                log.debug("connection %s: %r", connection.id, error)
+    if close_code != 0:
+        with contextlib.suppress(Exception):
+            await send({"type": "websocket.close", "code": close_code})
+
+
+async def _read(app: AgentServer, connection: RemoteConnection, receive: Receive, stream: OutboundStream) -> int:
+    """Relay the client's messages; returns the close code to send (0: the client left)."""
+    limit = app.limits.max_message_size
+    started = False
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return 0
+        text = message.get("text")
+        if text is None:
+            continue  # binary frames are ignored
+        data = text.encode()
+        if len(data) > limit:
+            return TOO_BIG
+        if data.lstrip()[:1] == b"[":
+            stream.push(jsonrpc_error(None, -32600, "JSON-RPC batches are not supported"))
+            continue
+        try:
+            env = peek(data)
+        except msgspec.DecodeError:
+            stream.push(jsonrpc_error(None, -32700, "Parse error: the message is not JSON"))
+            continue
+        if env.kind == "invalid":
+            stream.push(jsonrpc_error(None, -32600, "Invalid Request"))
+            continue
+        if not started:
+            if env.kind != "request" or env.method != "initialize":
+                return PROTOCOL_ERROR
+            try:
+                await app.start_agent(connection)
+            except Exception:
+                log.exception("connection %s: could not start the agent", connection.id)
+                return INTERNAL_ERROR
+            started = True
+        try:
+            await connection.deliver(compact(data), env, None)
+        except ConnectionResetError:
+            return 1000 if connection.closed else INTERNAL_ERROR
+
+
+async def _pump(stream: OutboundStream, send: Send) -> None:
+    """Send what the agent says, in order, until the connection closes."""
+    while True:
+        frames = stream.take()
+        for frame in frames:
+            await send({"type": "websocket.send", "text": frame.decode()})
+        if not frames:
+            if stream.closed:
+                return
+            await stream.wait(3600.0)
+
+
+async def _reject(scope: Scope, send: Send, rejection: Rejection) -> None:
+    if "websocket.http.response" in scope.get("extensions", {}):
+        body = rejection.message.encode()
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers += [(k.lower().encode(), v.encode()) for k, v in rejection.headers]
+        await send({"type": "websocket.http.response.start", "status": rejection.status, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body, "more_body": False})
+    else:
+        await send({"type": "websocket.close", "code": 1008})

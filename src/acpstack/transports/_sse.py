@@ -1,0 +1,70 @@
+"""Server-sent events, as remote ACP uses them: one JSON-RPC message per event's `data`.
+
+Encoding is one line (`data: <json>\\n\\n`; JSON-RPC messages from an NDJSON stream hold no
+line breaks). Decoding follows the SSE grammar: lines end in LF, CRLF or CR; comments
+(`:`), `event`, `id` and `retry` fields are skipped; several `data` lines join with LF.
+It works on bytes, a chunk at a time, because a busy stream carries hundreds of events
+per chunk and a text line decoder would cost more than the JSON that follows.
+"""
+
+from __future__ import annotations
+
+KEEPALIVE = b":\n\n"
+
+
+def encode_event(message: bytes) -> bytes:
+    return b"data: " + message + b"\n\n"
+
+
+class SseError(ValueError):
+    """The stream broke the SSE grammar or a size limit."""
+
+
+class SseDecoder:
+    def __init__(self, max_event_size: int) -> None:
+        self._max = max_event_size
+        self._buf = b""
+        self._cr_pending = False  # the last chunk ended in CR: a LF that starts the next one belongs to it
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The `data` of every event this chunk completes, in order."""
+        if not self._started and chunk:
+            self._started = True
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+        if b"\r" in chunk or self._cr_pending:
+            chunk = self._normalize(chunk)
+        buf = self._buf + chunk if self._buf else chunk
+        *blocks, rest = buf.split(b"\n\n")
+        if len(rest) > self._max:
+            raise SseError(f"an event is larger than {self._max} bytes")
+        self._buf = rest
+        out: list[bytes] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block:
+                out.append(block[6:])  # the common case: one data line
+                continue
+            data = _event_data(block)
+            if data is not None:
+                out.append(data)
+        return out
+
+    def _normalize(self, chunk: bytes) -> bytes:
+        if self._cr_pending and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._cr_pending = chunk.endswith(b"\r")
+        return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _event_data(block: bytes) -> bytes | None:
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line == b"data":
+            data.append(b"")
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+    if not data:
+        return None
+    return b"\n".join(data)

@@ -1,0 +1,6 @@
+"""The remote tests import their helpers (`_serving`, `_probe`) from this directory."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
