@@ -46,7 +46,7 @@ async def run_prompts(tmp_path: Path, base_url: str, env: dict[str, str], prompt
     errors: list[RequestError] = []
     transport = await SubprocessTransport.spawn(command, env={**env, "AGENT_STDERR": str(stderr_file)})
     runtime = ClientRuntime()
-    conn = connect_client(runtime, TapTransport(transport, lambda direction, message: wire.append(json.dumps(message))))
+    conn = connect_client(runtime, TapTransport(transport, lambda record: wire.append(json.dumps(record))))
     async with conn.connection:
         await runtime.initialize()
         sid = (await runtime.new_session(str(tmp_path))).session_id
