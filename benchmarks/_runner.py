@@ -49,7 +49,9 @@ class Side:
 
 @dataclass
 class Results:
-    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # pair -> metric -> values
+    samples: dict[str, dict[str, list[float]]] = field(
+        default_factory=dict
+    )  # pair -> metric -> values
     errors: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add(self, pair: str, metric: str, value: float) -> None:
@@ -60,27 +62,55 @@ class Results:
         return statistics.median(values) if values else None
 
 
-def sides(ours_python: Path, floor_python: Path, pysdk_python: Path, node_peers: Path | None) -> dict[str, Side]:
+def sides(
+    ours_python: Path, floor_python: Path, pysdk_python: Path, node_peers: Path | None
+) -> dict[str, Side]:
     ours, floor = str(ours_python), str(floor_python)
     out = {
-        "acpstack": Side("acpstack", [ours, str(PEERS / "acpstack_client.py")], [ours, str(PEERS / "acpstack_agent.py")]),
-        "py-sdk": Side("py-sdk", [str(pysdk_python), str(PEERS / "pysdk_client.py")], [str(pysdk_python), str(PEERS / "pysdk_agent.py")]),
-        "floor": Side("floor", [floor, str(PEERS / "floor_client.py")], [floor, str(PEERS / "floor_agent.py")]),
+        "acpstack": Side(
+            "acpstack",
+            [ours, str(PEERS / "acpstack_client.py")],
+            [ours, str(PEERS / "acpstack_agent.py")],
+        ),
+        "py-sdk": Side(
+            "py-sdk",
+            [str(pysdk_python), str(PEERS / "pysdk_client.py")],
+            [str(pysdk_python), str(PEERS / "pysdk_agent.py")],
+        ),
+        "floor": Side(
+            "floor", [floor, str(PEERS / "floor_client.py")], [floor, str(PEERS / "floor_agent.py")]
+        ),
     }
     if node_peers is not None:
-        out["ts-sdk"] = Side("ts-sdk", ["node", str(node_peers / "ts_client.mjs")], ["node", str(node_peers / "ts_agent.mjs")])
+        out["ts-sdk"] = Side(
+            "ts-sdk",
+            ["node", str(node_peers / "ts_client.mjs")],
+            ["node", str(node_peers / "ts_agent.mjs")],
+        )
     return out
 
 
 def pairs(available: dict[str, Side], chosen: list[str]) -> list[tuple[str, Side, Side, list[str]]]:
     """(label, client side, agent side, workloads): each implementation with itself, then cross pairs."""
-    out = [(name, side, side, WORKLOADS if name == "acpstack" else [w for w in WORKLOADS if w not in ACPSTACK_ONLY])
-           for name, side in available.items() if name in chosen]
+    out = [
+        (
+            name,
+            side,
+            side,
+            WORKLOADS if name == "acpstack" else [w for w in WORKLOADS if w not in ACPSTACK_ONLY],
+        )
+        for name, side in available.items()
+        if name in chosen
+    ]
     ours = available["acpstack"]
     for other in ("py-sdk", "ts-sdk"):
         if other in available and other in chosen and "acpstack" in chosen:
-            out.append((f"acpstack client → {other} agent", ours, available[other], CROSS_WORKLOADS))
-            out.append((f"{other} client → acpstack agent", available[other], ours, CROSS_WORKLOADS))
+            out.append(
+                (f"acpstack client → {other} agent", ours, available[other], CROSS_WORKLOADS)
+            )
+            out.append(
+                (f"{other} client → acpstack agent", available[other], ours, CROSS_WORKLOADS)
+            )
     return out
 
 
@@ -104,6 +134,7 @@ def run_pair(client: Side, agent: Side, workload: str, env: dict[str, str]) -> d
 def import_time_ms(python: str, module: str) -> float:
     """Wall time of `import module` in a fresh interpreter, minus the interpreter's own start
     (the fastest of 5 starts each: start-up noise only ever adds time)."""
+
     def wall(code: str) -> float:
         times = []
         for _ in range(5):
@@ -111,11 +142,19 @@ def import_time_ms(python: str, module: str) -> float:
             subprocess.run([python, "-c", code], check=True)
             times.append(time.perf_counter() - t0)
         return min(times)
+
     return max(0.0, (wall(f"import {module}") - wall("pass")) * 1000)
 
 
-def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str], reps: int, quick: bool,
-            ours_python: Path, pysdk_python: Path) -> Results:
+def run_all(
+    available: dict[str, Side],
+    chosen: list[str],
+    workloads: list[str],
+    reps: int,
+    quick: bool,
+    ours_python: Path,
+    pysdk_python: Path,
+) -> Results:
     env = dict(os.environ, ACPSTACK_BENCH_QUICK="1" if quick else "0")
     results = Results()
     plan = pairs(available, chosen)
@@ -142,7 +181,9 @@ def run_all(available: dict[str, Side], chosen: list[str], workloads: list[str],
         if "acpstack" in chosen:
             results.add("acpstack", "import", import_time_ms(str(ours_python), "acpstack.agent"))
             # What acpstack's two dependencies alone cost here: the rest of "import" is ours.
-            results.add("acpstack", "import deps", import_time_ms(str(ours_python), "asyncio, msgspec"))
+            results.add(
+                "acpstack", "import deps", import_time_ms(str(ours_python), "asyncio, msgspec")
+            )
         if "py-sdk" in chosen:
             results.add("py-sdk", "import", import_time_ms(str(pysdk_python), "acp"))
     return results
@@ -166,25 +207,44 @@ def ratio(ours: float | None, theirs: float | None, higher_better: bool) -> str:
 
 
 def table(results: Results, chosen: list[str]) -> str:
-    impls = [i for i in ("acpstack", "py-sdk", "ts-sdk", "floor") if i in chosen and i in results.samples]
+    impls = [
+        i for i in ("acpstack", "py-sdk", "ts-sdk", "floor") if i in chosen and i in results.samples
+    ]
     header = ["metric", "unit", *impls, "vs py-sdk", "vs ts-sdk", "vs floor", "goal", "met"]
     rows = [header]
     for metric, (unit, higher, goal) in METRICS.items():
         ours = results.median("acpstack", metric)
         row = [metric, unit, *(fmt(results.median(i, metric), metric) for i in impls)]
-        row += [ratio(ours, results.median(o, metric), higher) for o in ("py-sdk", "ts-sdk", "floor")]
+        row += [
+            ratio(ours, results.median(o, metric), higher) for o in ("py-sdk", "ts-sdk", "floor")
+        ]
         goal_text = "—" if goal is None else (f"≥ {goal:,.0f}" if higher else f"≤ {goal:g}")
-        met = "—" if ours is None or goal is None else ("yes" if (ours >= goal if higher else ours <= goal) else "NO")
+        met = (
+            "—"
+            if ours is None or goal is None
+            else ("yes" if (ours >= goal if higher else ours <= goal) else "NO")
+        )
         rows += [[*row, goal_text, met]]
     cross = [label for label in results.samples if "→" in label]
     lines = _render(rows)
     if cross:
         crows = [["pair", "W1 updates/s", "W2 p50 µs", "W3 requests/s"]]
         for label in cross:
-            crows.append([label, fmt(results.median(label, "W1"), "W1"), fmt(results.median(label, "W2 p50"), "W2"), fmt(results.median(label, "W3"), "W3")])
-        lines += "\n\nCross pairs (interop under load; which side costs the time):\n" + _render(crows)
+            crows.append(
+                [
+                    label,
+                    fmt(results.median(label, "W1"), "W1"),
+                    fmt(results.median(label, "W2 p50"), "W2"),
+                    fmt(results.median(label, "W3"), "W3"),
+                ]
+            )
+        lines += "\n\nCross pairs (interop under load; which side costs the time):\n" + _render(
+            crows
+        )
     if results.errors:
-        lines += "\n\nErrors:\n" + "\n".join(f"  {label} {w}: {e}" for label, errs in results.errors.items() for w, e in errs.items())
+        lines += "\n\nErrors:\n" + "\n".join(
+            f"  {label} {w}: {e}" for label, errs in results.errors.items() for w, e in errs.items()
+        )
     return lines
 
 
@@ -192,7 +252,12 @@ def _render(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for n, row in enumerate(rows):
-        out.append("  ".join(cell.rjust(w) if i > 1 or n == 0 and i > 1 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+        out.append(
+            "  ".join(
+                cell.rjust(w) if i > 1 or n == 0 and i > 1 else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)

@@ -30,9 +30,11 @@ NODE_DIR = HERE / ".node"
 
 
 def python_version(python: str) -> str:
-    """"3.11" for a Python 3.11 interpreter."""
+    """ "3.11" for a Python 3.11 interpreter."""
     code = "import sys; print('%d.%d' % sys.version_info[:2])"
-    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _venv(name: str, base: str, requirements: list[str], stamp_text: str) -> Path:
@@ -82,8 +84,14 @@ def node_sdk() -> Path | None:
     if not (stamp.exists() and stamp.read_text() == f"{TS_SDK} {TS_WS}"):
         print(f"setup: installing {TS_SDK} {TS_WS} into {NODE_DIR}", file=sys.stderr)
         NODE_DIR.mkdir(exist_ok=True)
-        (NODE_DIR / "package.json").write_text(json.dumps({"name": "acpstack-bench", "private": True, "type": "module"}))
-        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", TS_SDK, TS_WS], cwd=NODE_DIR, check=True)
+        (NODE_DIR / "package.json").write_text(
+            json.dumps({"name": "acpstack-bench", "private": True, "type": "module"})
+        )
+        subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", TS_SDK, TS_WS],
+            cwd=NODE_DIR,
+            check=True,
+        )
         stamp.write_text(f"{TS_SDK} {TS_WS}")
     # ESM resolves packages from the importing file's location: the peers live below node_modules' parent.
     peers = NODE_DIR / "bench"
@@ -95,17 +103,25 @@ def node_sdk() -> Path | None:
 
 def _installed(python: Path, *packages: str) -> dict[str, str]:
     code = "import sys; from importlib.metadata import version; print(*(version(p) for p in sys.argv[1:]))"
-    found = subprocess.run([str(python), "-c", code, *packages], capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        [str(python), "-c", code, *packages], capture_output=True, text=True, check=True
+    )
     return dict(zip(packages, found.stdout.split(), strict=True))
 
 
 def versions(ours: Path, python: Path, node_peers: Path | None) -> dict[str, str]:
-    full = subprocess.run([str(ours), "-c", "import platform; print(platform.python_version())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    full = subprocess.run(
+        [str(ours), "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     out = {"python": full, **_installed(ours, "acpstack", "msgspec", "uvloop")}
     out.update(_installed(python, "agent-client-protocol", "pydantic"))
     if node_peers is not None:
         pkg = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
         out["@agentclientprotocol/sdk"] = json.loads(pkg.read_text())["version"]
-        out["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+        out["node"] = subprocess.run(
+            ["node", "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     return out

@@ -41,8 +41,18 @@ class Sampler(threading.Thread):
 
 
 def start_server(python: str, max_connections: int) -> tuple[subprocess.Popen[str], int]:
-    argv = [python, "-m", "acpstack", "serve", "--port", "0", "--agent", f"{HERE / 'peers' / 'acpstack_agent.py'}:BenchAgent",
-            "--max-connections", str(max_connections)]
+    argv = [
+        python,
+        "-m",
+        "acpstack",
+        "serve",
+        "--port",
+        "0",
+        "--agent",
+        f"{HERE / 'peers' / 'acpstack_agent.py'}:BenchAgent",
+        "--max-connections",
+        str(max_connections),
+    ]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -62,8 +72,19 @@ def measure(python: str, connections: int, sessions: int, updates: int) -> dict[
         for profile in ("http", "ws"):
             sampler = Sampler(proc.pid)
             sampler.start()
-            load = subprocess.run([python, str(HERE / "peers" / "remote_load.py"), f"{profile}://127.0.0.1:{port}/acp",
-                                   str(connections), str(sessions), str(updates)], capture_output=True, text=True, timeout=600)
+            load = subprocess.run(
+                [
+                    python,
+                    str(HERE / "peers" / "remote_load.py"),
+                    f"{profile}://127.0.0.1:{port}/acp",
+                    str(connections),
+                    str(sessions),
+                    str(updates),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             sampler.running = False
             sampler.join()
             if load.returncode != 0:
@@ -71,8 +92,12 @@ def measure(python: str, connections: int, sessions: int, updates: int) -> dict[
             result = json.loads(load.stdout)
             time.sleep(1.0)  # let the server drop the closed connections
             after = rss_kb(proc.pid)
-            out[profile] = {**result, "server_peak_mb": sampler.peak / 1024, "server_after_mb": after / 1024,
-                            "peak_growth_per_connection_kb": (sampler.peak - idle) / connections}
+            out[profile] = {
+                **result,
+                "server_peak_mb": sampler.peak / 1024,
+                "server_after_mb": after / 1024,
+                "peak_growth_per_connection_kb": (sampler.peak - idle) / connections,
+            }
         return out
     finally:
         proc.terminate()

@@ -42,7 +42,9 @@ async def measure() -> float:
 
 def main() -> None:
     per_session = asyncio.run(measure())
-    print(f"SessionAgent: {per_session:,.0f} bytes of Python heap per open session ({SESSIONS:,} sessions, SQLite store)")
+    print(
+        f"SessionAgent: {per_session:,.0f} bytes of Python heap per open session ({SESSIONS:,} sessions, SQLite store)"
+    )
 
 
 if __name__ == "__main__":

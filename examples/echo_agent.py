@@ -1,4 +1,3 @@
-# A complete ACP agent: it echoes every prompt back as a streamed message.
 import uuid
 
 from acpstack import Agent, serve_stdio
@@ -15,6 +14,7 @@ class EchoAgent(Agent):
                 chunk = acp.AgentMessageChunk(content=acp.TextContent(text=f"echo: {block.text}"))
                 await self.client.session_update(params.session_id, chunk)
         return acp.PromptResponse(stop_reason="end_turn")
+
 
 if __name__ == "__main__":
     serve_stdio(EchoAgent())

@@ -17,7 +17,9 @@ import pytest
 BOTH_LOOPS = {"core", "e2e"}
 
 
-def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[str, Callable[[], Any]]:
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], Any]]:
     factories: dict[str, Callable[[], Any]] = {"asyncio": asyncio.new_event_loop}
     if item.path.parent.name not in BOTH_LOOPS:
         return factories

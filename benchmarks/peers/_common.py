@@ -16,7 +16,10 @@ N_LONG_STREAM = 50_000 if QUICK else 500_000  # W7
 
 def percentiles(samples: list[float]) -> dict[str, object]:
     ordered = sorted(samples)
-    return {"p50": ordered[len(ordered) // 2], "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+    return {
+        "p50": ordered[len(ordered) // 2],
+        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+    }
 
 
 def rss_mb(pid: int) -> float:

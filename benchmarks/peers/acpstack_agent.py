@@ -17,7 +17,9 @@ class BenchAgent(Agent):
         self.sessions: dict[str, dict[str, object]] = {}
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        return acp.InitializeResponse(protocol_version=1, agent_info=acp.Implementation(name="acpstack-bench", version="1"))
+        return acp.InitializeResponse(
+            protocol_version=1, agent_info=acp.Implementation(name="acpstack-bench", version="1")
+        )
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         sid = f"s{len(self.sessions):06d}"
@@ -27,13 +29,19 @@ class BenchAgent(Agent):
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         sid = params.session_id
         block = params.prompt[0]
-        command, _, count = (block.text if isinstance(block, acp.TextContent) else "").partition(" ")
+        command, _, count = (block.text if isinstance(block, acp.TextContent) else "").partition(
+            " "
+        )
         if command == "stream":
             for i in range(int(count)):
-                await self.client.session_update(sid, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}{PAD}")))
+                await self.client.session_update(
+                    sid, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}{PAD}"))
+                )
         elif command == "read":
             for _ in range(int(count)):
-                await self.client.fs_read_text_file(acp.ReadTextFileRequest(session_id=sid, path="/bench/file.txt"))
+                await self.client.fs_read_text_file(
+                    acp.ReadTextFileRequest(session_id=sid, path="/bench/file.txt")
+                )
         return acp.PromptResponse(stop_reason="end_turn")
 
 

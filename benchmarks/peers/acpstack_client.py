@@ -35,7 +35,9 @@ class BenchClient(Client):
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
-        assert isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)
+        assert isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        )
         expected = self.counts.get(params.session_id, 0)
         if int(update.content.text[:8]) != expected:
             raise SystemExit(f"update out of order: {update.content.text[:8]} != {expected}")
@@ -47,8 +49,12 @@ class BenchClient(Client):
         return acp.ReadTextFileResponse(content="hello\n")
 
 
-INIT = acp.InitializeRequest(protocol_version=1, client_capabilities=acp.ClientCapabilities(
-    fs=acp.FileSystemCapabilities(read_text_file=True, write_text_file=False), terminal=False))
+INIT = acp.InitializeRequest(
+    protocol_version=1,
+    client_capabilities=acp.ClientCapabilities(
+        fs=acp.FileSystemCapabilities(read_text_file=True, write_text_file=False), terminal=False
+    ),
+)
 
 
 def prompt(sid: str, text: str) -> acp.PromptRequest:
@@ -96,9 +102,13 @@ async def run(workload: str, agent: list[str]) -> dict[str, object]:
             await peer.session_prompt(prompt(sid, f"read {N_READS}"))
             return {"value": N_READS / (time.perf_counter() - t0)}
         if workload == "W4":
-            sids = [sid] + [(await peer.session_new(new)).session_id for _ in range(N_SESSIONS_W4 - 1)]
+            sids = [sid] + [
+                (await peer.session_new(new)).session_id for _ in range(N_SESSIONS_W4 - 1)
+            ]
             t0 = time.perf_counter()
-            await asyncio.gather(*(peer.session_prompt(prompt(s, f"stream {N_UPDATES_W4}")) for s in sids))
+            await asyncio.gather(
+                *(peer.session_prompt(prompt(s, f"stream {N_UPDATES_W4}")) for s in sids)
+            )
             elapsed = time.perf_counter() - t0
             assert all(client.counts[s] == N_UPDATES_W4 for s in sids)
             return {"value": elapsed}

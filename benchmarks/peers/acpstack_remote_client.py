@@ -29,7 +29,9 @@ class Counter(Client):
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
             if int(update.content.text[:8]) != self.count and self.failure is None:
                 self.failure = f"out of order at {self.count}"
             self.count += 1
@@ -40,7 +42,9 @@ async def main(url: str) -> dict[str, object]:
     async with connect_remote(url, client) as conn:
         agent = conn.agent
         await agent.initialize()
-        sid = (await agent.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))).session_id
+        sid = (
+            await agent.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+        ).session_id
 
         def prompt(text: str) -> acp.PromptRequest:
             return acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=text)])

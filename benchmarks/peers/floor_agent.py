@@ -27,12 +27,35 @@ def main() -> None:
             command, _, count = params["prompt"][0]["text"].partition(" ")
             if command == "stream":
                 for i in range(int(count)):
-                    out.write(orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
-                        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{i:08d}{PAD}"}}}}) + b"\n")
+                    out.write(
+                        orjson.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": "session/update",
+                                "params": {
+                                    "sessionId": sid,
+                                    "update": {
+                                        "sessionUpdate": "agent_message_chunk",
+                                        "content": {"type": "text", "text": f"{i:08d}{PAD}"},
+                                    },
+                                },
+                            }
+                        )
+                        + b"\n"
+                    )
             elif command == "read":
                 for _ in range(int(count)):
-                    out.write(orjson.dumps({"jsonrpc": "2.0", "id": next_id, "method": "fs/read_text_file",
-                                            "params": {"sessionId": sid, "path": "/bench/file.txt"}}) + b"\n")
+                    out.write(
+                        orjson.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": next_id,
+                                "method": "fs/read_text_file",
+                                "params": {"sessionId": sid, "path": "/bench/file.txt"},
+                            }
+                        )
+                        + b"\n"
+                    )
                     out.flush()
                     next_id += 1
                     orjson.loads(read())

@@ -30,7 +30,10 @@ class Peer:
     def send(self, method: str, params: Any) -> int:
         self.ids += 1
         assert self.proc.stdin is not None
-        self.proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}) + b"\n")
+        self.proc.stdin.write(
+            orjson.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+            + b"\n"
+        )
         self.proc.stdin.flush()
         return self.ids
 
@@ -45,7 +48,12 @@ class Peer:
                     raise SystemExit("out of order")
                 self.counts[sid] = expected + 1
             elif msg.get("method") == "fs/read_text_file":
-                self.proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": "hello\n"}}) + b"\n")
+                self.proc.stdin.write(
+                    orjson.dumps(
+                        {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": "hello\n"}}
+                    )
+                    + b"\n"
+                )
                 self.proc.stdin.flush()
             elif msg.get("id") == rid:
                 return msg["result"]
@@ -62,7 +70,10 @@ def run(workload: str, agent: list[str]) -> dict[str, object]:
     started = time.perf_counter()
     peer = Peer(agent)
     try:
-        peer.call("initialize", {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}})
+        peer.call(
+            "initialize",
+            {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}},
+        )
         if workload == "W5":
             return {"value": (time.perf_counter() - started) * 1000}
         new = {"cwd": "/tmp", "mcpServers": []}
@@ -89,7 +100,9 @@ def run(workload: str, agent: list[str]) -> dict[str, object]:
             peer.call("session/prompt", prompt(sid, f"read {N_READS}"))
             return {"value": N_READS / (time.perf_counter() - t0)}
         if workload == "W4":
-            sids = [sid] + [peer.call("session/new", new)["sessionId"] for _ in range(N_SESSIONS_W4 - 1)]
+            sids = [sid] + [
+                peer.call("session/new", new)["sessionId"] for _ in range(N_SESSIONS_W4 - 1)
+            ]
             t0 = time.perf_counter()
             rids = [peer.send("session/prompt", prompt(s, f"stream {N_UPDATES_W4}")) for s in sids]
             for rid in rids:

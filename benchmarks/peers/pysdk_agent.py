@@ -37,8 +37,13 @@ class BenchAgent:
         command, _, count = prompt[0].text.partition(" ")
         if command == "stream":
             for i in range(int(count)):
-                await self.conn.session_update(session_id=session_id, update=AgentMessageChunk(
-                    session_update="agent_message_chunk", content=TextContentBlock(type="text", text=f"{i:08d}{PAD}")))
+                await self.conn.session_update(
+                    session_id=session_id,
+                    update=AgentMessageChunk(
+                        session_update="agent_message_chunk",
+                        content=TextContentBlock(type="text", text=f"{i:08d}{PAD}"),
+                    ),
+                )
         elif command == "read":
             for _ in range(int(count)):
                 await self.conn.read_text_file(session_id=session_id, path="/bench/file.txt")

@@ -48,9 +48,16 @@ class BenchClient:
 async def run(workload: str, agent: list[str]) -> dict[str, object]:
     client = BenchClient()
     started = time.perf_counter()
-    async with spawn_agent_process(client, agent[0], *agent[1:], env=dict(os.environ),
-                                   transport_kwargs={"stderr": None, "limit": 2**26}) as (conn, proc):
-        caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=False), terminal=False)
+    async with spawn_agent_process(
+        client,
+        agent[0],
+        *agent[1:],
+        env=dict(os.environ),
+        transport_kwargs={"stderr": None, "limit": 2**26},
+    ) as (conn, proc):
+        caps = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=False), terminal=False
+        )
         await conn.initialize(protocol_version=1, client_capabilities=caps)
         if workload == "W5":
             return {"value": (time.perf_counter() - started) * 1000}
@@ -82,9 +89,14 @@ async def run(workload: str, agent: list[str]) -> dict[str, object]:
             await conn.prompt(session_id=sid, prompt=text(f"read {N_READS}"))
             return {"value": N_READS / (time.perf_counter() - t0)}
         if workload == "W4":
-            sids = [sid] + [(await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id for _ in range(N_SESSIONS_W4 - 1)]
+            sids = [sid] + [
+                (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+                for _ in range(N_SESSIONS_W4 - 1)
+            ]
             t0 = time.perf_counter()
-            await asyncio.gather(*(conn.prompt(session_id=s, prompt=text(f"stream {N_UPDATES_W4}")) for s in sids))
+            await asyncio.gather(
+                *(conn.prompt(session_id=s, prompt=text(f"stream {N_UPDATES_W4}")) for s in sids)
+            )
             elapsed = time.perf_counter() - t0
             await asyncio.sleep(0.05)
             assert all(client.counts.get(s) == N_UPDATES_W4 for s in sids)

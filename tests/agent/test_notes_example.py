@@ -38,9 +38,24 @@ async def test_plan_permission_diff_terminal_and_the_session_lifecycle(tmp_path:
         assert notes.read_text() == "- buy milk\n- call Ada\n"
         state = client.sessions[sid].state
         assert [e.status for e in state.plan] == ["completed"] * 3
-        diffs = [c for u in log if isinstance(u, acp.ToolCall) for c in (u.content or []) if isinstance(c, acp.Diff)]
-        assert diffs[-1].old_text == "- buy milk\n" and diffs[-1].new_text == "- buy milk\n- call Ada\n"
-        terminals = [c for u in log if isinstance(u, acp.ToolCallUpdate) for c in (u.content or []) if isinstance(c, acp.Terminal)]
+        diffs = [
+            c
+            for u in log
+            if isinstance(u, acp.ToolCall)
+            for c in (u.content or [])
+            if isinstance(c, acp.Diff)
+        ]
+        assert (
+            diffs[-1].old_text == "- buy milk\n"
+            and diffs[-1].new_text == "- buy milk\n- call Ada\n"
+        )
+        terminals = [
+            c
+            for u in log
+            if isinstance(u, acp.ToolCallUpdate)
+            for c in (u.content or [])
+            if isinstance(c, acp.Terminal)
+        ]
         assert len(terminals) == 2
         assert state.last_agent_message is not None and "2 lines" in state.last_agent_message.text
         sent = len(log)

@@ -41,7 +41,9 @@ class Recorder(ClientRuntime):
         return [encode(u) for s, u in self.log if s == sid]
 
     def texts(self, sid: str) -> list[str]:
-        return [u.content.text for s, u in self.log if s == sid and isinstance(u, acp.AgentMessageChunk)]
+        return [
+            u.content.text for s, u in self.log if s == sid and isinstance(u, acp.AgentMessageChunk)
+        ]
 
     async def prompt_marked(self, sid: str, text: str) -> acp.PromptResponse:
         """Prompt, then mark the log where the answer arrived."""
@@ -51,7 +53,7 @@ class Recorder(ClientRuntime):
 
     def after_answer(self, sid: str) -> list[Any]:
         marks = [i for i, (s, u) in enumerate(self.log) if s == "--answer--" and u == sid]
-        return [u for s, u in self.log[marks[-1] + 1:] if s == sid]
+        return [u for s, u in self.log[marks[-1] + 1 :] if s == sid]
 
 
 @asynccontextmanager
@@ -97,9 +99,14 @@ async def test_load_replays_exactly_what_was_sent_across_a_restart(tmp_path: Pat
     # The replay holds the user's prompts too, as user_message_chunk, each before its turn.
     agent_side = [u for u in replayed if b'"user_message_chunk"' not in u]
     assert agent_side == sent
-    users = [msgspec.json.decode(u)["content"]["text"] for u in replayed if b'"user_message_chunk"' in u]
+    users = [
+        msgspec.json.decode(u)["content"]["text"] for u in replayed if b'"user_message_chunk"' in u
+    ]
     assert users == ["burst 30", "title Shopping list", "hello"]
-    assert replayed.index(next(u for u in replayed if b"hello" in u and b"user_message_chunk" in u)) == len(replayed) - 2
+    assert (
+        replayed.index(next(u for u in replayed if b"hello" in u and b"user_message_chunk" in u))
+        == len(replayed) - 2
+    )
     state = second.sessions[sid].state
     assert state.title == "Shopping list" and state.current_mode_id == "code"
 
@@ -127,13 +134,26 @@ async def test_list_pages_over_1000_sessions_newest_first(tmp_path: Path) -> Non
     other = tmp_path / "other"
     other.mkdir()
     async with agent(tmp_path / "s.db", client) as conn:
-        created = [(await conn.agent.session_new(acp.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[]))).session_id for _ in range(1000)]
-        elsewhere = (await conn.agent.session_new(acp.NewSessionRequest(cwd=str(other), mcp_servers=[]))).session_id
+        created = [
+            (
+                await conn.agent.session_new(
+                    acp.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[])
+                )
+            ).session_id
+            for _ in range(1000)
+        ]
+        elsewhere = (
+            await conn.agent.session_new(acp.NewSessionRequest(cwd=str(other), mcp_servers=[]))
+        ).session_id
         seen: list[acp.SessionInfo] = []
         cursor: str | None = None
         pages = 0
         while True:
-            page = await conn.agent.session_list(acp.ListSessionsRequest(cwd=str(tmp_path), cursor=cursor) if cursor else acp.ListSessionsRequest(cwd=str(tmp_path)))
+            page = await conn.agent.session_list(
+                acp.ListSessionsRequest(cwd=str(tmp_path), cursor=cursor)
+                if cursor
+                else acp.ListSessionsRequest(cwd=str(tmp_path))
+            )
             seen += page.sessions
             pages += 1
             if not isinstance(page.next_cursor, str):
@@ -169,7 +189,10 @@ async def test_delete_then_load_is_not_found_and_delete_is_idempotent(tmp_path: 
         await client.prompt(sid, "burst 3")
         await conn.agent.session_delete(acp.DeleteSessionRequest(session_id=sid))
         await conn.agent.session_delete(acp.DeleteSessionRequest(session_id=sid))
-        for call in (client.load_session(sid, str(tmp_path)), client.resume_session(sid, str(tmp_path))):
+        for call in (
+            client.load_session(sid, str(tmp_path)),
+            client.resume_session(sid, str(tmp_path)),
+        ):
             with pytest.raises(RequestError) as info:
                 await call
             assert info.value.code == -32002
@@ -190,7 +213,9 @@ async def test_close_cancels_the_running_turn_and_frees_the_session(tmp_path: Pa
         await client.close_session(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
         with pytest.raises(RequestError) as info:
-            await client.agent.session_prompt(acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="x")]))
+            await client.agent.session_prompt(
+                acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="x")])
+            )
         assert info.value.code == -32002  # closed: not active until loaded or resumed
         await client.resume_session(sid, str(tmp_path))
         assert (await client.prompt(sid, "again")).stop_reason == "end_turn"
@@ -217,7 +242,7 @@ async def test_kill_9_during_a_burst_loses_nothing_the_client_saw(tmp_path: Path
         await second.load_session(sid, str(tmp_path))
         stored = second.texts(sid)
         # Every update the client saw is in the store, in order; nothing is garbled.
-        assert stored[:len(seen)] == seen
+        assert stored[: len(seen)] == seen
         assert stored == [f"{i:08d} chunk" for i in range(len(stored))]
         # And the session is still usable.
         await second.prompt(sid, "after the crash")
@@ -260,7 +285,9 @@ async def test_cancel_during_a_terminal_wait_kills_and_releases_it(tmp_path: Pat
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
         await asyncio.sleep(0.3)
         assert client.after_answer(sid) == []
-        assert client.terminals.terminal_ids(sid) == []  # released by the agent even though it was cancelled
+        assert (
+            client.terminals.terminal_ids(sid) == []
+        )  # released by the agent even though it was cancelled
         assert not any("exit=" in t for t in client.texts(sid))
 
 
@@ -279,7 +306,9 @@ async def test_cancel_during_streaming_no_update_after_the_answer(tmp_path: Path
         assert texts == [f"{i:08d} stream" for i in range(len(texts))]
 
 
-async def test_cancel_request_of_a_prompt_and_an_author_that_raises_while_cancelled(tmp_path: Path) -> None:
+async def test_cancel_request_of_a_prompt_and_an_author_that_raises_while_cancelled(
+    tmp_path: Path,
+) -> None:
     client = Recorder()
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
@@ -341,25 +370,37 @@ async def test_modes_and_the_mode_config_option_stay_in_sync(tmp_path: Path) -> 
         assert {o.id: o.current_value for o in state.config_options}["mode"] == "code"
 
         result = await conn.agent.session_set_config_option(
-            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="mode", value="ask"))
+            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="mode", value="ask")
+        )
         assert {o.id: o.current_value for o in result.config_options}["mode"] == "ask"
         assert state.current_mode_id == "ask"
 
-        for bad in (acp.SetSessionConfigOptionRequest(session_id=sid, config_id="mode", value="nope"),
-                    acp.SetSessionConfigOptionRequest(session_id=sid, config_id="verbose", value="yes"),
-                    acp.SetSessionConfigOptionRequest(session_id=sid, config_id="missing", value="x")):
+        for bad in (
+            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="mode", value="nope"),
+            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="verbose", value="yes"),
+            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="missing", value="x"),
+        ):
             with pytest.raises(RequestError) as info:
                 await conn.agent.session_set_config_option(bad)
             assert info.value.code == -32602
         result = await conn.agent.session_set_config_option(
-            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="verbose", type="boolean", value=True))
-        assert {o.id: o.current_value for o in result.config_options} == {"mode": "ask", "verbose": True}
+            acp.SetSessionConfigOptionRequest(
+                session_id=sid, config_id="verbose", type="boolean", value=True
+            )
+        )
+        assert {o.id: o.current_value for o in result.config_options} == {
+            "mode": "ask",
+            "verbose": True,
+        }
     # Mode and options persist.
     again = Recorder()
     async with agent(tmp_path / "s.db", again):
         resumed = await again.resume_session(sid, str(tmp_path))
         assert resumed.modes is not None and resumed.modes.current_mode_id == "ask"
-        assert {o.id: o.current_value for o in resumed.config_options or []} == {"mode": "ask", "verbose": True}
+        assert {o.id: o.current_value for o in resumed.config_options or []} == {
+            "mode": "ask",
+            "verbose": True,
+        }
 
 
 async def test_authentication_is_required_until_authenticate(tmp_path: Path) -> None:
@@ -399,11 +440,19 @@ async def test_fork_copies_the_history_under_a_new_id(tmp_path: Path) -> None:
 
     client = Recorder()
     db = tmp_path / "s.db"
-    async with spawn_agent(AGENT, client, env={"SESSION_AGENT_DB": str(db), "SESSION_AGENT_UNSTABLE": "1"}, unstable=True) as conn:
+    async with spawn_agent(
+        AGENT,
+        client,
+        env={"SESSION_AGENT_DB": str(db), "SESSION_AGENT_UNSTABLE": "1"},
+        unstable=True,
+    ) as conn:
         await client.initialize()
         sid = (await client.new_session(str(tmp_path))).session_id
         await client.prompt(sid, "burst 4")
-        forked = await conn.connection.request("session/fork", acpu.ForkSessionRequest(session_id=sid, cwd=str(tmp_path), mcp_servers=[]))
+        forked = await conn.connection.request(
+            "session/fork",
+            acpu.ForkSessionRequest(session_id=sid, cwd=str(tmp_path), mcp_servers=[]),
+        )
         new_id = forked.session_id
         assert new_id != sid
         client.register_session(new_id, str(tmp_path))
@@ -411,6 +460,8 @@ async def test_fork_copies_the_history_under_a_new_id(tmp_path: Path) -> None:
     again = Recorder()
     async with agent(db, again):
         await again.load_session(new_id, str(tmp_path))
-        assert again.texts(new_id) == [f"{i:08d} chunk" for i in range(4)] + ["echo: only in the fork"]
+        assert again.texts(new_id) == [f"{i:08d} chunk" for i in range(4)] + [
+            "echo: only in the fork"
+        ]
         await again.load_session(sid, str(tmp_path))
         assert "echo: only in the fork" not in again.texts(sid)

@@ -33,15 +33,22 @@ def memory_mb(pid: int, field: str) -> float:
     raise AssertionError(f"{field} not in /proc/{pid}/status")
 
 
-def run_chat_measured(tmp_path: Path, prompt: str, *flags: str, work_timeout: float = 60) -> tuple[float, float, str, str]:
+def run_chat_measured(
+    tmp_path: Path, prompt: str, *flags: str, work_timeout: float = 60
+) -> tuple[float, float, str, str]:
     """One headless turn against the raw agent. Returns chat's RSS before the agent's work,
     its peak RSS once the work is done (the agent waits meanwhile), stdout and stderr."""
     rendezvous = Rendezvous(tmp_path)
     out_path = tmp_path / "out"
     cmd = [sys.executable, "-m", "acpstack", "chat", "-p", prompt, *flags, "--", *RAW_AGENT]
     with out_path.open("wb") as out:
-        chat = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=tmp_path,
-                                env=dict(os.environ, **rendezvous.env))
+        chat = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=dict(os.environ, **rendezvous.env),
+        )
         try:
             rendezvous.expect("before")
             before = memory_mb(chat.pid, "VmRSS")
@@ -62,9 +69,13 @@ def records(stdout: str) -> list[dict[str, Any]]:
 
 
 def agent_texts(lines: list[dict[str, Any]]) -> list[str]:
-    return [r["message"]["params"]["update"]["content"]["text"] for r in lines
-            if r["direction"] == "recv" and isinstance(r.get("message"), dict)
-            and r["message"].get("method") == "session/update"]
+    return [
+        r["message"]["params"]["update"]["content"]["text"]
+        for r in lines
+        if r["direction"] == "recv"
+        and isinstance(r.get("message"), dict)
+        and r["message"].get("method") == "session/update"
+    ]
 
 
 def test_a_flood_of_agent_stderr_does_not_grow_the_chat(tmp_path: Path) -> None:
@@ -75,16 +86,22 @@ def test_a_flood_of_agent_stderr_does_not_grow_the_chat(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_message_over_the_limit_is_reported_by_size_quickly_and_in_bounded_memory(tmp_path: Path) -> None:
+def test_a_message_over_the_limit_is_reported_by_size_quickly_and_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
     # 100 MiB in one line (the wire's limit is 64 MiB). The tap used to re-copy its buffer on
     # every chunk (over a minute here) and print the whole line.
     size = 100 * MB
-    before, peak, stdout, _ = run_chat_measured(tmp_path, f"bigline {size}", "--json", work_timeout=30)
+    before, peak, stdout, _ = run_chat_measured(
+        tmp_path, f"bigline {size}", "--json", work_timeout=30
+    )
     lines = records(stdout)
     [oversized] = [r for r in lines if "oversized" in r]
     assert oversized["direction"] == "recv"
     assert oversized["oversized"]["size"] > size
-    assert oversized["oversized"]["prefix"].startswith('{"jsonrpc": "2.0", "method": "session/update"')
+    assert oversized["oversized"]["prefix"].startswith(
+        '{"jsonrpc": "2.0", "method": "session/update"'
+    )
     assert len(oversized["oversized"]["prefix"]) <= 200
     assert len(stdout) < 100_000  # the line itself is never printed
     assert agent_texts(lines) == ["done"]  # and the connection went on
@@ -103,7 +120,10 @@ def test_a_poisoned_line_loses_nothing_around_it(tmp_path: Path) -> None:
     lines = records(stdout)
     assert agent_texts(lines) == ["first", "second", "done"]
     [poisoned] = [r for r in lines if isinstance(r.get("message"), str)]
-    assert poisoned == {"direction": "recv", "message": '{"jsonrpc": "2.0", "method": "\ufffd\ufffd not json'}
+    assert poisoned == {
+        "direction": "recv",
+        "message": '{"jsonrpc": "2.0", "method": "\ufffd\ufffd not json',
+    }
     assert "Traceback" not in stderr
 
 
@@ -115,11 +135,25 @@ def test_a_json_line_with_invalid_utf8_loses_nothing_around_it(tmp_path: Path) -
 
 def chunk_line(text: str) -> bytes:
     update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-    return json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": "s1", "update": update},
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
-@pytest.mark.parametrize("poison", [b'{"jsonrpc": "2.0", "method": "bad\xff"}\n', b"\xff\xfe not json\n", b"[" * 100_000 + b"\n"])
-async def test_one_read_with_a_poisoned_line_gives_three_records_and_passes_every_byte_on(poison: bytes) -> None:
+@pytest.mark.parametrize(
+    "poison",
+    [b'{"jsonrpc": "2.0", "method": "bad\xff"}\n', b"\xff\xfe not json\n", b"[" * 100_000 + b"\n"],
+)
+async def test_one_read_with_a_poisoned_line_gives_three_records_and_passes_every_byte_on(
+    poison: bytes,
+) -> None:
     agent_side, client_side = memory_pair()
     seen: list[dict[str, Any]] = []
     passed: list[bytes] = []
@@ -136,7 +170,10 @@ async def test_one_read_with_a_poisoned_line_gives_three_records_and_passes_ever
     await asyncio.wait_for(arrived.wait(), 10)
     assert passed == [chunk]  # every byte went on to the connection
     assert agent_texts([seen[0], seen[2]]) == ["first", "second"]
-    assert seen[1] == {"direction": "recv", "message": poison[:-1].decode("utf-8", errors="replace")}
+    assert seen[1] == {
+        "direction": "recv",
+        "message": poison[:-1].decode("utf-8", errors="replace"),
+    }
     arrived.clear()
     agent_side.write(chunk_line("third"))  # and reading goes on
     await asyncio.wait_for(arrived.wait(), 10)

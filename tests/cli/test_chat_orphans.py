@@ -20,8 +20,14 @@ CHAT = [sys.executable, "-m", "acpstack", "chat"]
 def test_a_setsid_escapee_of_the_agent_is_ended_with_the_chat(tmp_path: Path) -> None:
     pid_file = tmp_path / "orphan.pid"
     env = dict(os.environ, ORPHAN_PID_FILE=str(pid_file), ACPSTACK_STORE=str(tmp_path / "s.db"))
-    done = subprocess.run([*CHAT, "-p", "go", "--", sys.executable, str(PEERS / "orphan_agent.py")],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    done = subprocess.run(
+        [*CHAT, "-p", "go", "--", sys.executable, str(PEERS / "orphan_agent.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
     orphan = int(pid_file.read_text())
     try:
         assert done.returncode == 0, done.stderr
@@ -33,9 +39,23 @@ def test_a_setsid_escapee_of_the_agent_is_ended_with_the_chat(tmp_path: Path) ->
 
 
 def test_a_key_in_the_agent_command_line_is_not_shown(tmp_path: Path) -> None:
-    agent = [sys.executable, "-c", "import sys; sys.exit(3)", "--base-url", "https://user:SECRETKEY@example.com/v1?api_key=OTHERKEY"]
-    done = subprocess.run([*CHAT, "-p", "go", "--", *agent], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env=dict(os.environ, ACPSTACK_STORE=str(tmp_path / "s.db")))
+    agent = [
+        sys.executable,
+        "-c",
+        "import sys; sys.exit(3)",
+        "--base-url",
+        "https://user:SECRETKEY@example.com/v1?api_key=OTHERKEY",
+    ]
+    done = subprocess.run(
+        [*CHAT, "-p", "go", "--", *agent],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env=dict(os.environ, ACPSTACK_STORE=str(tmp_path / "s.db")),
+    )
     assert done.returncode != 0
     assert "the agent stopped" in done.stderr and "exited with code 3" in done.stderr, done.stderr
-    assert "SECRETKEY" not in done.stderr + done.stdout and "OTHERKEY" not in done.stderr + done.stdout
+    assert (
+        "SECRETKEY" not in done.stderr + done.stdout and "OTHERKEY" not in done.stderr + done.stdout
+    )

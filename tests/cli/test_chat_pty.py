@@ -18,8 +18,15 @@ def chat(tmp_path: Path) -> pexpect.spawn:
     workspace.mkdir()
     (workspace / "README.md").write_text("# Readme\n")
     env = dict(os.environ, ACPSTACK_STORE=str(tmp_path / "sessions.db"), TERM="xterm", NO_COLOR="1")
-    child = pexpect.spawn(sys.executable, ["-m", "acpstack", "chat"], cwd=str(workspace), env=env, encoding="utf-8",
-                          timeout=20, dimensions=(50, 160))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "acpstack", "chat"],
+        cwd=str(workspace),
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 160),
+    )
     child.expect("connected to acpstack reference agent")
     child.expect("> ")
     yield child

@@ -52,7 +52,9 @@ def leftovers() -> Iterator[set[int]]:
             os.kill(pid, signal.SIGKILL)
 
 
-def agent_and_terminal(rendezvous: Rendezvous, chat_pid: int, leftovers: set[int]) -> tuple[int, int]:
+def agent_and_terminal(
+    rendezvous: Rendezvous, chat_pid: int, leftovers: set[int]
+) -> tuple[int, int]:
     """Wait until the agent runs `sleep` in a client terminal; returns (agent pid, sleep pid)."""
     agent = rendezvous.expect("terminal")
     leftovers.add(agent)
@@ -68,14 +70,28 @@ def agent_and_terminal(rendezvous: Rendezvous, chat_pid: int, leftovers: set[int
 
 
 def env(rendezvous: Rendezvous, tmp_path: Path) -> dict[str, str]:
-    return dict(os.environ, **rendezvous.env, ACPSTACK_STORE=str(tmp_path / "sessions.db"), TERM="xterm", NO_COLOR="1")
+    return dict(
+        os.environ,
+        **rendezvous.env,
+        ACPSTACK_STORE=str(tmp_path / "sessions.db"),
+        TERM="xterm",
+        NO_COLOR="1",
+    )
 
 
 @SIGNALS
 @pytest.mark.parametrize("mode", [["-p", "go"], ["-p", "go", "--json"]], ids=["headless", "json"])
-def test_headless(tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int], sig: int, mode: list[str]) -> None:
-    chat = subprocess.Popen([*CHAT, *mode, "--", *SIGNAL_AGENT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=tmp_path, env=env(rendezvous, tmp_path))
+def test_headless(
+    tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int], sig: int, mode: list[str]
+) -> None:
+    chat = subprocess.Popen(
+        [*CHAT, *mode, "--", *SIGNAL_AGENT],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env(rendezvous, tmp_path),
+    )
     leftovers.add(chat.pid)
     try:
         agent, terminal = agent_and_terminal(rendezvous, chat.pid, leftovers)
@@ -90,10 +106,19 @@ def test_headless(tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int], s
     assert_ended({agent, terminal})
 
 
-def spawn_in_terminal(args: list[str], tmp_path: Path, rendezvous: Rendezvous) -> tuple[pexpect.spawn, io.StringIO]:
+def spawn_in_terminal(
+    args: list[str], tmp_path: Path, rendezvous: Rendezvous
+) -> tuple[pexpect.spawn, io.StringIO]:
     seen = io.StringIO()
-    child = pexpect.spawn(sys.executable, ["-m", "acpstack", *args], cwd=str(tmp_path), env=env(rendezvous, tmp_path),
-                          encoding="utf-8", timeout=20, dimensions=(50, 160))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "acpstack", *args],
+        cwd=str(tmp_path),
+        env=env(rendezvous, tmp_path),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(50, 160),
+    )
     child.logfile_read = seen
     return child, seen
 
@@ -121,8 +146,9 @@ def echo_on(fd: int) -> bool:
     return bool(termios.tcgetattr(fd)[3] & termios.ECHO)
 
 
-def test_interactive_at_the_prompt_gives_the_terminal_back(tmp_path: Path, rendezvous: Rendezvous,
-                                                            leftovers: set[int]) -> None:
+def test_interactive_at_the_prompt_gives_the_terminal_back(
+    tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int]
+) -> None:
     child, seen = spawn_in_terminal(["chat", "--", *SIGNAL_AGENT], tmp_path, rendezvous)
     leftovers.add(child.pid)
     # Like the user's shell, hold the terminal open: its modes outlive the chat.
@@ -149,14 +175,22 @@ def test_interactive_at_the_prompt_gives_the_terminal_back(tmp_path: Path, rende
         child.close(force=True)
 
 
-def test_interactive_at_the_prompt_when_the_terminal_hangs_up(tmp_path: Path, rendezvous: Rendezvous,
-                                                              leftovers: set[int]) -> None:
+def test_interactive_at_the_prompt_when_the_terminal_hangs_up(
+    tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int]
+) -> None:
     """The real hang-up: the terminal goes away (its master side is closed)."""
     master, slave = pty.openpty()
     errors = (tmp_path / "stderr").open("w+")
-    chat = subprocess.Popen([*CHAT, "--", *SIGNAL_AGENT], stdin=slave, stdout=slave, stderr=errors, cwd=tmp_path,
-                            env=env(rendezvous, tmp_path), start_new_session=True,
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))  # our controlling terminal
+    chat = subprocess.Popen(
+        [*CHAT, "--", *SIGNAL_AGENT],
+        stdin=slave,
+        stdout=slave,
+        stderr=errors,
+        cwd=tmp_path,
+        env=env(rendezvous, tmp_path),
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )  # our controlling terminal
     os.close(slave)
     leftovers.add(chat.pid)
     try:
@@ -187,7 +221,9 @@ def read_until(fd: int, wanted: bytes, timeout: float = 20) -> bytes:
     return seen
 
 
-def test_demo_waiting_for_a_permission_answer(tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int]) -> None:
+def test_demo_waiting_for_a_permission_answer(
+    tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int]
+) -> None:
     child, seen = spawn_in_terminal(["demo"], tmp_path, rendezvous)
     leftovers.add(child.pid)
     project: Path | None = None

@@ -32,7 +32,9 @@ def ws(tmp_path: Path) -> Path:
 
 def run(args: list[str], ws: Path, *, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ACPSTACK_STORE=str(ws.parent / "sessions.db"))
-    return subprocess.run([*ACPSTACK, *args], cwd=ws, env=env, input=stdin, capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [*ACPSTACK, *args], cwd=ws, env=env, input=stdin, capture_output=True, text=True, timeout=90
+    )
 
 
 def wire(stdout: str) -> list[dict[str, Any]]:
@@ -71,7 +73,10 @@ def test_json_against_our_agent(ws: Path) -> None:
     result = run(["chat", "-p", "/edit README.md Readme Hello", "--approve-all", "--json"], ws)
     assert result.returncode == 0, result.stderr
     lines = wire(result.stdout)
-    assert all(set(line) == {"direction", "message"} and line["message"]["jsonrpc"] == "2.0" for line in lines)
+    assert all(
+        set(line) == {"direction", "message"} and line["message"]["jsonrpc"] == "2.0"
+        for line in lines
+    )
     sent = [line["message"] for line in lines if line["direction"] == "send"]
     received = [line["message"] for line in lines if line["direction"] == "recv"]
     assert [m.get("method") for m in sent[:2]] == ["initialize", "session/new"]
@@ -83,7 +88,11 @@ def test_json_against_our_agent(ws: Path) -> None:
     # Ids are per direction: the agent's own requests may reuse the number.
     final = next(m for m in received if m.get("id") == prompt["id"] and "method" not in m)
     assert final["result"]["stopReason"] == "end_turn"
-    assert any(m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "tool_call" for m in received)
+    assert any(
+        m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "tool_call"
+        for m in received
+    )
 
 
 @pytest.fixture(scope="module")
@@ -92,29 +101,59 @@ def py_sdk_agent() -> list[str]:
     return _foreign.py_sdk_agent_cmd()
 
 
-@pytest.mark.parametrize(("flag", "expected"), [("--approve-all", "allow"), ("--deny-all", "reject")])
-def test_chat_with_an_official_python_sdk_agent(ws: Path, py_sdk_agent: list[str], flag: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "expected"), [("--approve-all", "allow"), ("--deny-all", "reject")]
+)
+def test_chat_with_an_official_python_sdk_agent(
+    ws: Path, py_sdk_agent: list[str], flag: str, expected: str
+) -> None:
     result = run(["chat", "-p", "permission", flag, "--json", "--", *py_sdk_agent], ws)
     assert result.returncode == 0, result.stderr
     lines = wire(result.stdout)
-    init = next(line["message"] for line in lines if line["direction"] == "recv" and line["message"].get("id") == 0)
+    init = next(
+        line["message"]
+        for line in lines
+        if line["direction"] == "recv" and line["message"].get("id") == 0
+    )
     assert init["result"]["agentInfo"]["name"] == "py-sdk-agent"
-    asks = [line["message"] for line in lines if line["direction"] == "recv" and line["message"].get("method") == "session/request_permission"]
+    asks = [
+        line["message"]
+        for line in lines
+        if line["direction"] == "recv"
+        and line["message"].get("method") == "session/request_permission"
+    ]
     assert len(asks) == 1
-    texts = "".join(line["message"]["params"]["update"]["content"]["text"] for line in lines
-                    if line["direction"] == "recv" and line["message"].get("method") == "session/update"
-                    and line["message"]["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    texts = "".join(
+        line["message"]["params"]["update"]["content"]["text"]
+        for line in lines
+        if line["direction"] == "recv"
+        and line["message"].get("method") == "session/update"
+        and line["message"]["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
     assert f"permission: selected {expected}" in texts
 
 
-def test_chat_with_an_official_python_sdk_agent_renders_the_turn(ws: Path, py_sdk_agent: list[str]) -> None:
+def test_chat_with_an_official_python_sdk_agent_renders_the_turn(
+    ws: Path, py_sdk_agent: list[str]
+) -> None:
     result = run(["chat", "-p", "stream 5", "--", *py_sdk_agent], ws)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("chunk-") == 5
 
 
 def test_an_agent_that_exits_at_once_is_a_clear_error(ws: Path) -> None:
-    result = run(["chat", "-p", "hi", "--", sys.executable, "-c", "import sys; print('no key configured', file=sys.stderr); sys.exit(3)"], ws)
+    result = run(
+        [
+            "chat",
+            "-p",
+            "hi",
+            "--",
+            sys.executable,
+            "-c",
+            "import sys; print('no key configured', file=sys.stderr); sys.exit(3)",
+        ],
+        ws,
+    )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "exit" in result.stderr.lower() and "no key configured" in result.stderr
@@ -125,8 +164,11 @@ def test_an_agent_that_exits_at_once_is_a_clear_error(ws: Path) -> None:
 
 def test_sessions_lists_what_chat_created(ws: Path) -> None:
     first = run(["chat", "-p", "/read README.md", "--json"], ws)
-    sid = next(line["message"]["result"]["sessionId"] for line in wire(first.stdout)
-               if line["direction"] == "recv" and line["message"].get("id") == 1)
+    sid = next(
+        line["message"]["result"]["sessionId"]
+        for line in wire(first.stdout)
+        if line["direction"] == "recv" and line["message"].get("id") == 1
+    )
     listed = run(["sessions", "--cwd", str(ws)], ws)
     assert listed.returncode == 0, listed.stderr
     assert sid in listed.stdout
@@ -135,13 +177,25 @@ def test_sessions_lists_what_chat_created(ws: Path) -> None:
 
 
 def test_demo_runs_non_interactively_and_leaves_the_edit(tmp_path: Path) -> None:
-    result = subprocess.run([*ACPSTACK, "demo"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [*ACPSTACK, "demo"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     match = re.search(r"a copy of a sample project is in (\S+)", result.stdout)
     assert match
     project = Path(match.group(1))
     try:
-        assert (project / "README.md").read_text().rstrip().endswith("Add a line about running the tests with unittest to the notes")
+        assert (
+            (project / "README.md")
+            .read_text()
+            .rstrip()
+            .endswith("Add a line about running the tests with unittest to the notes")
+        )
         assert "stdin is not a terminal" in result.stderr + result.stdout
     finally:
         shutil.rmtree(project.parent, ignore_errors=True)
@@ -161,17 +215,35 @@ def _reference_agent(ws: Path) -> list[str]:
 @NEEDS_NODE
 def test_acpstack_agent_driven_by_the_typescript_client(ws: Path) -> None:
     _foreign.node_sdk_dir()
-    cmd = _foreign.ts_client_cmd(_reference_agent(ws), "--cwd", str(ws), "--permission", "allow", "--prompt", "/edit README.md Readme Hello")
+    cmd = _foreign.ts_client_cmd(
+        _reference_agent(ws),
+        "--cwd",
+        str(ws),
+        "--permission",
+        "allow",
+        "--prompt",
+        "/edit README.md Readme Hello",
+    )
     report = _foreign_client_report(cmd)
     assert report["initialize"]["agentInfo"]["name"].startswith("acpstack")
     turn = report["turns"][0]
     assert turn["error"] is None and turn["stopReason"] == "end_turn"
-    assert len(report["permissionRequests"]) == 1 and report["fsWrites"][0]["content"] == "# Hello\n"
+    assert (
+        len(report["permissionRequests"]) == 1 and report["fsWrites"][0]["content"] == "# Hello\n"
+    )
 
 
 def test_acpstack_agent_driven_by_the_python_sdk_client(ws: Path) -> None:
     _foreign.python_sdk_python()
-    cmd = _foreign.py_sdk_client_cmd(_reference_agent(ws), "--cwd", str(ws), "--permission", "reject", "--prompt", "/edit README.md Readme Hello")
+    cmd = _foreign.py_sdk_client_cmd(
+        _reference_agent(ws),
+        "--cwd",
+        str(ws),
+        "--permission",
+        "reject",
+        "--prompt",
+        "/edit README.md Readme Hello",
+    )
     report = _foreign_client_report(cmd)
     turn = report["turns"][0]
     assert turn["error"] is None and turn["stopReason"] == "end_turn"

@@ -19,7 +19,9 @@ from tests_cli_fake import FakeOpenAI, agent_command  # noqa: E402
 
 
 def agent(fake: FakeOpenAI, tmp_path: Path, *extra: str) -> list[str]:
-    return agent_command(fake.url, str(tmp_path / "store.sqlite3"), "--context-window", "100000", *extra)
+    return agent_command(
+        fake.url, str(tmp_path / "store.sqlite3"), "--context-window", "100000", *extra
+    )
 
 
 def env() -> dict[str, str]:
@@ -47,8 +49,16 @@ class Updates:
 
 async def test_streaming_text_reasoning_and_usage(tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
-        fake.scripts.append([("reasoning", "Let me think. "), ("text", "Hello"), ("text", ", world"), ("text", "!"),
-                             ("finish", "stop"), ("usage", 120, 30)])
+        fake.scripts.append(
+            [
+                ("reasoning", "Let me think. "),
+                ("text", "Hello"),
+                ("text", ", world"),
+                ("text", "!"),
+                ("finish", "stop"),
+                ("usage", 120, 30),
+            ]
+        )
         updates = Updates()
         runtime = ClientRuntime(on_update=updates)
         async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
@@ -64,7 +74,12 @@ async def test_streaming_text_reasoning_and_usage(tmp_path: Path) -> None:
         request = fake.requests[0]
         assert request["model"] == "fake-model" and request["stream"] is True
         assert request["messages"][-1] == {"role": "user", "content": "say hello"}
-        assert {t["function"]["name"] for t in request["tools"]} >= {"read_file", "edit_file", "run_command", "update_plan"}
+        assert {t["function"]["name"] for t in request["tools"]} >= {
+            "read_file",
+            "edit_file",
+            "run_command",
+            "update_plan",
+        }
         assert fake.auth_headers[0] == "Bearer sk-test-123"
 
 
@@ -72,7 +87,13 @@ async def test_tool_call_edits_a_file_after_permission(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("print('helo')\n")
     args = json.dumps({"path": "app.py", "old_text": "helo", "new_text": "hello"})
     with FakeOpenAI() as fake:
-        fake.scripts.append([("text", "Fixing the typo."), ("tool", 0, "call_1", "edit_file", [args[:10], args[10:]]), ("finish", "tool_calls")])
+        fake.scripts.append(
+            [
+                ("text", "Fixing the typo."),
+                ("tool", 0, "call_1", "edit_file", [args[:10], args[10:]]),
+                ("finish", "tool_calls"),
+            ]
+        )
         fake.scripts.append([("text", "Fixed."), ("finish", "stop")])
         asked: list[acp.RequestPermissionRequest] = []
 
@@ -87,13 +108,21 @@ async def test_tool_call_edits_a_file_after_permission(tmp_path: Path) -> None:
             await runtime.prompt(sid, "fix the typo")
             assert (tmp_path / "app.py").read_text() == "print('hello')\n"
             diff = asked[0].tool_call.content[0]
-            assert isinstance(diff, acp.Diff) and diff.old_text == "print('helo')\n" and diff.new_text == "print('hello')\n"
+            assert (
+                isinstance(diff, acp.Diff)
+                and diff.old_text == "print('helo')\n"
+                and diff.new_text == "print('hello')\n"
+            )
             tool = next(iter(runtime.sessions[sid].state.tool_calls.values()))
             assert tool.status == "completed" and tool.kind == "edit"
             assert runtime.sessions[sid].state.last_agent_message.text.endswith("Fixed.")  # type: ignore[union-attr]
         second = fake.requests[1]["messages"]
         assert second[-2]["tool_calls"][0]["function"] == {"name": "edit_file", "arguments": args}
-        assert second[-1] == {"role": "tool", "tool_call_id": "call_1", "content": f"{tmp_path / 'app.py'} written."}
+        assert second[-1] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": f"{tmp_path / 'app.py'} written.",
+        }
 
 
 async def test_refused_edit_leaves_the_file_and_tells_the_model(tmp_path: Path) -> None:
@@ -116,7 +145,13 @@ async def test_run_command_and_plan(tmp_path: Path) -> None:
     plan = json.dumps({"entries": [{"content": "Run it", "status": "in_progress"}]})
     cmd = json.dumps({"command": "echo", "args": ["from-the-terminal"]})
     with FakeOpenAI() as fake:
-        fake.scripts.append([("tool", 0, "p", "update_plan", [plan]), ("tool", 1, "r", "run_command", [cmd]), ("finish", "tool_calls")])
+        fake.scripts.append(
+            [
+                ("tool", 0, "p", "update_plan", [plan]),
+                ("tool", 1, "r", "run_command", [cmd]),
+                ("finish", "tool_calls"),
+            ]
+        )
         fake.scripts.append([("text", "Done."), ("finish", "stop")])
         runtime = ClientRuntime(ask=allow)
         async with spawn_agent(agent(fake, tmp_path), runtime, env=env()):
@@ -161,13 +196,22 @@ async def test_http_error_is_reported_without_the_key(tmp_path: Path) -> None:
                 await runtime.prompt(sid, "hi")
             text = runtime.sessions[sid].state.last_agent_message.text  # type: ignore[union-attr]
             assert "HTTP 401" in text and "FAKE_KEY" in text and "sk-test-123" not in text
-            assert info.value.data == {"reason": "model_error", "kind": "unauthorized", "status": 401}
+            assert info.value.data == {
+                "reason": "model_error",
+                "kind": "unauthorized",
+                "status": 401,
+            }
             assert "HTTP 401" in info.value.message and "sk-test-123" not in info.value.message
 
 
 async def test_each_http_failure_says_what_to_do(tmp_path: Path) -> None:
-    cases = [(404, "not_found", "Check the model name (--model fake-model)"), (429, "rate_limited", "wait and try again"),
-             (500, "server_error", "try again later"), (503, "server_error", "try again later"), (400, "bad_request", "--context-window")]
+    cases = [
+        (404, "not_found", "Check the model name (--model fake-model)"),
+        (429, "rate_limited", "wait and try again"),
+        (500, "server_error", "try again later"),
+        (503, "server_error", "try again later"),
+        (400, "bad_request", "--context-window"),
+    ]
     with FakeOpenAI() as fake:
         fake.scripts += [[("status", status, "upstream says no")] for status, _kind, _hint in cases]
         runtime = ClientRuntime()
@@ -179,4 +223,8 @@ async def test_each_http_failure_says_what_to_do(tmp_path: Path) -> None:
                     await runtime.prompt(sid, "hi")
                 assert info.value.data == {"reason": "model_error", "kind": kind, "status": status}
                 text = runtime.sessions[sid].state.last_agent_message.text  # type: ignore[union-attr]
-                assert f"HTTP {status}: upstream says no" in text and hint in text and hint in info.value.message
+                assert (
+                    f"HTTP {status}: upstream says no" in text
+                    and hint in text
+                    and hint in info.value.message
+                )

@@ -33,12 +33,19 @@ def say(text: str) -> list[tuple[Any, ...]]:
 
 def stored_messages(store: Path, session_id: str) -> list[dict[str, Any]]:
     with contextlib.closing(sqlite3.connect(store)) as db:
-        rows = db.execute("SELECT payload FROM events WHERE session_id = ? AND kind = ? ORDER BY seq", (session_id, LLM_EVENT)).fetchall()
+        rows = db.execute(
+            "SELECT payload FROM events WHERE session_id = ? AND kind = ? ORDER BY seq",
+            (session_id, LLM_EVENT),
+        ).fetchall()
     return [json.loads(row[0]) for row in rows]
 
 
 def call(call_id: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": "update_plan", "arguments": "{}"}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "update_plan", "arguments": "{}"},
+    }
 
 
 # -- pure functions ---------------------------------------------------------------------
@@ -61,8 +68,19 @@ def test_fit_keeps_the_newest_units_the_system_prompt_and_the_task() -> None:
     system = {"role": "system", "content": "s"}
     old = [{"role": "user", "content": "x" * 400}, {"role": "assistant", "content": "y" * 400}]
     task = {"role": "user", "content": "the task"}
-    round_ = [{"role": "assistant", "content": None, "tool_calls": [call("c1")]}, {"role": "tool", "tool_call_id": "c1", "content": "z" * 200}]
-    rounds = [[{**m, "tool_call_id": f"c{i}"} if m["role"] == "tool" else {**m, "tool_calls": [call(f"c{i}")]} for m in round_] for i in range(5)]
+    round_ = [
+        {"role": "assistant", "content": None, "tool_calls": [call("c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "z" * 200},
+    ]
+    rounds = [
+        [
+            {**m, "tool_call_id": f"c{i}"}
+            if m["role"] == "tool"
+            else {**m, "tool_calls": [call(f"c{i}")]}
+            for m in round_
+        ]
+        for i in range(5)
+    ]
     history = [*old, task, *(m for r in rounds for m in r)]
     everything = fit(system, history, 100_000)
     assert everything == [system, *history]
@@ -75,7 +93,12 @@ def test_fit_keeps_the_newest_units_the_system_prompt_and_the_task() -> None:
 
 
 def test_images_count_as_a_fixed_estimate() -> None:
-    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 400_000}}]}
+    image = {
+        "role": "user",
+        "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 400_000}}
+        ],
+    }
     assert estimate_tokens(image) < 1100
 
 
@@ -87,7 +110,11 @@ async def test_a_second_process_sends_the_first_turns_messages(tmp_path: Path, r
     store = tmp_path / "store.sqlite3"
     with FakeOpenAI() as fake:
         command = agent_command(fake.url, str(store))
-        fake.scripts += [[("tool", 0, "call_plan", "update_plan", [PLAN]), ("finish", "tool_calls")], say("Hello Ada."), say("You are Ada.")]
+        fake.scripts += [
+            [("tool", 0, "call_plan", "update_plan", [PLAN]), ("finish", "tool_calls")],
+            say("Hello Ada."),
+            say("You are Ada."),
+        ]
         first = ClientRuntime()
         async with spawn_agent(command, first, env=ENV):
             await first.initialize()
@@ -106,10 +133,19 @@ async def test_a_second_process_sends_the_first_turns_messages(tmp_path: Path, r
     assert sent[1]["content"] == "my name is Ada" and sent[4]["content"] == "Hello Ada."
     assert sent[2]["tool_calls"][0]["id"] == "call_plan" and sent[3]["tool_call_id"] == "call_plan"
     assert sent[5]["content"] == "what is my name?"
-    assert [m["role"] for m in stored_messages(store, sid)] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [m["role"] for m in stored_messages(store, sid)] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
 
 
-async def test_a_fork_carries_the_history_and_the_original_does_not_see_the_fork(tmp_path: Path) -> None:
+async def test_a_fork_carries_the_history_and_the_original_does_not_see_the_fork(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store.sqlite3"
     with FakeOpenAI() as fake:
         command = agent_command(fake.url, str(store))
@@ -122,22 +158,36 @@ async def test_a_fork_carries_the_history_and_the_original_does_not_see_the_fork
         second = ClientRuntime()
         async with spawn_agent([*command, "--unstable"], second, env=ENV, unstable=True) as conn:
             await second.initialize()
-            forked = await conn.connection.request("session/fork", acpu.ForkSessionRequest(session_id=sid, cwd=str(tmp_path), mcp_servers=[]))
+            forked = await conn.connection.request(
+                "session/fork",
+                acpu.ForkSessionRequest(session_id=sid, cwd=str(tmp_path), mcp_servers=[]),
+            )
             second.register_session(forked.session_id, str(tmp_path))
             await second.prompt(forked.session_id, "in the fork")
             await second.load_session(sid, str(tmp_path))
             await second.prompt(sid, "in the original")
         in_fork, in_original = fake.requests[1]["messages"], fake.requests[2]["messages"]
-    assert [m.get("content") for m in in_fork[1:]] == ["my name is Ada", "Hello Ada.", "in the fork"]
-    assert [m.get("content") for m in in_original[1:]] == ["my name is Ada", "Hello Ada.", "in the original"]
+    assert [m.get("content") for m in in_fork[1:]] == [
+        "my name is Ada",
+        "Hello Ada.",
+        "in the fork",
+    ]
+    assert [m.get("content") for m in in_original[1:]] == [
+        "my name is Ada",
+        "Hello Ada.",
+        "in the original",
+    ]
 
 
 async def test_kill_9_loses_at_most_the_step_in_flight(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite3"
     with FakeOpenAI() as fake:
         command = agent_command(fake.url, str(store))
-        fake.scripts += [[("tool", 0, "call_plan", "update_plan", [PLAN]), ("finish", "tool_calls")], [("text", "Half an ans"), ("hang",)],
-                         say("Recovered.")]
+        fake.scripts += [
+            [("tool", 0, "call_plan", "update_plan", [PLAN]), ("finish", "tool_calls")],
+            [("text", "Half an ans"), ("hang",)],
+            say("Recovered."),
+        ]
         first = ClientRuntime()
         async with spawn_agent(command, first, env=ENV) as conn:
             await first.initialize()
@@ -164,7 +214,9 @@ async def test_trimming_sends_whole_tool_rounds_and_keeps_everything_stored(tmp_
         command = agent_command(fake.url, str(store), "--context-window", "4000")
         for i in range(6):
             cmd = json.dumps({"command": "echo", "args": [f"round-{i}", big]})
-            fake.scripts.append([("tool", 0, f"call_{i}", "run_command", [cmd]), ("finish", "tool_calls")])
+            fake.scripts.append(
+                [("tool", 0, f"call_{i}", "run_command", [cmd]), ("finish", "tool_calls")]
+            )
         fake.scripts.append(say("All done."))
         fake.scripts.append(say("Second turn."))
 
@@ -179,12 +231,19 @@ async def test_trimming_sends_whole_tool_rounds_and_keeps_everything_stored(tmp_
             await runtime.prompt(sid, "and now?")
         last = fake.requests[-1]["messages"]
     stored = stored_messages(store, sid)
-    assert len(stored) == 1 + 6 * 2 + 1 + 1 + 1  # user, 6 rounds, answer, user, answer: nothing dropped
+    assert (
+        len(stored) == 1 + 6 * 2 + 1 + 1 + 1
+    )  # user, 6 rounds, answer, user, answer: nothing dropped
     assert len(last) < len(stored)  # the request was trimmed
     assert last[0]["role"] == "system" and last[-1] == {"role": "user", "content": "and now?"}
     for index, message in enumerate(last):
         if message["role"] == "tool":
             assert last[index - 1].get("tool_calls", [{}])[0].get("id") == message["tool_call_id"]
         if message.get("tool_calls"):
-            assert last[index + 1]["role"] == "tool" and last[index + 1]["tool_call_id"] == message["tool_calls"][0]["id"]
-    assert "run six rounds" not in [m.get("content") for m in last]  # an older task went, the newest stayed
+            assert (
+                last[index + 1]["role"] == "tool"
+                and last[index + 1]["tool_call_id"] == message["tool_calls"][0]["id"]
+            )
+    assert "run six rounds" not in [
+        m.get("content") for m in last
+    ]  # an older task went, the newest stayed

@@ -22,43 +22,75 @@ from acpstack.cli._redact import (
 KEY = "sk-live-0123456789abcdef"
 
 
-@pytest.mark.parametrize("name", ["key", "api_key", "API-KEY", "apikey", "x-api-key", "token", "access_token", "secret",
-                                  "client_secret", "password", "passwd", "sig", "signature", "Authorization", "Cookie"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "key",
+        "api_key",
+        "API-KEY",
+        "apikey",
+        "x-api-key",
+        "token",
+        "access_token",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "sig",
+        "signature",
+        "Authorization",
+        "Cookie",
+    ],
+)
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["model", "page", "q", "version", "Content-Type", "user", "sessionId", "exit_code"])
+@pytest.mark.parametrize(
+    "name", ["model", "page", "q", "version", "Content-Type", "user", "sessionId", "exit_code"]
+)
 def test_ordinary_names(name: str) -> None:
     assert not is_secret_name(name)
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    (f"http://user:{KEY}@host:8080/v1", "http://***@host:8080/v1"),
-    (f"https://{KEY}@host/v1", "https://***@host/v1"),
-    (f"https://host/v1?api_key={KEY}&model=m", "https://host/v1?api_key=***&model=m"),
-    (f"https://host/v1?model=m&access_token={KEY}", "https://host/v1?model=m&access_token=***"),
-    (f"https://host/v1?sig={KEY}#frag", "https://host/v1?sig=***#frag"),
-    ("https://api.openai.com/v1", "https://api.openai.com/v1"),
-    ("http://127.0.0.1:11434/v1?model=x", "http://127.0.0.1:11434/v1?model=x"),
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"http://user:{KEY}@host:8080/v1", "http://***@host:8080/v1"),
+        (f"https://{KEY}@host/v1", "https://***@host/v1"),
+        (f"https://host/v1?api_key={KEY}&model=m", "https://host/v1?api_key=***&model=m"),
+        (f"https://host/v1?model=m&access_token={KEY}", "https://host/v1?model=m&access_token=***"),
+        (f"https://host/v1?sig={KEY}#frag", "https://host/v1?sig=***#frag"),
+        ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+        ("http://127.0.0.1:11434/v1?model=x", "http://127.0.0.1:11434/v1?model=x"),
+    ],
+)
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
 
 
 def test_url_secrets_finds_userinfo_and_query_values() -> None:
-    assert set(url_secrets(f"http://ada:{KEY}@h/v1?token=t0k3n&x=1")) == {"ada", KEY, f"ada:{KEY}", "t0k3n"}
+    assert set(url_secrets(f"http://ada:{KEY}@h/v1?token=t0k3n&x=1")) == {
+        "ada",
+        KEY,
+        f"ada:{KEY}",
+        "t0k3n",
+    }
     assert url_secrets("http://h/v1?model=m") == []
 
 
 def test_redact_headers() -> None:
-    shown = redact_headers({"Authorization": f"Bearer {KEY}", "X-Api-Key": KEY, "Accept": "text/event-stream"})
+    shown = redact_headers(
+        {"Authorization": f"Bearer {KEY}", "X-Api-Key": KEY, "Accept": "text/event-stream"}
+    )
     assert shown == {"Authorization": MASK, "X-Api-Key": MASK, "Accept": "text/event-stream"}
 
 
 def test_redactor_masks_known_secrets_in_every_encoding() -> None:
     key = "k3y/with+odd=chars"
-    redactor = Redactor.for_endpoint(f"http://ada:{quote(key, safe='')}@h/v1", None)  # as a user must write it
+    redactor = Redactor.for_endpoint(
+        f"http://ada:{quote(key, safe='')}@h/v1", None
+    )  # as a user must write it
     basic = base64.b64encode(f"ada:{key}".encode()).decode()
     for text in (key, quote(key, safe=""), quote_plus(key), f"Basic {basic}", f"echo: {basic}"):
         assert "k3y" not in redactor.text(text) and basic not in redactor.text(text), text
@@ -67,12 +99,17 @@ def test_redactor_masks_known_secrets_in_every_encoding() -> None:
 
 def test_redactor_masks_credential_patterns_it_was_not_told_about() -> None:
     redactor = Redactor()
-    text = (f"POST http://u:{KEY}@h/v1?api_key={KEY} failed; Authorization: Bearer {KEY}; "
-            f'{{"api_key": "{KEY}", "token":"{KEY}"}} password={KEY} exit code: 1')
+    text = (
+        f"POST http://u:{KEY}@h/v1?api_key={KEY} failed; Authorization: Bearer {KEY}; "
+        f'{{"api_key": "{KEY}", "token":"{KEY}"}} password={KEY} exit code: 1'
+    )
     shown = redactor.text(text)
     assert KEY not in shown
     assert "exit code: 1" in shown  # ordinary text stays readable
-    assert redactor.text("the token expired; Basic auth failed") == "the token expired; Basic auth failed"
+    assert (
+        redactor.text("the token expired; Basic auth failed")
+        == "the token expired; Basic auth failed"
+    )
 
 
 def test_redactor_leaves_plain_text_alone() -> None:

@@ -30,9 +30,18 @@ def prompt_blocks(tmp_path: Path, ws: Path) -> list[Any]:
     return [
         acp.TextContent(text="Look at these."),
         acp.ImageContent(data=PNG, mime_type="image/png"),
-        acp.EmbeddedResource(resource=acp.TextResourceContents(uri="file:///virtual/spec.txt", text="embedded text: green")),
-        acp.EmbeddedResource(resource=acp.BlobResourceContents(uri="file:///virtual/data.bin", blob=base64.b64encode(b"\0" * 10).decode(),
-                                                               mime_type="application/octet-stream")),
+        acp.EmbeddedResource(
+            resource=acp.TextResourceContents(
+                uri="file:///virtual/spec.txt", text="embedded text: green"
+            )
+        ),
+        acp.EmbeddedResource(
+            resource=acp.BlobResourceContents(
+                uri="file:///virtual/data.bin",
+                blob=base64.b64encode(b"\0" * 10).decode(),
+                mime_type="application/octet-stream",
+            )
+        ),
         acp.ResourceLink(name="notes.md", uri=(ws / "notes.md").as_uri()),
         acp.ResourceLink(name="outside.txt", uri=(tmp_path / "outside.txt").as_uri()),
         acp.ResourceLink(name="docs", uri="https://example.com/docs", title="The docs"),
@@ -42,8 +51,12 @@ def prompt_blocks(tmp_path: Path, ws: Path) -> list[Any]:
 async def send_to_model(tmp_path: Path, *flags: str) -> tuple[Any, list[dict[str, Any]]]:
     ws = workspace(tmp_path)
     with FakeOpenAI() as fake:
-        runtime = ClientRuntime(unrestricted_fs=True)  # a client that would read any file: the agent must not ask
-        async with spawn_agent(agent_command(fake.url, str(tmp_path / "s.db"), *flags), runtime, env={"FAKE_KEY": "k"}):
+        runtime = ClientRuntime(
+            unrestricted_fs=True
+        )  # a client that would read any file: the agent must not ask
+        async with spawn_agent(
+            agent_command(fake.url, str(tmp_path / "s.db"), *flags), runtime, env={"FAKE_KEY": "k"}
+        ):
             await runtime.initialize()
             sid = (await runtime.new_session(str(ws))).session_id
             result = await runtime.prompt(sid, prompt_blocks(tmp_path, ws))
@@ -59,7 +72,9 @@ async def test_the_model_gets_images_and_resource_text(tmp_path: Path) -> None:
     assert '<resource uri="file:///virtual/spec.txt">\nembedded text: green\n</resource>' in texts
     assert "file:///virtual/data.bin (application/octet-stream, 10 bytes)" in texts
     assert "linked file content: blue" in texts  # read through the client (fs/read_text_file)
-    assert "outside.txt" in texts and "outside content" not in texts  # outside the workspace: only named
+    assert (
+        "outside.txt" in texts and "outside content" not in texts
+    )  # outside the workspace: only named
     assert "Linked resource: The docs <https://example.com/docs>" in texts
 
 
@@ -67,14 +82,19 @@ async def test_without_images_the_model_is_told_one_was_left_out(tmp_path: Path)
     _result, content = await send_to_model(tmp_path)
     assert isinstance(content, str)  # only text parts left: sent as plain text
     assert "data:image" not in content and PNG not in content
-    assert "[An image (image/png, image) was attached, but this model does not accept images.]" in content
+    assert (
+        "[An image (image/png, image) was attached, but this model does not accept images.]"
+        in content
+    )
     assert "linked file content: blue" in content
 
 
 async def test_the_scripted_brain_acknowledges_attachments(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     runtime = ClientRuntime()
-    async with spawn_agent([sys.executable, "-m", "acpstack", "agent", "--store", str(tmp_path / "s.db")], runtime):
+    async with spawn_agent(
+        [sys.executable, "-m", "acpstack", "agent", "--store", str(tmp_path / "s.db")], runtime
+    ):
         await runtime.initialize()
         sid = (await runtime.new_session(str(ws))).session_id
         blocks = prompt_blocks(tmp_path, ws)

@@ -39,12 +39,24 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(args: list[str], tmp_path: Path, *, prefix: list[str] = AGENT, **env: str) -> subprocess.CompletedProcess[str]:
+def start(
+    args: list[str], tmp_path: Path, *, prefix: list[str] = AGENT, **env: str
+) -> subprocess.CompletedProcess[str]:
     """Start the agent with stdin at EOF: a good configuration serves and exits 0 at once."""
-    full_env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ACPSTACK_MODEL")}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ACPSTACK_MODEL")
+    }
     full_env.update(env)
-    return subprocess.run([*prefix, *args, "--store", str(tmp_path / "s.db")], env=full_env, input="", capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [*prefix, *args, "--store", str(tmp_path / "s.db")],
+        env=full_env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def one_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -56,15 +68,29 @@ def one_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_without_the_llm_extra(tmp_path: Path) -> None:
-    line = one_line(start(["agent", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], tmp_path, prefix=[sys.executable, "-c", WITHOUT_HTTPX]))
+    line = one_line(
+        start(
+            ["agent", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
+            tmp_path,
+            prefix=[sys.executable, "-c", WITHOUT_HTTPX],
+        )
+    )
     assert '"llm" extra' in line and 'pip install "acpstack[llm]"' in line
     # The scripted agent needs no extra.
     assert start(["agent"], tmp_path, prefix=[sys.executable, "-c", WITHOUT_HTTPX]).returncode == 0
 
 
 def test_missing_key_names_the_variable(tmp_path: Path) -> None:
-    assert "set the OPENAI_API_KEY environment variable" in one_line(start(["--model", "gpt-4o"], tmp_path))
-    line = one_line(start(["--model", "m", "--base-url", "https://llm.example.com/v1", "--api-key-env", "MY_KEY"], tmp_path, MY_KEY=""))
+    assert "set the OPENAI_API_KEY environment variable" in one_line(
+        start(["--model", "gpt-4o"], tmp_path)
+    )
+    line = one_line(
+        start(
+            ["--model", "m", "--base-url", "https://llm.example.com/v1", "--api-key-env", "MY_KEY"],
+            tmp_path,
+            MY_KEY="",
+        )
+    )
     assert "no API key for https://llm.example.com/v1: set the MY_KEY environment variable" in line
 
 
@@ -79,11 +105,20 @@ def test_a_key_or_a_local_server_starts(tmp_path: Path) -> None:
         assert result.returncode == 0 and result.stderr == "", (args, result.stderr)
 
 
-@pytest.mark.parametrize(("url", "needed"), [
-    ("https://api.openai.com/v1", True), ("http://api.openai.com/v1", True), ("https://llm.example.com/v1", True),
-    ("http://llm.example.com/v1", False), ("https://127.0.0.1:8080/v1", False), ("https://[::1]/v1", False),
-    ("https://localhost/v1", False), ("https://box.localhost/v1", False), ("https://llm.example.com/v1?token=t", False),
-])
+@pytest.mark.parametrize(
+    ("url", "needed"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("http://api.openai.com/v1", True),
+        ("https://llm.example.com/v1", True),
+        ("http://llm.example.com/v1", False),
+        ("https://127.0.0.1:8080/v1", False),
+        ("https://[::1]/v1", False),
+        ("https://localhost/v1", False),
+        ("https://box.localhost/v1", False),
+        ("https://llm.example.com/v1?token=t", False),
+    ],
+)
 def test_the_key_rule(url: str, needed: bool) -> None:
     assert needs_api_key(url) is needed
 
@@ -91,20 +126,40 @@ def test_the_key_rule(url: str, needed: bool) -> None:
 def test_bad_base_url_and_store(tmp_path: Path) -> None:
     line = one_line(start(["--model", "m", "--base-url", "ftp://u:s3cr3t-value@h/v1"], tmp_path))
     assert "--base-url must be an http:// or https:// URL" in line and "s3cr3t-value" not in line
-    assert "not a valid URL" in one_line(start(["--model", "m", "--base-url", "http://h:port/v1"], tmp_path))
+    assert "not a valid URL" in one_line(
+        start(["--model", "m", "--base-url", "http://h:port/v1"], tmp_path)
+    )
     (tmp_path / "file").write_text("")
-    result = subprocess.run([*AGENT, "--store", str(tmp_path / "file" / "s.db")], input="", capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*AGENT, "--store", str(tmp_path / "file" / "s.db")],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "cannot open the session store" in one_line(result)
 
 
 def test_context_window_must_be_positive(tmp_path: Path) -> None:
     result = start(["--context-window", "0"], tmp_path)
-    assert result.returncode == 2 and "must be at least 1" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.returncode == 2
+        and "must be at least 1" in result.stderr
+        and "Traceback" not in result.stderr
+    )
 
 
 async def test_unreachable_server_is_an_agent_message_and_an_error(tmp_path: Path) -> None:
     runtime = ClientRuntime()
-    command = [*AGENT, "--model", "m", "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--store", str(tmp_path / "s.db")]
+    command = [
+        *AGENT,
+        "--model",
+        "m",
+        "--base-url",
+        f"http://127.0.0.1:{closed_port()}/v1",
+        "--store",
+        str(tmp_path / "s.db"),
+    ]
     async with spawn_agent(command, runtime):
         await runtime.initialize()
         sid = (await runtime.new_session(str(tmp_path))).session_id
@@ -113,14 +168,29 @@ async def test_unreachable_server_is_an_agent_message_and_an_error(tmp_path: Pat
         message = runtime.sessions[sid].state.last_agent_message
         assert message is not None and "Could not connect to the model server" in message.text
         assert "Check that the server is running and that --base-url is right." in message.text
-    assert info.value.code == -32603 and info.value.message.startswith("Model error: Could not connect")
+    assert info.value.code == -32603 and info.value.message.startswith(
+        "Model error: Could not connect"
+    )
     assert info.value.data == {"reason": "model_error", "kind": "unreachable"}
 
 
 def test_headless_chat_exits_non_zero(tmp_path: Path) -> None:
-    agent = [*AGENT, "--model", "m", "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--store", str(tmp_path / "s.db")]
-    result = subprocess.run([sys.executable, "-m", "acpstack", "chat", "-p", "hello", "--", *agent], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=60)
+    agent = [
+        *AGENT,
+        "--model",
+        "m",
+        "--base-url",
+        f"http://127.0.0.1:{closed_port()}/v1",
+        "--store",
+        str(tmp_path / "s.db"),
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "acpstack", "chat", "-p", "hello", "--", *agent],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "Model error: Could not connect to the model server" in result.stderr
 
@@ -134,7 +204,10 @@ async def agent_capabilities(tmp_path: Path, *flags: str) -> acp.AgentCapabiliti
 
 
 async def test_the_capabilities_follow_the_flags(tmp_path: Path) -> None:
-    plain, images = await agent_capabilities(tmp_path), await agent_capabilities(tmp_path, "--images")
+    plain, images = (
+        await agent_capabilities(tmp_path),
+        await agent_capabilities(tmp_path, "--images"),
+    )
     for caps in (plain, images):
         assert isinstance(caps.mcp_capabilities, acp.McpCapabilities)
         assert caps.mcp_capabilities.http is True and caps.mcp_capabilities.sse is True
@@ -145,8 +218,14 @@ async def test_the_capabilities_follow_the_flags(tmp_path: Path) -> None:
 
 def test_the_readme_synopsis_matches_the_command() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Using `acpstack agent` from an editor") : readme.index("## Chatting with any agent")]
-    synopsis = section[section.index("acpstack agent [") : section.index("```", section.index("acpstack agent ["))]
+    section = readme[
+        readme.index("## Using `acpstack agent` from an editor") : readme.index(
+            "## Chatting with any agent"
+        )
+    ]
+    synopsis = section[
+        section.index("acpstack agent [") : section.index("```", section.index("acpstack agent ["))
+    ]
     flags = {word.strip("[]") for word in synopsis.split() if word.startswith("[--")}
     usage = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, timeout=60).stdout
     assert len(flags) == 7 and all(flag in usage for flag in flags), (flags, usage)

@@ -30,7 +30,12 @@ SCRIPTED = [sys.executable, "-m", "acpstack", "agent"]
 
 
 def stdio(name: str) -> acp.McpServerStdio:
-    return acp.McpServerStdio(name=name, command=sys.executable, args=[SERVER], env=[acp.EnvVariable(name="API_TOKEN", value="env-s3cret")])
+    return acp.McpServerStdio(
+        name=name,
+        command=sys.executable,
+        args=[SERVER],
+        env=[acp.EnvVariable(name="API_TOKEN", value="env-s3cret")],
+    )
 
 
 class Asked:
@@ -63,7 +68,9 @@ def test_function_names_fit_the_api_pattern_and_stay_unique() -> None:
         taken.add(names[-1])
     assert names[0] == "mcp__my_server_1__do_it"
     assert names[1] != names[0] and names[1].startswith("mcp__my_server_1__do_i")
-    assert all(len(n) <= MAX_NAME and n.replace("_", "a").replace("-", "a").isalnum() for n in names)
+    assert all(
+        len(n) <= MAX_NAME and n.replace("_", "a").replace("-", "a").isalnum() for n in names
+    )
     assert len(set(names)) == 3
 
 
@@ -73,7 +80,9 @@ async def test_scripted_tools_and_mcp_commands_over_stdio(tmp_path: Path) -> Non
     async with spawn_agent([*SCRIPTED, "--store", str(tmp_path / "s.db")], runtime):
         await runtime.initialize()
         broken = acp.McpServerStdio(name="broken", command="/no/such/server", args=[], env=[])
-        sid = (await runtime.new_session(str(tmp_path), mcp_servers=[stdio("calc"), broken])).session_id
+        sid = (
+            await runtime.new_session(str(tmp_path), mcp_servers=[stdio("calc"), broken])
+        ).session_id
         await runtime.prompt(sid, "/tools")
         listing = last_text(runtime, sid)
         assert "`calc` `add`" in listing and "`calc` `echo` (read-only)" in listing
@@ -81,7 +90,12 @@ async def test_scripted_tools_and_mcp_commands_over_stdio(tmp_path: Path) -> Non
 
         await runtime.prompt(sid, '/mcp calc add {"a": 2, "b": 40}')
         tool = last_tool(runtime, sid)
-        assert (tool.title, tool.kind, tool.status, tool.raw_input) == ("calc: add", "other", "completed", {"a": 2, "b": 40})
+        assert (tool.title, tool.kind, tool.status, tool.raw_input) == (
+            "calc: add",
+            "other",
+            "completed",
+            {"a": 2, "b": 40},
+        )
         assert isinstance(tool.content[0], acp.Content) and tool.content[0].content.text == "42"  # type: ignore[union-attr]
         assert len(asked.requests) == 1 and asked.requests[0].tool_call.title == "calc: add"
         assert "42" in last_text(runtime, sid)
@@ -91,7 +105,9 @@ async def test_scripted_tools_and_mcp_commands_over_stdio(tmp_path: Path) -> Non
         assert (tool.kind, tool.status) == ("read", "completed") and len(asked.requests) == 1
 
         await runtime.prompt(sid, "/mcp calc fail")
-        assert last_tool(runtime, sid).status == "failed" and "error: Error executing tool fail" in last_text(runtime, sid)
+        assert last_tool(
+            runtime, sid
+        ).status == "failed" and "error: Error executing tool fail" in last_text(runtime, sid)
 
         count = len(runtime.sessions[sid].state.tool_calls)
         await runtime.prompt(sid, "/mcp calc add {not json")
@@ -100,9 +116,14 @@ async def test_scripted_tools_and_mcp_commands_over_stdio(tmp_path: Path) -> Non
         assert "no MCP tool `nosuch`" in last_text(runtime, sid)
         assert len(runtime.sessions[sid].state.tool_calls) == count  # nothing ran
 
-        await runtime.agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="ask"))
+        await runtime.agent.session_set_mode(
+            acp.SetSessionModeRequest(session_id=sid, mode_id="ask")
+        )
         await runtime.prompt(sid, '/mcp calc add {"a": 1, "b": 1}')
-        assert "ask" in last_text(runtime, sid) and len(runtime.sessions[sid].state.tool_calls) == count
+        assert (
+            "ask" in last_text(runtime, sid)
+            and len(runtime.sessions[sid].state.tool_calls) == count
+        )
         await runtime.prompt(sid, '/mcp calc echo {"text": "reads are fine"}')
         assert last_tool(runtime, sid).status == "completed"
 
@@ -123,7 +144,11 @@ async def test_scripted_mcp_command_over_http(tmp_path: Path) -> None:
     with mcp_http_server("http") as url:
         async with spawn_agent([*SCRIPTED, "--store", str(tmp_path / "s.db")], runtime):
             await runtime.initialize()
-            sid = (await runtime.new_session(str(tmp_path), mcp_servers=[acp.McpServerHttp(name="web", url=url, headers=[])])).session_id
+            sid = (
+                await runtime.new_session(
+                    str(tmp_path), mcp_servers=[acp.McpServerHttp(name="web", url=url, headers=[])]
+                )
+            ).session_id
             await runtime.prompt(sid, '/mcp web add {"a": 40, "b": 2}')
             tool = last_tool(runtime, sid)
     assert (tool.title, tool.status, tool.raw_input) == ("web: add", "completed", {"a": 40, "b": 2})
@@ -133,17 +158,28 @@ async def test_scripted_mcp_command_over_http(tmp_path: Path) -> None:
 async def test_the_model_calls_tools_of_http_and_sse_servers(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite3"
     asked = Asked()
-    with mcp_http_server("http", MCP_TOKEN="hdr-s3cret") as http_url, mcp_http_server("sse") as sse_url, FakeOpenAI() as fake:
+    with (
+        mcp_http_server("http", MCP_TOKEN="hdr-s3cret") as http_url,
+        mcp_http_server("sse") as sse_url,
+        FakeOpenAI() as fake,
+    ):
         fake.scripts += [
-            [("tool", 0, "c1", "mcp__web__add", [json.dumps({"a": 20, "b": 22})]), ("tool", 1, "c2", "mcp__events__echo", ['{"text": "hi"}']),
-             ("finish", "tool_calls")],
+            [
+                ("tool", 0, "c1", "mcp__web__add", [json.dumps({"a": 20, "b": 22})]),
+                ("tool", 1, "c2", "mcp__events__echo", ['{"text": "hi"}']),
+                ("finish", "tool_calls"),
+            ],
             [("text", "The sum is 42."), ("finish", "stop")],
         ]
         runtime = ClientRuntime(ask=asked)
         async with spawn_agent(agent_command(fake.url, str(store)), runtime, env={"FAKE_KEY": "k"}):
             await runtime.initialize()
             servers: list[Any] = [
-                acp.McpServerHttp(name="web", url=http_url, headers=[acp.HttpHeader(name="Authorization", value="Bearer hdr-s3cret")]),
+                acp.McpServerHttp(
+                    name="web",
+                    url=http_url,
+                    headers=[acp.HttpHeader(name="Authorization", value="Bearer hdr-s3cret")],
+                ),
                 acp.McpServerSse(name="events", url=sse_url, headers=[]),
             ]
             sid = (await runtime.new_session(str(tmp_path), mcp_servers=servers)).session_id
@@ -154,25 +190,44 @@ async def test_the_model_calls_tools_of_http_and_sse_servers(tmp_path: Path) -> 
     assert offered["mcp__web__add"]["parameters"]["properties"].keys() == {"a", "b"}
     assert offered["mcp__web__add"]["description"].startswith("[MCP server web] Add two integers")
     assert {"mcp__events__echo", "mcp__web__getenv", "read_file"} <= offered.keys()
-    assert results == [{"role": "tool", "tool_call_id": "c1", "content": "42"}, {"role": "tool", "tool_call_id": "c2", "content": "hi"}]
-    assert (tools["web: add"].status, tools["web: add"].raw_input) == ("completed", {"a": 20, "b": 22})
+    assert results == [
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        {"role": "tool", "tool_call_id": "c2", "content": "hi"},
+    ]
+    assert (tools["web: add"].status, tools["web: add"].raw_input) == (
+        "completed",
+        {"a": 20, "b": 22},
+    )
     assert tools["events: echo"].status == "completed" and tools["events: echo"].kind == "read"
-    assert [r.tool_call.title for r in asked.requests] == ["web: add"]  # echo is read-only: no question
+    assert [r.tool_call.title for r in asked.requests] == [
+        "web: add"
+    ]  # echo is read-only: no question
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("store.sqlite3*"))
-    assert b"hdr-s3cret" not in stored and b"mcp__web__add" in stored  # the header's secret is not kept
+    assert (
+        b"hdr-s3cret" not in stored and b"mcp__web__add" in stored
+    )  # the header's secret is not kept
 
 
-async def test_a_failing_mcp_tool_is_a_failed_call_and_an_error_for_the_model(tmp_path: Path) -> None:
+async def test_a_failing_mcp_tool_is_a_failed_call_and_an_error_for_the_model(
+    tmp_path: Path,
+) -> None:
     with FakeOpenAI() as fake:
-        fake.scripts += [[("tool", 0, "c1", "mcp__calc__fail", ["{}"]), ("finish", "tool_calls")], [("text", "It failed."), ("finish", "stop")]]
+        fake.scripts += [
+            [("tool", 0, "c1", "mcp__calc__fail", ["{}"]), ("finish", "tool_calls")],
+            [("text", "It failed."), ("finish", "stop")],
+        ]
         runtime = ClientRuntime(ask=Asked())
-        async with spawn_agent(agent_command(fake.url, str(tmp_path / "s.db")), runtime, env={"FAKE_KEY": "k"}):
+        async with spawn_agent(
+            agent_command(fake.url, str(tmp_path / "s.db")), runtime, env={"FAKE_KEY": "k"}
+        ):
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path), mcp_servers=[stdio("calc")])).session_id
             result = await runtime.prompt(sid, "try it")
             tool = last_tool(runtime, sid)
         result_message = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"][0]
-    assert result.stop_reason == "end_turn" and tool.status == "failed" and tool.title == "calc: fail"
+    assert (
+        result.stop_reason == "end_turn" and tool.status == "failed" and tool.title == "calc: fail"
+    )
     assert result_message["content"].startswith("error:") and "fail" in result_message["content"]
 
 
@@ -181,9 +236,18 @@ async def test_secrets_of_mcp_servers_are_not_stored(tmp_path: Path, field: str)
     runtime = ClientRuntime()
     async with spawn_agent([*SCRIPTED, "--store", str(tmp_path / "s.db")], runtime):
         await runtime.initialize()
-        server: Any = stdio("calc") if field == "env" else acp.McpServerHttp(
-            name="web", url="http://127.0.0.1:9/mcp?token=url-s3cret", headers=[acp.HttpHeader(name="X-Api-Key", value="hdr-s3cret")])
+        server: Any = (
+            stdio("calc")
+            if field == "env"
+            else acp.McpServerHttp(
+                name="web",
+                url="http://127.0.0.1:9/mcp?token=url-s3cret",
+                headers=[acp.HttpHeader(name="X-Api-Key", value="hdr-s3cret")],
+            )
+        )
         sid = (await runtime.new_session(str(tmp_path), mcp_servers=[server])).session_id
     with contextlib.closing(sqlite3.connect(tmp_path / "s.db")) as db:
-        (stored,) = db.execute("SELECT mcp_servers FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+        (stored,) = db.execute(
+            "SELECT mcp_servers FROM sessions WHERE session_id = ?", (sid,)
+        ).fetchone()
     assert "s3cret" not in stored and "***" in stored

@@ -38,15 +38,27 @@ def endpoint(source: str, port: int, key: str) -> tuple[str, dict[str, str]]:
     return f"http://127.0.0.1:{port}/v1?api_key={key}", {"FAKE_KEY": ""}
 
 
-async def run_prompts(tmp_path: Path, base_url: str, env: dict[str, str], prompts: int) -> tuple[str, list[RequestError], str]:
+async def run_prompts(
+    tmp_path: Path, base_url: str, env: dict[str, str], prompts: int
+) -> tuple[str, list[RequestError], str]:
     """Run `acpstack agent`, send `prompts` prompts that all fail; return the wire, the errors, stderr."""
     stderr_file = tmp_path / "agent.stderr"
-    command = ["sh", "-c", 'exec "$@" 2>>"$AGENT_STDERR"', "sh", *agent_command(base_url, str(tmp_path / "store.sqlite3"))]
+    command = [
+        "sh",
+        "-c",
+        'exec "$@" 2>>"$AGENT_STDERR"',
+        "sh",
+        *agent_command(base_url, str(tmp_path / "store.sqlite3")),
+    ]
     wire: list[str] = []
     errors: list[RequestError] = []
-    transport = await SubprocessTransport.spawn(command, env={**env, "AGENT_STDERR": str(stderr_file)})
+    transport = await SubprocessTransport.spawn(
+        command, env={**env, "AGENT_STDERR": str(stderr_file)}
+    )
     runtime = ClientRuntime()
-    conn = connect_client(runtime, TapTransport(transport, lambda record: wire.append(json.dumps(record))))
+    conn = connect_client(
+        runtime, TapTransport(transport, lambda record: wire.append(json.dumps(record)))
+    )
     async with conn.connection:
         await runtime.initialize()
         sid = (await runtime.new_session(str(tmp_path))).session_id
@@ -65,7 +77,9 @@ def forms(key: str) -> list[str]:
     return [key, base64.b64encode(f"ada:{key}".encode()).decode()]
 
 
-def assert_nowhere(key: str, wire: str, errors: list[RequestError], stderr: str, stored: bytes) -> None:
+def assert_nowhere(
+    key: str, wire: str, errors: list[RequestError], stderr: str, stored: bytes
+) -> None:
     for form in forms(key):
         assert form not in wire
         assert all(form not in e.message and form not in json.dumps(e.data) for e in errors)
@@ -79,7 +93,11 @@ async def test_connection_refused(tmp_path: Path, source: str) -> None:
     base_url, env = endpoint(source, closed_port(), key)
     wire, errors, stderr = await run_prompts(tmp_path, base_url, env, 1)
     assert errors[0].data["kind"] == "unreachable" and "Could not connect" in errors[0].message
-    assert "Could not connect" in wire and "model request failed" in stderr and b"Could not connect" in store_bytes(tmp_path)
+    assert (
+        "Could not connect" in wire
+        and "model request failed" in stderr
+        and b"Could not connect" in store_bytes(tmp_path)
+    )
     assert_nowhere(key, wire, errors, stderr, store_bytes(tmp_path))
 
 
@@ -89,15 +107,40 @@ async def test_server_answers_that_echo_the_key(tmp_path: Path, source: str) -> 
     with FakeOpenAI() as fake:
         base_url, env = endpoint(source, fake.port, key)
         fake.scripts += [
-            [("status", 401, json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}))],  # a 401 echoing the key
-            [("raw", "text/event-stream", f"data: {{not json, key={key}\n\n")],  # garbage in the stream
-            [("raw", "text/html", f"<html>proxy error for {key}</html>")],  # garbage instead of a stream
+            [
+                (
+                    "status",
+                    401,
+                    json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}),
+                )
+            ],  # a 401 echoing the key
+            [
+                ("raw", "text/event-stream", f"data: {{not json, key={key}\n\n")
+            ],  # garbage in the stream
+            [
+                ("raw", "text/html", f"<html>proxy error for {key}</html>")
+            ],  # garbage instead of a stream
             [("text", "Half an ans"), ("drop",)],  # the server goes away mid-stream
         ]
         wire, errors, stderr = await run_prompts(tmp_path, base_url, env, 4)
-        sent: dict[str, Any] = {"env": fake.auth_headers[0], "userinfo": fake.auth_headers[0], "query": fake.paths[0]}
-    assert key in (base64.b64decode(sent[source][6:]).decode() if source == "userinfo" else sent[source])  # the key was used
-    assert [e.data["kind"] for e in errors] == ["unauthorized", "bad_response", "bad_response", "disconnected"]
+        sent: dict[str, Any] = {
+            "env": fake.auth_headers[0],
+            "userinfo": fake.auth_headers[0],
+            "query": fake.paths[0],
+        }
+    assert key in (
+        base64.b64decode(sent[source][6:]).decode() if source == "userinfo" else sent[source]
+    )  # the key was used
+    assert [e.data["kind"] for e in errors] == [
+        "unauthorized",
+        "bad_response",
+        "bad_response",
+        "disconnected",
+    ]
     assert [e.data.get("status") for e in errors] == [401, None, None, None]
-    assert "HTTP 401" in wire and "Incorrect API key provided" in wire and "broke in the middle" in wire
+    assert (
+        "HTTP 401" in wire
+        and "Incorrect API key provided" in wire
+        and "broke in the middle" in wire
+    )
     assert_nowhere(key, wire, errors, stderr, store_bytes(tmp_path))

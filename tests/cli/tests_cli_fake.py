@@ -81,23 +81,38 @@ class FakeOpenAI:
             self.paths.append(request_line.split()[1].decode())
             with self._arrived:
                 self._arrived.notify_all()
-            script = self.scripts.pop(0) if self.scripts else [("text", "(no script)"), ("finish", "stop")]
+            script = (
+                self.scripts.pop(0)
+                if self.scripts
+                else [("text", "(no script)"), ("finish", "stop")]
+            )
             await self._respond(script, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
 
-    async def _respond(self, script: list[tuple[Any, ...]], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _respond(
+        self,
+        script: list[tuple[Any, ...]],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         if script and script[0][0] in ("status", "raw"):
             kind, first, text = script[0]
             code, content_type = (first, "application/json") if kind == "status" else (200, first)
             payload = text.encode()
-            head = b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n" % (code, content_type.encode(), len(payload))
+            head = b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n" % (
+                code,
+                content_type.encode(),
+                len(payload),
+            )
             writer.write(head + payload)
             await writer.drain()
             return
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+        )
 
         def send(obj: dict[str, Any]) -> None:
             writer.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
@@ -117,7 +132,16 @@ class FakeOpenAI:
                         call["function"]["name"] = name
                     send({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
             elif kind == "usage":
-                send({"choices": [], "usage": {"prompt_tokens": step[1], "completion_tokens": step[2], "total_tokens": step[1] + step[2]}})
+                send(
+                    {
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": step[1],
+                            "completion_tokens": step[2],
+                            "total_tokens": step[1] + step[2],
+                        },
+                    }
+                )
             elif kind == "finish":
                 send({"choices": [{"index": 0, "delta": {}, "finish_reason": step[1]}]})
             elif kind == "drop":
@@ -135,5 +159,18 @@ class FakeOpenAI:
 
 def agent_command(base_url: str, store: str, *extra: str) -> list[str]:
     """`acpstack agent` with the LLM brain on `base_url` (key in $FAKE_KEY, if set) and `store`."""
-    return [sys.executable, "-m", "acpstack", "agent", "--model", "fake-model", "--base-url", base_url, "--api-key-env", "FAKE_KEY",
-            "--store", store, *extra]
+    return [
+        sys.executable,
+        "-m",
+        "acpstack",
+        "agent",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        "FAKE_KEY",
+        "--store",
+        store,
+        *extra,
+    ]

@@ -22,8 +22,6 @@ def last_text(runtime: ClientRuntime, session_id: str) -> str:
     return message.text
 
 
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "project"
@@ -63,7 +61,11 @@ async def test_paths_outside_the_workspace_are_refused(workspace: Path, tmp_path
         for path in (secret, workspace / ".." / "secret.txt", workspace / "link"):
             await runtime.prompt(sid, f"read {path}")
             text = last_text(runtime, sid)
-            assert text.startswith("error -32005") and "permission_denied" in text and "top secret" not in text
+            assert (
+                text.startswith("error -32005")
+                and "permission_denied" in text
+                and "top secret" not in text
+            )
         await runtime.prompt(sid, "read relative.txt")
         assert last_text(runtime, sid).startswith("error -32602")
         await runtime.prompt(sid, f"read {workspace / 'missing.txt'}")
@@ -146,7 +148,10 @@ class AmbiguousAsker(Agent):
         tool = acp.ToolCallUpdate(tool_call_id="t", title="Delete everything", kind="delete")
         try:
             answer = await self.client.session_request_permission(
-                acp.RequestPermissionRequest(session_id=params.session_id, tool_call=tool, options=options))
+                acp.RequestPermissionRequest(
+                    session_id=params.session_id, tool_call=tool, options=options
+                )
+            )
             self.outcomes.append(answer.outcome)
         except RequestError as err:
             self.outcomes.append(err)

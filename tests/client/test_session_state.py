@@ -17,10 +17,14 @@ def replay() -> SessionState:
     wire.receive(b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":1}}\n' % rid)
     state = SessionState("sess-1")
     for line in DATA.read_bytes().splitlines():
-        events = wire.receive(b'{"jsonrpc":"2.0","method":"session/update","params":' + line + b"}\n")
+        events = wire.receive(
+            b'{"jsonrpc":"2.0","method":"session/update","params":' + line + b"}\n"
+        )
         assert len(events) == 1, line
         event = events[0]
-        assert isinstance(event, IncomingNotification) and not isinstance(event, IncomingRequest | IncomingResponse)
+        assert isinstance(event, IncomingNotification) and not isinstance(
+            event, IncomingRequest | IncomingResponse
+        )
         state.apply(event.params.update)
     return state
 
@@ -41,11 +45,16 @@ def test_tool_calls_merged_by_id() -> None:
     read = state.tool_calls["call_1"]
     assert (read.kind, read.status, read.title) == ("read", "completed", "Read tests/test_app.py")
     assert read.raw_input == {"path": "/w/tests/test_app.py"} and read.raw_output == {"lines": 12}
-    assert [loc.path for loc in read.locations] == ["/w/tests/test_app.py"]  # kept: the updates did not carry locations
+    assert [loc.path for loc in read.locations] == [
+        "/w/tests/test_app.py"
+    ]  # kept: the updates did not carry locations
     assert isinstance(read.content[0], acp.Content)
     edit = state.tool_calls["call_2"]
     assert edit.title == "Edit tests/test_app.py (1 line)" and edit.status == "completed"
-    assert isinstance(edit.content[0], acp.Diff) and edit.content[0].new_text == "from app import create_app"
+    assert (
+        isinstance(edit.content[0], acp.Diff)
+        and edit.content[0].new_text == "from app import create_app"
+    )
     assert edit.locations[0].line == 1  # replaced whole by the update
     orphan = state.tool_calls["call_9"]  # an update for an unknown id creates the call
     assert orphan.status == "failed" and orphan.content == []
@@ -53,7 +62,10 @@ def test_tool_calls_merged_by_id() -> None:
 
 def test_replaced_wholesale_and_three_state_fields() -> None:
     state = replay()
-    assert [(e.content, e.status) for e in state.plan] == [("Read the test", "completed"), ("Fix the import", "in_progress")]
+    assert [(e.content, e.status) for e in state.plan] == [
+        ("Read the test", "completed"),
+        ("Fix the import", "in_progress"),
+    ]
     assert [c.name for c in state.available_commands] == ["init", "review"]
     assert state.current_mode_id == "code"
     assert state.title is None  # set, then cleared with an explicit null

@@ -43,7 +43,9 @@ async def test_a_flood_of_updates_pauses_reading_and_loses_nothing() -> None:
     conn = connect_client(client, transport)
     async with conn.connection:
         await conn.agent.initialize(acp.InitializeRequest(protocol_version=1))
-        sid = (await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id
+        sid = (
+            await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))
+        ).session_id
         prompt = acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=f"stream {count}")])
         answer = await asyncio.wait_for(conn.agent.session_prompt(prompt), 60)
         assert answer.stop_reason == "end_turn"
@@ -122,7 +124,10 @@ async def test_a_long_line_of_requests_that_answer_at_once_drains_without_recurs
     a, b = memory_pair()
     client = connect_client(Client(), b)
     count = 3000
-    async with connect_agent(agent, a, max_inbound_requests=1, max_waiting_requests=count * 2), client.connection:
+    async with (
+        connect_agent(agent, a, max_inbound_requests=1, max_waiting_requests=count * 2),
+        client.connection,
+    ):
         await client.agent.initialize()
         calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(count)]
         while len(agent.started) < 1:

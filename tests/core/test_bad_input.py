@@ -22,8 +22,13 @@ class RawPeer:
 
     @classmethod
     async def start(cls) -> RawPeer:
-        proc = await asyncio.create_subprocess_exec(*AGENT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE, limit=2**26)
+        proc = await asyncio.create_subprocess_exec(
+            *AGENT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=2**26,
+        )
         return cls(proc)
 
     async def send(self, data: bytes) -> None:
@@ -39,7 +44,10 @@ class RawPeer:
         return message
 
     async def call(self, rid: int, method: str, params: Any) -> dict[str, Any]:
-        await self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n")
+        await self.send(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+            + b"\n"
+        )
         return await self.reply()
 
     def rss_kb(self) -> int:
@@ -74,12 +82,18 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
         (b'{"jsonrpc":"1.0","id":5,"method":"initialize"}\n', -32600, 5),
         (b'{"jsonrpc":"2.0","id":6}\n', -32600, 6),
         (b'{"jsonrpc":"2.0","id":7,"method":"no/such/method"}\n', -32601, 7),
-        (b'{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":3,"mcpServers":[]}}\n', -32602, 8),
+        (
+            b'{"jsonrpc":"2.0","id":8,"method":"session/new","params":{"cwd":3,"mcpServers":[]}}\n',
+            -32602,
+            8,
+        ),
     ]
     for data, code, rid in cases:
         await peer.send(data)
         reply = await peer.reply()
-        assert reply["jsonrpc"] == "2.0" and reply["id"] == rid and reply["error"]["code"] == code, (data, reply)
+        assert (
+            reply["jsonrpc"] == "2.0" and reply["id"] == rid and reply["error"]["code"] == code
+        ), (data, reply)
         if code == -32602:
             assert reply["error"]["data"]["path"] == "$.params.cwd"
 
@@ -91,8 +105,12 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
     assert reply == {"jsonrpc": "2.0", "id": 9, "result": {"ext": True}}
 
     # A handler bug: -32603, generic message, a correlation id, no details on the wire.
-    sid = (await peer.call(10, "session/new", {"cwd": "/", "mcpServers": []}))["result"]["sessionId"]
-    reply = await peer.call(11, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "boom"}]})
+    sid = (await peer.call(10, "session/new", {"cwd": "/", "mcpServers": []}))["result"][
+        "sessionId"
+    ]
+    reply = await peer.call(
+        11, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "boom"}]}
+    )
     assert reply["error"]["code"] == -32603 and reply["error"]["message"] == "Internal error"
     assert reply["error"]["data"]["correlationId"] and "secret-detail" not in json.dumps(reply)
 
@@ -108,11 +126,16 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
     assert peer.rss_kb() - before < 80 * 1024, "the agent buffered the oversized line"
 
     # The connection still works end to end.
-    reply = await peer.call(12, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream 2"}]})
+    reply = await peer.call(
+        12, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream 2"}]}
+    )
     updates = [reply]
     while "result" not in updates[-1]:
         updates.append(await peer.reply())
-    assert [u["params"]["update"]["content"]["text"] for u in updates[:-1]] == ["00000000", "00000001"]
+    assert [u["params"]["update"]["content"]["text"] for u in updates[:-1]] == [
+        "00000000",
+        "00000001",
+    ]
     assert updates[-1] == {"jsonrpc": "2.0", "id": 12, "result": {"stopReason": "end_turn"}}
     await peer.close()
     assert "secret-detail" in peer.stderr  # the details went to the log
@@ -134,12 +157,22 @@ def test_random_bytes_never_crash_the_state_machine(chunks: list[bytes]) -> None
         state.take_outgoing()
     state.receive_eof()
     # Still usable afterwards.
-    events = state.receive(b'\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
+    events = state.receive(
+        b'\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    )
     assert len(events) == 1
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(st.binary(max_size=100), st.sampled_from([b"\n", b"{", b"}", b'"id":', b"[", b"]", b"null", b'"jsonrpc":"2.0"'])), max_size=30))
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=100),
+            st.sampled_from([b"\n", b"{", b"}", b'"id":', b"[", b"]", b"null", b'"jsonrpc":"2.0"']),
+        ),
+        max_size=30,
+    )
+)
 def test_json_like_noise_never_crashes(chunks: list[bytes]) -> None:
     state = ProtocolState("client")
     state.receive(b"".join(chunks) + b"\n")

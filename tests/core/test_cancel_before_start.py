@@ -28,11 +28,19 @@ class SlowAgent(Agent):
 
 
 def request(rid: int, method: str, params: Any) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n"
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+        + b"\n"
+    )
 
 
 def cancel(rid: int) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": rid}}).encode() + b"\n"
+    return (
+        json.dumps(
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": rid}}
+        ).encode()
+        + b"\n"
+    )
 
 
 @pytest.mark.parametrize("task_factory", [False, True], ids=["default", "task-factory"])
@@ -64,7 +72,10 @@ async def test_a_request_cancelled_in_the_same_read_is_answered_once(task_factor
                     await arrived.wait()
             # More pairs than there are running slots: a leaked slot per pair would stall
             # the last request for good.
-            chunk = b"".join(request(i, "session/new", {"cwd": "/", "mcpServers": []}) + cancel(i) for i in range(1, 101))
+            chunk = b"".join(
+                request(i, "session/new", {"cwd": "/", "mcpServers": []}) + cancel(i)
+                for i in range(1, 101)
+            )
             raw.write(chunk + request(1000, "session/new", {"cwd": "/", "mcpServers": []}))
             async with asyncio.timeout(10):
                 while 1000 not in answers or len(answers) < 102:
@@ -74,7 +85,9 @@ async def test_a_request_cancelled_in_the_same_read_is_answered_once(task_factor
         assert all(len(replies) == 1 for replies in answers.values())
         for i in range(1, 101):
             [reply] = answers[i]
-            assert reply.get("error", {}).get("code") == -32800 or reply.get("result") == {"sessionId": "s"}, reply
+            assert reply.get("error", {}).get("code") == -32800 or reply.get("result") == {
+                "sessionId": "s"
+            }, reply
         assert answers[1000][0]["result"] == {"sessionId": "s"}
         assert connection._running == 0  # every slot given back
     finally:

@@ -19,7 +19,9 @@ from acpstack.transports import SubprocessTransport, memory_pair
 
 PEERS = Path(__file__).parent / "peers"
 AGENT = [sys.executable, str(PEERS / "core_agent.py")]
-CAPS = acp.ClientCapabilities(fs=acp.FileSystemCapabilities(read_text_file=True, write_text_file=True))
+CAPS = acp.ClientCapabilities(
+    fs=acp.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+)
 
 
 class Recorder(Client):
@@ -30,7 +32,9 @@ class Recorder(Client):
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
             if len(self.texts.get(params.session_id, ())) % 7 == 0:
                 await asyncio.sleep(0)  # interleave with other work
             self.texts.setdefault(params.session_id, []).append(update.content.text)
@@ -38,8 +42,12 @@ class Recorder(Client):
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
         return acp.ReadTextFileResponse(content=Path(params.path).read_text())
 
-    async def session_request_permission(self, params: acp.RequestPermissionRequest) -> acp.RequestPermissionResponse:
-        return acp.RequestPermissionResponse(outcome=acp.SelectedPermissionOutcome(option_id=params.options[0].option_id))
+    async def session_request_permission(
+        self, params: acp.RequestPermissionRequest
+    ) -> acp.RequestPermissionResponse:
+        return acp.RequestPermissionResponse(
+            outcome=acp.SelectedPermissionOutcome(option_id=params.options[0].option_id)
+        )
 
     async def ext_method(self, method: str, params: Any) -> Any:
         self.ext_calls += 1
@@ -51,7 +59,9 @@ class Recorder(Client):
 
 async def open_session(conn: Any) -> str:
     await conn.agent.initialize(acp.InitializeRequest(protocol_version=1, client_capabilities=CAPS))
-    return str((await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id)
+    return str(
+        (await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id
+    )
 
 
 def prompt(sid: str, text: str) -> acp.PromptRequest:
@@ -63,7 +73,9 @@ async def test_reverse_requests_while_a_prompt_is_pending(tmp_path: Path) -> Non
     client = Recorder()
     async with spawn_agent(AGENT, client) as conn:
         sid = await open_session(conn)
-        result = await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, f"ask {tmp_path / 'f.txt'}")), 20)
+        result = await asyncio.wait_for(
+            conn.agent.session_prompt(prompt(sid, f"ask {tmp_path / 'f.txt'}")), 20
+        )
         assert result.stop_reason == "end_turn"
         assert client.texts[sid] == ["file-content|selected"]
 
@@ -96,7 +108,9 @@ async def test_answers_are_written_at_once_and_a_burst_is_coalesced(tmp_path: Pa
         assert client.texts[sid] == ["file-content|selected"]
 
         transport.writes.clear()
-        answers = await asyncio.gather(*(conn.agent.call("_test/echo", {"i": i}) for i in range(50)))
+        answers = await asyncio.gather(
+            *(conn.agent.call("_test/echo", {"i": i}) for i in range(50))
+        )
         assert answers == [{"i": i} for i in range(50)]
         # 50 requests made in one turn: the first goes at once, the other 49 in one write.
         assert transport.writes == [(1, True), (49, False)]
@@ -151,17 +165,23 @@ async def test_cancel_request_both_ways() -> None:
         fut = asyncio.ensure_future(conn.connection.request("_test/catch_cancel", {}))
         await asyncio.sleep(0.2)
         rid = max(state.pending)
-        conn.connection._send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid)
+        conn.connection._send(
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid
+        )
         assert await asyncio.wait_for(fut, 10) == {"partial": True}
         fut = asyncio.ensure_future(conn.connection.request("_test/slow", {}))
         await asyncio.sleep(0.2)
         rid = max(state.pending)
-        conn.connection._send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid)
+        conn.connection._send(
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid
+        )
         with pytest.raises(RequestError) as info:
             await asyncio.wait_for(fut, 10)
         assert info.value.code == -32800
         # A cancel for an unknown id is ignored; the connection still works.
-        conn.connection._send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":424242}}\n')
+        conn.connection._send(
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":424242}}\n'
+        )
         assert await conn.agent.call("_test/echo", {"ok": 1}) == {"ok": 1}
 
 
@@ -184,7 +204,9 @@ async def test_peer_exits_mid_request() -> None:
         await asyncio.sleep(0.1)
         with pytest.raises(ConnectionClosed) as info:
             await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, "exit 3")), 10)
-        assert "exited with code 3" in str(info.value) and "fatal: the agent is going away" in str(info.value)
+        assert "exited with code 3" in str(info.value) and "fatal: the agent is going away" in str(
+            info.value
+        )
         for task in pending:
             with pytest.raises(ConnectionClosed):
                 await asyncio.wait_for(task, 5)
@@ -193,7 +215,9 @@ async def test_peer_exits_mid_request() -> None:
 
 
 async def test_shutdown_ladder_kills_an_agent_that_ignores_eof_and_sigterm() -> None:
-    transport = await SubprocessTransport.spawn([sys.executable, str(PEERS / "stubborn_agent.py")], shutdown_timeout=0.3)
+    transport = await SubprocessTransport.spawn(
+        [sys.executable, str(PEERS / "stubborn_agent.py")], shutdown_timeout=0.3
+    )
     received: asyncio.Queue[bytes] = asyncio.Queue()
     transport.start_reading(received.put_nowait, lambda: None)
     assert await asyncio.wait_for(received.get(), 10) == b"ready\n"
@@ -209,7 +233,9 @@ async def test_a_chatty_agent_never_blocks() -> None:
     client = Recorder()
     async with spawn_agent(AGENT, client, stderr_callback=lines.append) as conn:
         sid = await open_session(conn)
-        await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, "stderr 100000")), 60)  # ~10 MB of stderr
+        await asyncio.wait_for(
+            conn.agent.session_prompt(prompt(sid, "stderr 100000")), 60
+        )  # ~10 MB of stderr
         assert client.texts[sid] == ["done"]
     assert sum(1 for line in lines if line.startswith("log line")) == 100000
 
@@ -259,8 +285,14 @@ async def test_bounded_inbound_concurrency() -> None:
 async def test_per_session_order_across_sessions() -> None:
     client = Recorder()
     async with spawn_agent(AGENT, client) as conn:
-        await conn.agent.initialize(acp.InitializeRequest(protocol_version=1, client_capabilities=CAPS))
+        await conn.agent.initialize(
+            acp.InitializeRequest(protocol_version=1, client_capabilities=CAPS)
+        )
         # Two connections' worth of sessions in one agent: distinct ids come from two session/new calls.
-        sid = (await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id
-        await asyncio.gather(conn.agent.session_prompt(prompt(sid, "stream 500")), conn.agent.call("_test/echo", {}))
+        sid = (
+            await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))
+        ).session_id
+        await asyncio.gather(
+            conn.agent.session_prompt(prompt(sid, "stream 500")), conn.agent.call("_test/echo", {})
+        )
         assert client.texts[sid] == [f"{i:08d}" for i in range(500)]

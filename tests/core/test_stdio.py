@@ -13,7 +13,12 @@ AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "core_agent.py")]
 def test_prints_go_to_stderr_and_stdin_eof_exits_cleanly() -> None:
     requests = [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
-        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/new",
+            "params": {"cwd": "/", "mcpServers": []},
+        },
     ]
     stdin = "".join(json.dumps(r) + "\n" for r in requests)
     proc = subprocess.run(AGENT, input=stdin, capture_output=True, text=True, timeout=30)

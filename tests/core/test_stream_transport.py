@@ -36,11 +36,12 @@ class Streamer(Agent):
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         for i in range(20_000):
-            await self.client.session_update(params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}")))
+            await self.client.session_update(
+                params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}"))
+            )
         answer = await self.client.ext_method("_test/echo", {"n": 1})
         assert answer == {"n": 1}
         return acp.PromptResponse(stop_reason="end_turn")
-
 
 
 class EchoingCollector(SlowCollector):
@@ -68,7 +69,9 @@ async def test_a_turn_over_tcp_with_backpressure_and_a_reverse_request() -> None
         conn = connect_client(client, transport)
         async with conn.connection:
             await conn.agent.initialize()
-            sid = (await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))).session_id
+            sid = (
+                await conn.agent.session_new(acp.NewSessionRequest(cwd="/", mcp_servers=[]))
+            ).session_id
             prompt = acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="go")])
             answer = await asyncio.wait_for(conn.agent.session_prompt(prompt), 60)
             assert answer.stop_reason == "end_turn"

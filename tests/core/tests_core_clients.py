@@ -18,7 +18,9 @@ class SlowCollector(Client):
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
-        assert isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)
+        assert isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        )
         self.texts.append(update.content.text)
         if len(self.texts) % self._yield_every == 0:
             await asyncio.sleep(0)

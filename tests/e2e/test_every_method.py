@@ -35,7 +35,9 @@ class FullClient(ClientRuntime):
         caps.elicitation = acp.ElicitationCapabilities(form=acp.ElicitationFormCapabilities())
         return caps
 
-    async def elicitation_create(self, params: acp.CreateElicitationRequest) -> acp.CreateElicitationResponse:
+    async def elicitation_create(
+        self, params: acp.CreateElicitationRequest
+    ) -> acp.CreateElicitationResponse:
         self.elicitations.append(params)
         return acp.CreateElicitationResponse(action="accept", content={"name": "Ada"})
 
@@ -77,8 +79,15 @@ async def test_every_v1_method(tmp_path: Path) -> None:
         # session/update: every v1 variant, decoded as the right classes.
         await client.prompt(sid, "updates")
         state = client.sessions[sid].state
-        assert [(m.speaker, m.text) for m in state.messages[-3:]] == [("user", "user says"), ("thought", "thinking"), ("agent", "answer")]
-        assert state.tool_calls["tc"].status == "completed" and state.tool_calls["tc"].locations[0].line == 3
+        assert [(m.speaker, m.text) for m in state.messages[-3:]] == [
+            ("user", "user says"),
+            ("thought", "thinking"),
+            ("agent", "answer"),
+        ]
+        assert (
+            state.tool_calls["tc"].status == "completed"
+            and state.tool_calls["tc"].locations[0].line == 3
+        )
         assert state.plan[0].content == "step" and state.available_commands[0].name == "go"
         assert state.current_mode_id == "ask" and state.config_options[1].current_value is True
         assert state.title == "Titled" and state.usage.cost.currency == "EUR"  # type: ignore[union-attr]
@@ -110,10 +119,19 @@ async def test_every_v1_method(tmp_path: Path) -> None:
         # session/set_mode and session/set_config_option
         await conn.agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="ask"))
         with pytest.raises(RequestError) as info:
-            await conn.agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="nope"))
+            await conn.agent.session_set_mode(
+                acp.SetSessionModeRequest(session_id=sid, mode_id="nope")
+            )
         assert info.value.code == -32602
-        opts = await conn.agent.session_set_config_option(acp.SetSessionConfigOptionRequest(session_id=sid, config_id="verbose", type="boolean", value=True))
-        assert opts.config_options[1].current_value is True and opts.config_options[0].current_value == "ask"
+        opts = await conn.agent.session_set_config_option(
+            acp.SetSessionConfigOptionRequest(
+                session_id=sid, config_id="verbose", type="boolean", value=True
+            )
+        )
+        assert (
+            opts.config_options[1].current_value is True
+            and opts.config_options[0].current_value == "ask"
+        )
 
         # session/cancel cancels a running turn; $/cancel_request too.
         turn = asyncio.create_task(client.prompt(sid, "wait"))
@@ -138,7 +156,9 @@ async def test_every_v1_method(tmp_path: Path) -> None:
         before = len(client.sessions[sid].state.messages)
         loaded = await client.load_session(sid, str(tmp_path))
         assert loaded.modes.current_mode_id == "ask"  # type: ignore[union-attr]
-        assert len(client.sessions[sid].state.messages) > before  # the history was replayed before the answer
+        assert (
+            len(client.sessions[sid].state.messages) > before
+        )  # the history was replayed before the answer
         await client.resume_session(second, str(tmp_path))
         await client.close_session(second)
         await conn.agent.session_delete(acp.DeleteSessionRequest(session_id=third))
@@ -170,11 +190,17 @@ async def test_capability_gates(tmp_path: Path) -> None:
     async with spawn_agent([*AGENT, "minimal"], Client()) as conn:
         await conn.agent.initialize()
         with pytest.raises(CapabilityError, match="load_session|loadSession"):
-            await conn.agent.session_load(acp.LoadSessionRequest(session_id="only", cwd="/", mcp_servers=[]))
+            await conn.agent.session_load(
+                acp.LoadSessionRequest(session_id="only", cwd="/", mcp_servers=[])
+            )
         # Unimplemented optional handlers answer -32601 (sent anyway, bypassing our own gate).
         with pytest.raises(RequestError) as info:
-            await conn.connection.request("session/list", acp.ListSessionsRequest(), check_gate=False)
+            await conn.connection.request(
+                "session/list", acp.ListSessionsRequest(), check_gate=False
+            )
         assert info.value.code == -32601
         with pytest.raises(RequestError) as info:
-            await conn.connection.request("session/prompt", acp.PromptRequest(session_id="only", prompt=[]), check_gate=False)
+            await conn.connection.request(
+                "session/prompt", acp.PromptRequest(session_id="only", prompt=[]), check_gate=False
+            )
         assert info.value.code == -32601

@@ -177,7 +177,9 @@ def node_sdk_dir() -> Path | None:
     """Install the TypeScript SDK into a private dir; None when node/npm are missing."""
     if not node_available():
         return None
-    spec = " ".join([f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}", *(f"{n}@{v}" for n, v in TS_EXTRA_PACKAGES.items())])
+    spec = " ".join(
+        [f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}", *(f"{n}@{v}" for n, v in TS_EXTRA_PACKAGES.items())]
+    )
     stamp = NODE_DIR / ".acpstack-installed"
     pkg_json = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
     if not (_stamp_ok(stamp, spec) and pkg_json.exists()):

@@ -27,7 +27,10 @@ from acpstack.schema import v1 as acp  # noqa: E402
 pytestmark = pytest.mark.timeout(180, func_only=True)
 NEEDS_NODE = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 OUR_AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "acpstack_agent.py")]
-SIDES = [pytest.param("py", id="python-sdk"), pytest.param("ts", id="typescript-sdk", marks=NEEDS_NODE)]
+SIDES = [
+    pytest.param("py", id="python-sdk"),
+    pytest.param("ts", id="typescript-sdk", marks=NEEDS_NODE),
+]
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +60,9 @@ def their_client(kind: str, request: pytest.FixtureRequest, *options: str) -> di
 
 
 def texts(updates: list[dict[str, Any]]) -> list[str]:
-    return [u["content"]["text"] for u in updates if u.get("sessionUpdate") == "agent_message_chunk"]
+    return [
+        u["content"]["text"] for u in updates if u.get("sessionUpdate") == "agent_message_chunk"
+    ]
 
 
 # -- their agents, our client -------------------------------------------------------------
@@ -85,13 +90,17 @@ def agent_text(runtime: ClientRuntime, sid: str) -> str:
 
 
 @pytest.mark.parametrize("kind", SIDES)
-async def test_our_client_drives_their_agent(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+async def test_our_client_drives_their_agent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     recorder = Recorder()
     runtime = ClientRuntime(ask=allow, on_update=recorder)
     async with spawn_agent(their_agent(kind, request), runtime):
         init = await runtime.initialize(timeout=60)
         assert init.protocol_version == 1
-        assert isinstance(init.agent_info, acp.Implementation) and init.agent_info.name.endswith("sdk-agent")
+        assert isinstance(init.agent_info, acp.Implementation) and init.agent_info.name.endswith(
+            "sdk-agent"
+        )
         sid = (await runtime.new_session(str(tmp_path))).session_id
 
         result = await runtime.prompt(sid, "stream 200")
@@ -115,7 +124,9 @@ async def test_our_client_drives_their_agent(kind: str, request: pytest.FixtureR
 
 
 @pytest.mark.parametrize("kind", SIDES)
-async def test_our_client_rejects_and_cancels_their_agent(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+async def test_our_client_rejects_and_cancels_their_agent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     runtime = ClientRuntime(ask=reject)
     async with spawn_agent(their_agent(kind, request), runtime):
         await runtime.initialize(timeout=60)
@@ -134,7 +145,9 @@ async def test_our_client_rejects_and_cancels_their_agent(kind: str, request: py
 
 
 @pytest.mark.parametrize("kind", SIDES)
-async def test_cancel_answers_their_pending_permission(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+async def test_cancel_answers_their_pending_permission(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     asked = asyncio.Event()
 
     async def hold(req: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
@@ -158,12 +171,25 @@ async def test_cancel_answers_their_pending_permission(kind: str, request: pytes
 
 
 @pytest.mark.parametrize("kind", SIDES)
-def test_their_client_drives_our_agent(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_their_client_drives_our_agent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     (tmp_path / "in.txt").write_text("hello from disk\n")
     report = their_client(
-        kind, request, "--cwd", str(tmp_path), "--permission", "allow",
-        "--prompt", "stream 100", "--prompt", "permission",
-        "--prompt", f"read {tmp_path / 'in.txt'}", "--prompt", f"write {tmp_path / 'out.txt'} from acpstack",
+        kind,
+        request,
+        "--cwd",
+        str(tmp_path),
+        "--permission",
+        "allow",
+        "--prompt",
+        "stream 100",
+        "--prompt",
+        "permission",
+        "--prompt",
+        f"read {tmp_path / 'in.txt'}",
+        "--prompt",
+        f"write {tmp_path / 'out.txt'} from acpstack",
     )
     assert report["initialize"]["protocolVersion"] == 1
     assert report["initialize"]["agentInfo"]["name"] == "acpstack-agent"
@@ -179,13 +205,28 @@ def test_their_client_drives_our_agent(kind: str, request: pytest.FixtureRequest
 
 
 @pytest.mark.parametrize("kind", SIDES)
-def test_their_client_rejects_and_cancels_our_agent(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    report = their_client(kind, request, "--cwd", str(tmp_path), "--permission", "reject", "--prompt", "permission")
+def test_their_client_rejects_and_cancels_our_agent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    report = their_client(
+        kind, request, "--cwd", str(tmp_path), "--permission", "reject", "--prompt", "permission"
+    )
     assert "permission: selected reject" in texts(report["turns"][0]["updates"])
     cancel = their_client(kind, request, "--cwd", str(tmp_path), "--scenario", "cancel")
     turn = cancel["turns"][0]
     assert turn["stopReason"] == "cancelled"
     assert texts(turn["updates"]) == ["waiting"]
     assert cancel["lateUpdates"] == []
-    held = their_client(kind, request, "--cwd", str(tmp_path), "--scenario", "cancel", "--permission", "hold", "--prompt", "permission")
+    held = their_client(
+        kind,
+        request,
+        "--cwd",
+        str(tmp_path),
+        "--scenario",
+        "cancel",
+        "--permission",
+        "hold",
+        "--prompt",
+        "permission",
+    )
     assert held["turns"][0]["stopReason"] == "cancelled"

@@ -150,7 +150,9 @@ async def test_a_root_created_later_is_pinned_when_first_seen(tree: dict[str, Pa
     assert (later / "a.txt").read_text() == "a"
     # ...but never what is above a root
     deeper = Workspace(str(tree["base"] / "missing" / "ws"))
-    error = await refused(fs.write_text_file(deeper, tree["base"] / "missing" / "ws" / "a.txt", "a"))
+    error = await refused(
+        fs.write_text_file(deeper, tree["base"] / "missing" / "ws" / "a.txt", "a")
+    )
     assert error.code == PERMISSION_DENIED
     assert not (tree["base"] / "missing").exists()
 

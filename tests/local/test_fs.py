@@ -134,7 +134,9 @@ async def test_ten_megabyte_file_whole_and_windowed(base: Path, ws: Workspace) -
     path.write_text(data)
     fs = FileSystem()
     assert await fs.read_text_file(ws, path) == data
-    assert await fs.read_text_file(ws, path, line=500_000, limit=3) == "".join(lines[499_999:500_002])
+    assert await fs.read_text_file(ws, path, line=500_000, limit=3) == "".join(
+        lines[499_999:500_002]
+    )
     assert await fs.read_text_file(ws, path, line=count) == lines[-1]
     assert await fs.read_text_file(ws, path, line=count - 1, limit=5) == "".join(lines[-2:])
     assert await fs.read_text_file(ws, path, line=count + 1) == ""

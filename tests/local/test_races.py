@@ -104,7 +104,9 @@ async def _steps(attempts: int, step: Callable[[int], Awaitable[bool]]) -> Tally
     return tally
 
 
-async def under_attack(arena: Arena, attempts: int, step: Callable[[int], Awaitable[bool]]) -> Tally:
+async def under_attack(
+    arena: Arena, attempts: int, step: Callable[[int], Awaitable[bool]]
+) -> Tally:
     """Run ``step(i)`` (True: it escaped) ``attempts`` times while the attacker runs."""
     if arena.attacker == "thread":
         stop = threading.Event()
@@ -120,7 +122,10 @@ async def under_attack(arena: Arena, attempts: int, step: Callable[[int], Awaita
             thread.join(10)
             arena.swaps += swaps[0]
     process = subprocess.Popen(
-        [sys.executable, SWAPPER, str(arena.ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, SWAPPER, str(arena.ws)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdin is not None and process.stdout is not None
     try:

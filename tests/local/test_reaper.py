@@ -95,7 +95,9 @@ async def test_release_ends_what_left_the_group(manager: TerminalManager) -> Non
     assert not running(pid)
 
 
-async def test_kill_ends_what_left_the_group_and_keeps_the_terminal(manager: TerminalManager) -> None:
+async def test_kill_ends_what_left_the_group_and_keeps_the_terminal(
+    manager: TerminalManager,
+) -> None:
     tid, pid = await escapee(manager)
     await asyncio.wait_for(manager.kill(SESSION, tid), T)
     await exited(pid)
@@ -122,7 +124,9 @@ async def test_a_process_that_escapes_while_the_terminal_ends_is_ended_too(
     tid = await manager.create(SESSION, PY, ["-c", script])
     await asyncio.wait_for(manager._wait_for_output(SESSION, tid, lambda t: t == "ready\n"), T)
     await asyncio.wait_for(manager.kill(SESSION, tid), T)
-    text = await asyncio.wait_for(manager._wait_for_output(SESSION, tid, lambda t: t.count("\n") == 2), T)
+    text = await asyncio.wait_for(
+        manager._wait_for_output(SESSION, tid, lambda t: t.count("\n") == 2), T
+    )
     late = int(text.split()[1])
     await exited(late)
     assert not running(late)
@@ -159,7 +163,9 @@ async def test_the_marker_cannot_be_overridden_by_the_request(manager: TerminalM
 def run_client(scenario: str, loop: str) -> dict[str, Any]:
     done = subprocess.run(
         [PY, "-W", "error", str(HELPER), scenario, loop],
-        capture_output=True, text=True, timeout=45,
+        capture_output=True,
+        text=True,
+        timeout=45,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no warning, e.g. asyncio's "Unknown child process pid"

@@ -11,7 +11,12 @@ from typing import Any
 import httpx
 from _serving import sse_messages
 
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientCapabilities": {}},
+}
 
 
 def request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -19,7 +24,9 @@ def request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def prompt(rid: int, session: str, text: str) -> dict[str, Any]:
-    return request(rid, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+    return request(
+        rid, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+    )
 
 
 class EventStream:
@@ -69,18 +76,31 @@ class Probe:
         body: dict[str, Any] = response.json()
         return body
 
-    async def post(self, message: Any, *, session: str | None = None, connection: str | None = None, raw: bytes | None = None,
-                   content_type: str = "application/json") -> httpx.Response:
+    async def post(
+        self,
+        message: Any,
+        *,
+        session: str | None = None,
+        connection: str | None = None,
+        raw: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> httpx.Response:
         headers = {"Content-Type": content_type}
         cid = self.connection_id if connection is None else connection
         if cid:
             headers["Acp-Connection-Id"] = cid
         if session:
             headers["Acp-Session-Id"] = session
-        return await self.http.post(self.url, content=raw if raw is not None else json.dumps(message).encode(), headers=headers)
+        return await self.http.post(
+            self.url,
+            content=raw if raw is not None else json.dumps(message).encode(),
+            headers=headers,
+        )
 
     @contextlib.asynccontextmanager
-    async def stream(self, session: str | None = None, *, expect: int = 200, accept: str = "text/event-stream") -> AsyncIterator[EventStream]:
+    async def stream(
+        self, session: str | None = None, *, expect: int = 200, accept: str = "text/event-stream"
+    ) -> AsyncIterator[EventStream]:
         headers = {"Accept": accept, "Acp-Connection-Id": self.connection_id}
         if session:
             headers["Acp-Session-Id"] = session
@@ -89,7 +109,9 @@ class Probe:
             yield EventStream(response)
 
     async def new_session(self, events: EventStream, rid: int = 1) -> str:
-        assert (await self.post(request(rid, "session/new", {"cwd": "/tmp", "mcpServers": []}))).status_code == 202
+        assert (
+            await self.post(request(rid, "session/new", {"cwd": "/tmp", "mcpServers": []}))
+        ).status_code == 202
         (answer,) = await events.next()
         assert answer["id"] == rid, answer
         session: str = answer["result"]["sessionId"]

@@ -33,13 +33,24 @@ def load_scripted() -> Any:
 
 
 @contextlib.asynccontextmanager
-async def running(app: Any, *, lifespan_app: AgentServer | None = None, **options: Any) -> AsyncIterator[str]:
+async def running(
+    app: Any, *, lifespan_app: AgentServer | None = None, **options: Any
+) -> AsyncIterator[str]:
     """Serve `app` (an AgentServer, or an ASGI app wrapping `lifespan_app`) on 127.0.0.1
     (a free port) for the block; yields the http:// URL."""
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     ready, stop = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(serve_remote(lifespan_app or app, asgi=app if lifespan_app else None, sock=sock, on_ready=lambda _s: ready.set(), stop=stop, **options))
+    task = asyncio.create_task(
+        serve_remote(
+            lifespan_app or app,
+            asgi=app if lifespan_app else None,
+            sock=sock,
+            on_ready=lambda _s: ready.set(),
+            stop=stop,
+            **options,
+        )
+    )
     waiter = asyncio.create_task(ready.wait())
     await asyncio.wait({task, waiter}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
@@ -76,9 +87,13 @@ class Served:
             try:
                 line = self._lines.get(timeout=timeout)
             except queue.Empty:
-                raise AssertionError(f"acpstack serve printed no URL; stderr so far: {''.join(self.stderr)}") from None
+                raise AssertionError(
+                    f"acpstack serve printed no URL; stderr so far: {''.join(self.stderr)}"
+                ) from None
             if line is None:
-                raise AssertionError(f"acpstack serve exited {self.proc.wait()}: {''.join(self.stderr)}")
+                raise AssertionError(
+                    f"acpstack serve exited {self.proc.wait()}: {''.join(self.stderr)}"
+                )
             match = URL_LINE.search(line)
             if match:
                 scheme, host, port = match.groups()
@@ -93,10 +108,18 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve_process(*args: str, env: dict[str, str] | None = None, wait: bool = True) -> Iterator[Served]:
+def serve_process(
+    *args: str, env: dict[str, str] | None = None, wait: bool = True
+) -> Iterator[Served]:
     argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0", *args]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     served = Served(proc)
     try:
         if wait:

@@ -40,7 +40,9 @@ class Recorder:
         self.runtime = ClientRuntime(ask=ask, on_update=self._update)
 
     def _update(self, session_id: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
             self.texts.append(update.content.text)
             self.first_chunk.set()
 
@@ -78,7 +80,9 @@ async def test_cancelling_mid_turn(base: str, profile: str) -> None:
         await asyncio.wait_for(rec.first_chunk.wait(), 10)
         await rec.runtime.cancel(session)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
-        assert (await rec.runtime.prompt(session, "again")).stop_reason == "end_turn"  # the session still works
+        assert (
+            await rec.runtime.prompt(session, "again")
+        ).stop_reason == "end_turn"  # the session still works
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -90,7 +94,9 @@ async def test_many_sessions_on_one_connection_at_once(base: str, profile: str) 
         results = await asyncio.gather(*(rec.runtime.prompt(s, "stream 100") for s in sessions))
         assert {r.stop_reason for r in results} == {"end_turn"}
         for s in sessions:
-            assert [m.text for m in rec.runtime.sessions[s].state.messages if m.speaker == "agent"] == ["".join(f"{i:08d}" for i in range(100))]
+            assert [
+                m.text for m in rec.runtime.sessions[s].state.messages if m.speaker == "agent"
+            ] == ["".join(f"{i:08d}" for i in range(100))]
 
 
 class CookieGate:
@@ -113,7 +119,10 @@ class CookieGate:
 
         async def send_with_cookie(message: Any) -> None:
             if message["type"] in ("http.response.start", "websocket.accept"):
-                message["headers"] = [*message.get("headers", []), (b"set-cookie", b"affinity=node-7; Path=/")]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"set-cookie", b"affinity=node-7; Path=/"),
+                ]
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)
@@ -132,7 +141,9 @@ async def test_cookies_are_kept_for_the_connection_and_in_a_shared_jar(profile: 
             await rec.runtime.prompt(session, "permission")
         assert len(gate.without) == 1, gate.without  # only the very first request came without it
         before = gate.with_cookie
-        async with connect_remote(url_for(base, profile), Recorder().runtime, cookies=jar) as conn:  # a reconnect
+        async with connect_remote(
+            url_for(base, profile), Recorder().runtime, cookies=jar
+        ) as conn:  # a reconnect
             await conn.agent.initialize()
         assert len(gate.without) == 1 and gate.with_cookie > before
 
@@ -218,7 +229,11 @@ async def test_closing_leaves_no_task_behind_on_either_side(profile: str) -> Non
         leftover: set[asyncio.Task[object]] = set()
         try:
             async with asyncio.timeout(10):
-                while leftover := {t for t in asyncio.all_tasks() if not t.done()} - baseline - {asyncio.current_task()}:  # type: ignore[assignment]
+                while (
+                    leftover := {t for t in asyncio.all_tasks() if not t.done()}
+                    - baseline
+                    - {asyncio.current_task()}
+                ):  # type: ignore[assignment]
                     await asyncio.sleep(0.02)
         except TimeoutError:
             pass

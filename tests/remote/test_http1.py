@@ -26,10 +26,19 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, lis
         connections.append(0)
         while connections[-1] < per_connection:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ),
+                0,
+            )
             await reader.readexactly(length)
             connections[-1] += 1
-            writer.write(b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=1\r\n\r\n2\r\nok\r\n1\r\n!\r\n0\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=1\r\n\r\n2\r\nok\r\n1\r\n!\r\n0\r\n\r\n"
+            )
             await writer.drain()
         writer.close()
 
@@ -45,13 +54,19 @@ async def test_requests_reuse_one_connection(server: tuple[str, list[int]]) -> N
     conn = Http1Connection(endpoint(url), connect_timeout=5, max_event_size=1024)
     for _ in range(5):
         response = await conn.send("POST", [("Content-Type", "application/json")], b"{}")
-        assert (response.status, response.body, response.header("set-cookie")) == (202, b"ok!", "a=1")
+        assert (response.status, response.body, response.header("set-cookie")) == (
+            202,
+            b"ok!",
+            "a=1",
+        )
     assert connections == [5]
     await conn.aclose()
 
 
 @pytest.mark.parametrize("server", [1], indirect=True)
-async def test_a_connection_the_server_closed_is_opened_again(server: tuple[str, list[int]]) -> None:
+async def test_a_connection_the_server_closed_is_opened_again(
+    server: tuple[str, list[int]],
+) -> None:
     url, connections = server
     conn = Http1Connection(endpoint(url), connect_timeout=5, max_event_size=1024)
     for _ in range(3):
@@ -78,7 +93,13 @@ async def test_a_reply_that_is_not_http_is_an_error() -> None:
 
 def test_endpoints() -> None:
     e = endpoint("https://agent.example/acp?x=1")
-    assert (e.host, e.port, e.target, e.host_header, e.ssl is not None) == ("agent.example", 443, "/acp?x=1", "agent.example", True)
+    assert (e.host, e.port, e.target, e.host_header, e.ssl is not None) == (
+        "agent.example",
+        443,
+        "/acp?x=1",
+        "agent.example",
+        True,
+    )
     assert endpoint("http://[::1]:8765/acp").host_header == "[::1]:8765"
     with pytest.raises(ValueError):
         endpoint("ws://x/acp")

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.timeout(30)
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[AgentServer, str]]:
-    app = AgentServer(load_scripted().ScriptedAgent, limits=ServerLimits(max_message_size=64 * 1024, keepalive_interval=0.2))
+    app = AgentServer(
+        load_scripted().ScriptedAgent,
+        limits=ServerLimits(max_message_size=64 * 1024, keepalive_interval=0.2),
+    )
     async with running(app) as url:
         yield app, url
     assert app.connections == {}
@@ -47,7 +50,11 @@ async def test_a_whole_session_over_post_and_event_streams(probe: Probe) -> None
             response = await probe.post(prompt(2, session, "stream 3"), session=session)
             assert response.status_code == 202 and response.content == b""
             messages = await session_events.next(4)
-    assert [m["params"]["update"]["content"]["text"] for m in messages[:3]] == ["00000000", "00000001", "00000002"]
+    assert [m["params"]["update"]["content"]["text"] for m in messages[:3]] == [
+        "00000000",
+        "00000001",
+        "00000002",
+    ]
     assert messages[3] == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}
 
 
@@ -55,7 +62,9 @@ async def test_a_session_stream_opened_late_gets_what_was_held_for_it(probe: Pro
     await probe.initialize()
     async with probe.stream() as events:
         session = await probe.new_session(events)
-        assert (await probe.post(prompt(2, session, "stream 2"), session=session)).status_code == 202
+        assert (
+            await probe.post(prompt(2, session, "stream 2"), session=session)
+        ).status_code == 202
         async with probe.stream(session) as session_events:
             messages = await session_events.next(3)
     assert messages[-1]["id"] == 2
@@ -76,7 +85,11 @@ async def test_a_reply_without_acp_session_id_is_accepted(probe: Probe) -> None:
             await probe.post(prompt(2, session, "permission"), session=session)
             asking, ask = await session_events.next(2)
             assert ask["method"] == "session/request_permission"
-            reply = {"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": ask["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "allow"}},
+            }
             assert (await probe.post(reply)).status_code == 202
             outcome, done = await session_events.next(2)
     assert outcome["params"]["update"]["content"]["text"] == "outcome: allow"
@@ -96,7 +109,11 @@ async def test_status_codes(probe: Probe) -> None:
     assert invalid.status_code == 400 and invalid.json()["error"]["code"] == -32600
     batch = await probe.post([new, new])
     assert batch.status_code == 501 and batch.json()["error"]["code"] == -32600
-    assert (await probe.post(None, raw=b'{"jsonrpc":"2.0","method":"x","params":{"pad":"' + b"x" * 70_000 + b'"}}')).status_code == 413
+    assert (
+        await probe.post(
+            None, raw=b'{"jsonrpc":"2.0","method":"x","params":{"pad":"' + b"x" * 70_000 + b'"}}'
+        )
+    ).status_code == 413
     long_id = await probe.post(request(1, "session/list", {}) | {"id": "x" * 2000})
     assert long_id.status_code == 400
     mismatched = await probe.post(prompt(3, "sess-a", "hi"), session="sess-b")
@@ -105,7 +122,9 @@ async def test_status_codes(probe: Probe) -> None:
         pass
     headers = {"Accept": "text/event-stream"}
     assert (await probe.http.get(probe.url, headers=headers)).status_code == 400
-    assert (await probe.http.get(probe.url, headers={**headers, "Acp-Connection-Id": "nope"})).status_code == 404
+    assert (
+        await probe.http.get(probe.url, headers={**headers, "Acp-Connection-Id": "nope"})
+    ).status_code == 404
     assert (await probe.http.put(probe.url)).status_code == 405
     assert (await probe.http.get(probe.url.replace("/acp", "/other"))).status_code == 404
 
@@ -119,17 +138,23 @@ async def test_a_second_receiver_on_one_stream_gets_409(probe: Probe) -> None:
         pass
 
 
-async def test_delete_ends_the_connection_its_streams_and_its_agent(server: tuple[AgentServer, str], probe: Probe) -> None:
+async def test_delete_ends_the_connection_its_streams_and_its_agent(
+    server: tuple[AgentServer, str], probe: Probe
+) -> None:
     app, _ = server
     await probe.initialize()
     connection = app.connections[probe.connection_id]
     async with probe.stream() as events:
-        deleted = await probe.http.delete(probe.url, headers={"Acp-Connection-Id": probe.connection_id})
+        deleted = await probe.http.delete(
+            probe.url, headers={"Acp-Connection-Id": probe.connection_id}
+        )
         assert deleted.status_code == 202
         with pytest.raises(StopAsyncIteration):
             await events.next()
     assert connection.done.is_set() and app.connections == {}
-    assert (await probe.http.delete(probe.url, headers={"Acp-Connection-Id": probe.connection_id})).status_code == 404
+    assert (
+        await probe.http.delete(probe.url, headers={"Acp-Connection-Id": probe.connection_id})
+    ).status_code == 404
     assert (await probe.http.delete(probe.url)).status_code == 400
     assert (await probe.post(request(1, "session/list", {}))).status_code == 404
 
@@ -149,7 +174,10 @@ async def test_batches_are_handled_one_by_one_when_switched_on() -> None:
         probe = Probe(url)
         await probe.initialize()
         async with probe.stream() as events:
-            batch = [request(1, "session/new", {"cwd": "/tmp", "mcpServers": []}), request(2, "session/new", {"cwd": "/", "mcpServers": []})]
+            batch = [
+                request(1, "session/new", {"cwd": "/tmp", "mcpServers": []}),
+                request(2, "session/new", {"cwd": "/", "mcpServers": []}),
+            ]
             assert (await probe.post(batch)).status_code == 202
             answers = await events.next(2)
         assert sorted(a["id"] for a in answers) == [1, 2]
@@ -187,7 +215,10 @@ async def test_output_nobody_reads_pauses_the_agent_and_then_closes_the_connecti
     class Counting(load_scripted().ScriptedAgent):  # type: ignore[misc]
         async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
             for i in range(100_000):
-                await self.client.session_update(params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}")))
+                await self.client.session_update(
+                    params.session_id,
+                    acp.AgentMessageChunk(content=acp.TextContent(text=f"{i:08d}")),
+                )
                 sent.append(i)
             return acp.PromptResponse(stop_reason="end_turn")
 
@@ -199,7 +230,9 @@ async def test_output_nobody_reads_pauses_the_agent_and_then_closes_the_connecti
         connection = app.connections[probe.connection_id]
         async with probe.stream() as events:
             session = await probe.new_session(events)
-            await probe.post(prompt(2, session, "go"), session=session)  # nobody opens the session stream
+            await probe.post(
+                prompt(2, session, "go"), session=session
+            )  # nobody opens the session stream
             await asyncio.wait_for(connection.done.wait(), 15)
         assert connection.buffered == 0  # dropped with the connection
         # The agent was held back (16 KiB waiting here, 1 MiB in the pipe), not let run to the end.
@@ -225,6 +258,10 @@ async def test_an_agent_that_cannot_start_is_502() -> None:
     app = AgentServer(["/nonexistent/agent-binary"])
     async with running(app) as url:
         async with httpx.AsyncClient() as http:
-            response = await http.post(url, content=json.dumps(INIT), headers={"Content-Type": "application/json; charset=utf-8"})
+            response = await http.post(
+                url,
+                content=json.dumps(INIT),
+                headers={"Content-Type": "application/json; charset=utf-8"},
+            )
         assert response.status_code == 502
         assert app.connections == {}

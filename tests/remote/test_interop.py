@@ -42,23 +42,38 @@ def _installed(kind: str) -> None:
         else:
             _foreign.python_sdk_python()
     except _foreign.ForeignInstallError as exc:
-        pytest.skip(f"the {kind} SDK could not be installed (is the package registry reachable?): {str(exc)[:300]}")
+        pytest.skip(
+            f"the {kind} SDK could not be installed (is the package registry reachable?): {str(exc)[:300]}"
+        )
 
 
 def _server_argv(kind: str) -> list[str]:
     _installed(kind)
-    return _foreign.ts_remote_cmd("ts_server.mjs", "0") if kind == "ts" else _foreign.py_sdk_remote_cmd("py_remote_server.py", "0")
+    return (
+        _foreign.ts_remote_cmd("ts_server.mjs", "0")
+        if kind == "ts"
+        else _foreign.py_sdk_remote_cmd("py_remote_server.py", "0")
+    )
 
 
 def _client_argv(kind: str, url: str) -> list[str]:
     _installed(kind)
-    return _foreign.ts_remote_cmd("ts_remote_client.mjs", url) if kind == "ts" else _foreign.py_sdk_remote_cmd("py_remote_client.py", url)
+    return (
+        _foreign.ts_remote_cmd("ts_remote_client.mjs", url)
+        if kind == "ts"
+        else _foreign.py_sdk_remote_cmd("py_remote_client.py", url)
+    )
 
 
 @pytest.fixture
 def foreign_server(request: pytest.FixtureRequest) -> Iterator[str]:
     """A foreign SDK's server on 127.0.0.1; yields its http:// URL."""
-    proc = subprocess.Popen(_server_argv(request.param), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _server_argv(request.param),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         yield f"http://127.0.0.1:{_ready_port(proc)}/acp"
     finally:
@@ -95,7 +110,11 @@ def _ready_port(proc: subprocess.Popen[bytes]) -> int:
 
 
 # What each scripted agent says, so one test fits them all.
-EXPECTED_PERMISSION_TEXT = {"ts": "outcome: allow", "py": "permission: selected allow", "acpstack": "outcome: allow"}
+EXPECTED_PERMISSION_TEXT = {
+    "ts": "outcome: allow",
+    "py": "permission: selected allow",
+    "acpstack": "outcome: allow",
+}
 
 
 class Recorder:
@@ -111,14 +130,22 @@ class Recorder:
         self.runtime = ClientRuntime(ask=ask, on_update=self._update)
 
     def _update(self, _session: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
             self.texts.append(update.content.text)
             self.first_chunk.set()
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-@pytest.mark.parametrize("foreign_server", [pytest.param("ts", marks=NEEDS_NODE, id="ts-server"), pytest.param("py", id="py-server")], indirect=True)
-async def test_our_client_drives_a_foreign_server(foreign_server: str, profile: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "foreign_server",
+    [pytest.param("ts", marks=NEEDS_NODE, id="ts-server"), pytest.param("py", id="py-server")],
+    indirect=True,
+)
+async def test_our_client_drives_a_foreign_server(
+    foreign_server: str, profile: str, request: pytest.FixtureRequest
+) -> None:
     kind = request.node.callspec.params["foreign_server"]
     url = foreign_server if profile == "http" else "ws" + foreign_server[4:]
     rec = Recorder()
@@ -130,7 +157,9 @@ async def test_our_client_drives_a_foreign_server(foreign_server: str, profile: 
         assert result.stop_reason == "end_turn" and len(rec.asked) == 1
         assert EXPECTED_PERMISSION_TEXT[kind] in rec.texts
         rec.texts.clear()
-        assert (await asyncio.wait_for(rec.runtime.prompt(session, "stream 20"), 30)).stop_reason == "end_turn"
+        assert (
+            await asyncio.wait_for(rec.runtime.prompt(session, "stream 20"), 30)
+        ).stop_reason == "end_turn"
         assert len(rec.texts) == 20
         rec.first_chunk.clear()
         turn = asyncio.ensure_future(rec.runtime.prompt(session, "wait"))
@@ -145,12 +174,20 @@ def test_a_foreign_client_drives_acpstack_serve(kind: str, profile: str) -> None
     with serve_process("--agent", SCRIPTED) as served:
         url = served.url if profile == "http" else "ws" + served.url[4:]
         argv = _client_argv(kind, url)
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, f"{argv} exited {done.returncode}\n{done.stderr}\n{done.stdout}"
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+        )
+        assert done.returncode == 0, (
+            f"{argv} exited {done.returncode}\n{done.stderr}\n{done.stdout}"
+        )
         report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["initialize"]["agentInfo"]["name"] == "acpstack-scripted"
     permission, stream, wait = report["turns"]
-    assert permission == {"prompt": "permission", "stopReason": "end_turn", "texts": ["asking", "outcome: allow"]}
+    assert permission == {
+        "prompt": "permission",
+        "stopReason": "end_turn",
+        "texts": ["asking", "outcome: allow"],
+    }
     assert stream["stopReason"] == "end_turn" and stream["texts"] == [f"{i:08d}" for i in range(20)]
     assert wait["stopReason"] == "cancelled" and wait["texts"][0] == "waiting"
     assert report["permissionRequests"] == 1

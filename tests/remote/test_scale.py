@@ -31,12 +31,18 @@ def test_200_sessions_stream_at_once_with_bounded_memory(profile: str) -> None:
         before = rss_kb(served.proc.pid)
         runs = []
         for _ in range(2):  # the second round must not need more memory than the first
-            done = subprocess.run([sys.executable, str(LOAD), url, str(CONNECTIONS), str(SESSIONS), str(UPDATES)],
-                                  capture_output=True, text=True, timeout=100)
+            done = subprocess.run(
+                [sys.executable, str(LOAD), url, str(CONNECTIONS), str(SESSIONS), str(UPDATES)],
+                capture_output=True,
+                text=True,
+                timeout=100,
+            )
             assert done.returncode == 0, done.stderr[-2000:]
             runs.append((json.loads(done.stdout), rss_kb(served.proc.pid)))
         (first, after_first), (second, after_second) = runs
         assert first["updates"] == second["updates"] == CONNECTIONS * SESSIONS * UPDATES
         per_connection_kb = (after_first - before) / CONNECTIONS
         assert per_connection_kb < 2048, f"{per_connection_kb:.0f} KB per connection"
-        assert after_second - after_first < 8 * 1024, f"grew {after_second - after_first} KB in the second round"
+        assert after_second - after_first < 8 * 1024, (
+            f"grew {after_second - after_first} KB in the second round"
+        )

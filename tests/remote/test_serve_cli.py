@@ -31,77 +31,181 @@ def test_a_non_loopback_bind_without_a_token_is_refused() -> None:
 
 
 def test_a_non_loopback_bind_with_a_token_serves_and_needs_the_token() -> None:
-    with serve_process("--host", "0.0.0.0", "--token-env", "ACP_TOKEN", "--agent", SCRIPTED, env={"ACP_TOKEN": TOKEN}) as served:
+    with serve_process(
+        "--host",
+        "0.0.0.0",
+        "--token-env",
+        "ACP_TOKEN",
+        "--agent",
+        SCRIPTED,
+        env={"ACP_TOKEN": TOKEN},
+    ) as served:
         url = f"http://127.0.0.1:{served.port}/acp"
         assert httpx.post(url, json=INIT).status_code == 401
-        assert httpx.post(url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert (
+            httpx.post(url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"}).status_code
+            == 200
+        )
     assert TOKEN not in "".join(served.stderr)
 
 
 async def test_token_origin_and_host_checks_with_real_requests() -> None:
-    with serve_process("--token-env", "ACP_TOKEN", "--agent", SCRIPTED, "--allow-origin", "https://editor.example", "-v",
-                       env={"ACP_TOKEN": TOKEN}) as served:
+    with serve_process(
+        "--token-env",
+        "ACP_TOKEN",
+        "--agent",
+        SCRIPTED,
+        "--allow-origin",
+        "https://editor.example",
+        "-v",
+        env={"ACP_TOKEN": TOKEN},
+    ) as served:
         url = served.url
         async with httpx.AsyncClient() as http:
             assert (await http.post(url, json=INIT)).status_code == 401
-            assert (await http.post(url, json=INIT, headers={"Authorization": "Bearer nope"})).status_code == 401
-            assert (await http.post(url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"})).status_code == 200
-            assert (await http.post(url, json=INIT, headers={"X-Secret-Key": TOKEN})).status_code == 200
+            assert (
+                await http.post(url, json=INIT, headers={"Authorization": "Bearer nope"})
+            ).status_code == 401
+            assert (
+                await http.post(url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"})
+            ).status_code == 200
+            assert (
+                await http.post(url, json=INIT, headers={"X-Secret-Key": TOKEN})
+            ).status_code == 200
             assert (await http.post(url + f"?token={TOKEN}", json=INIT)).status_code == 200
             auth = {"X-Secret-Key": TOKEN}
-            evil = await http.post(url, json=INIT, headers={**auth, "Origin": "http://evil.example"})
+            evil = await http.post(
+                url, json=INIT, headers={**auth, "Origin": "http://evil.example"}
+            )
             assert evil.status_code == 403
-            allowed = await http.post(url, json=INIT, headers={**auth, "Origin": "https://editor.example"})
-            assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://editor.example"
+            allowed = await http.post(
+                url, json=INIT, headers={**auth, "Origin": "https://editor.example"}
+            )
+            assert (
+                allowed.status_code == 200
+                and allowed.headers["access-control-allow-origin"] == "https://editor.example"
+            )
             assert "acp-connection-id" in allowed.headers["access-control-expose-headers"].lower()
-            local = await http.post(url, json=INIT, headers={**auth, "Origin": "http://localhost:3000"})
+            local = await http.post(
+                url, json=INIT, headers={**auth, "Origin": "http://localhost:3000"}
+            )
             assert local.status_code == 200
-            rebound = await http.post(url, json=INIT, headers={**auth, "Host": f"attacker.example:{served.port}"})
-            assert rebound.status_code == 421  # DNS rebinding: a name that resolves to us, not one we answer to
-            preflight = await http.options(url, headers={"Origin": "https://editor.example", "Access-Control-Request-Method": "POST"})
-            assert preflight.status_code == 204 and "Acp-Session-Id" in preflight.headers["access-control-allow-headers"]
-            assert (await http.options(url, headers={"Origin": "http://evil.example"})).status_code == 403
+            rebound = await http.post(
+                url, json=INIT, headers={**auth, "Host": f"attacker.example:{served.port}"}
+            )
+            assert (
+                rebound.status_code == 421
+            )  # DNS rebinding: a name that resolves to us, not one we answer to
+            preflight = await http.options(
+                url,
+                headers={
+                    "Origin": "https://editor.example",
+                    "Access-Control-Request-Method": "POST",
+                },
+            )
+            assert (
+                preflight.status_code == 204
+                and "Acp-Session-Id" in preflight.headers["access-control-allow-headers"]
+            )
+            assert (
+                await http.options(url, headers={"Origin": "http://evil.example"})
+            ).status_code == 403
         ws_url = "ws" + url[4:]
-        rebound_url = f"ws://attacker.example:{served.port}/acp"  # the socket still goes to 127.0.0.1
-        for target, headers, status in ((ws_url, {}, 401), (ws_url, {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}, 403),
-                                        (rebound_url, {"Authorization": f"Bearer {TOKEN}"}, 421)):
+        rebound_url = (
+            f"ws://attacker.example:{served.port}/acp"  # the socket still goes to 127.0.0.1
+        )
+        for target, headers, status in (
+            (ws_url, {}, 401),
+            (ws_url, {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}, 403),
+            (rebound_url, {"Authorization": f"Bearer {TOKEN}"}, 421),
+        ):
             with pytest.raises(websockets.InvalidStatus) as refused:
-                async with websockets.connect(target, additional_headers=headers, host="127.0.0.1", port=served.port):
+                async with websockets.connect(
+                    target, additional_headers=headers, host="127.0.0.1", port=served.port
+                ):
                     pass
             assert refused.value.response.status_code == status
-        async with websockets.connect(ws_url + f"?token={TOKEN}", origin="https://editor.example") as ws:  # type: ignore[arg-type]
+        async with websockets.connect(
+            ws_url + f"?token={TOKEN}", origin="https://editor.example"
+        ) as ws:  # type: ignore[arg-type]
             assert ws.response.headers["Acp-Connection-Id"]
     assert TOKEN not in "".join(served.stderr), "the token must never be logged"
 
 
-def test_chat_url_completes_a_turn_with_permission_prompts_over_both_profiles(tmp_path: Path) -> None:
+def test_chat_url_completes_a_turn_with_permission_prompts_over_both_profiles(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "README.md").write_text("# project\n")
     with serve_process("--store", str(tmp_path / "sessions.db")) as served:  # the reference agent
         for scheme in ("http", "ws"):
             url = scheme + served.url[4:]
-            done = subprocess.run([sys.executable, "-m", "acpstack", "chat", "--url", url, "--cwd", str(tmp_path), "-p", "tidy up", "--approve-all"],
-                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "acpstack",
+                    "chat",
+                    "--url",
+                    url,
+                    "--cwd",
+                    str(tmp_path),
+                    "-p",
+                    "tidy up",
+                    "--approve-all",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            )
             assert done.returncode == 0, done.stderr
             assert "permission: approved 'Edit README.md' (--approve-all)" in done.stderr
             assert "Done." in done.stdout
-        denied = subprocess.run([sys.executable, "-m", "acpstack", "chat", "--url", served.url, "--cwd", str(tmp_path), "-p", "tidy up", "--deny-all"],
-                                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        denied = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "acpstack",
+                "chat",
+                "--url",
+                served.url,
+                "--cwd",
+                str(tmp_path),
+                "-p",
+                "tidy up",
+                "--deny-all",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         assert denied.returncode == 0 and "rejected 'Edit README.md' (--deny-all)" in denied.stderr
     assert (tmp_path / "README.md").read_text().count("tidy up") == 2  # approved twice, denied once
 
 
 def test_chat_url_errors_are_clear() -> None:
-    for url, text in (("http://127.0.0.1:9/acp", "could not reach"), ("ws://127.0.0.1:9/acp", "could not open a WebSocket"),
-                      ("ftp://x/acp", "http(s)://")):
-        done = subprocess.run([sys.executable, "-m", "acpstack", "chat", "--url", url, "-p", "hi"],
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    for url, text in (
+        ("http://127.0.0.1:9/acp", "could not reach"),
+        ("ws://127.0.0.1:9/acp", "could not open a WebSocket"),
+        ("ftp://x/acp", "http(s)://"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "acpstack", "chat", "--url", url, "-p", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode in (2, 3) and text in done.stderr, (url, done.stderr)
 
 
 async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> None:
     pids_dir = tmp_path / "pids"
     pids_dir.mkdir()
-    with serve_process("--idle-timeout", "1", "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}) as served:
+    with serve_process(
+        "--idle-timeout", "1", "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}
+    ) as served:
         deleted, dropped, kept = Probe(served.url), Probe(served.url), Probe(served.url)
         for probe in (deleted, dropped, kept):
             await probe.initialize()
@@ -111,7 +215,10 @@ async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> N
         await dropped.aclose()  # gone without DELETE: the idle timeout ends it
         async with kept.stream():
             await _wait_for(lambda: sum(alive(p) for p in pids) == 1, 15)
-        assert served.stop() in (0, -15)  # SIGTERM with a connection still open (uvicorn re-raises it after shutting down)
+        assert served.stop() in (
+            0,
+            -15,
+        )  # SIGTERM with a connection still open (uvicorn re-raises it after shutting down)
         await _wait_for(lambda: not any(alive(p) for p in pids), 15)
         for probe in (deleted, kept):
             await probe.aclose()
@@ -121,15 +228,36 @@ async def test_tls(tmp_path: Path) -> None:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     import ssl
 
     from acpstack.client import ClientRuntime, connect_remote
 
     context = ssl.create_default_context(cafile=str(cert))
-    with serve_process("--tls-cert", str(cert), "--tls-key", str(key), "--agent", SCRIPTED) as served:
+    with serve_process(
+        "--tls-cert", str(cert), "--tls-key", str(key), "--agent", SCRIPTED
+    ) as served:
         assert served.url.startswith("https://")
         for url in (served.url, "wss" + served.url[5:]):
             runtime = ClientRuntime()
@@ -150,12 +278,20 @@ def test_serve_without_the_remote_extra_says_how_to_get_it(tmp_path: Path) -> No
     # Hide uvicorn from a fresh interpreter: the message must name the extra.
     (tmp_path / "uvicorn.py").write_text("raise ImportError('hidden for this test')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "acpstack", "serve", "--port", "0"], capture_output=True, text=True, timeout=30, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "acpstack", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert done.returncode == 2 and 'pip install "acpstack[remote]"' in done.stderr
 
 
 @pytest.mark.parametrize("scheme", ["http", "ws"])
-def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_with_ctrl_c(tmp_path: Path, scheme: str) -> None:
+def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_with_ctrl_c(
+    tmp_path: Path, scheme: str
+) -> None:
     import pexpect
 
     workspace = tmp_path / "ws"
@@ -163,8 +299,15 @@ def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_wit
     (workspace / "README.md").write_text("# Readme\n")
     with serve_process("--store", str(tmp_path / "sessions.db")) as served:
         env = dict(os.environ, TERM="xterm", NO_COLOR="1")
-        chat = pexpect.spawn(sys.executable, ["-m", "acpstack", "chat", "--url", scheme + served.url[4:]], cwd=str(workspace),
-                             env=env, encoding="utf-8", timeout=20, dimensions=(50, 160))
+        chat = pexpect.spawn(
+            sys.executable,
+            ["-m", "acpstack", "chat", "--url", scheme + served.url[4:]],
+            cwd=str(workspace),
+            env=env,
+            encoding="utf-8",
+            timeout=20,
+            dimensions=(50, 160),
+        )
         try:
             chat.expect("connected to acpstack reference agent")
             chat.sendline("/edit README.md Readme Hello")

@@ -22,7 +22,11 @@ INT_RANGES = {
 MAX_DEPTH = 4
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), TEXT)
-FREE_JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=6)
+FREE_JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6,
+)
 
 
 class SchemaStrategies:
@@ -39,7 +43,11 @@ class SchemaStrategies:
                 target = self.defs[schema["$ref"].rsplit("/", 1)[1]]
                 rest = {k: v for k, v in schema.items() if k != "$ref"}
                 schema = {**target, **_structural(rest)}
-            elif "allOf" in schema and len(schema["allOf"]) == 1 and not _structural({k: v for k, v in schema.items() if k != "allOf"}):
+            elif (
+                "allOf" in schema
+                and len(schema["allOf"]) == 1
+                and not _structural({k: v for k, v in schema.items() if k != "allOf"})
+            ):
                 schema = {**schema["allOf"][0], **{k: v for k, v in schema.items() if k != "allOf"}}
             else:
                 return schema
@@ -62,7 +70,10 @@ class SchemaStrategies:
         arms = schema.get("anyOf") or schema.get("oneOf")
         if arms:
             base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "discriminator")}
-            choices = [self.build(_merge(base, self.deref(arm)) if _structural(base) else arm, depth + 1) for arm in arms]
+            choices = [
+                self.build(_merge(base, self.deref(arm)) if _structural(base) else arm, depth + 1)
+                for arm in arms
+            ]
             return st.one_of(*choices)
         kind = schema.get("type")
         if isinstance(kind, list):
@@ -108,7 +119,14 @@ class SchemaStrategies:
 
 
 def _structural(schema: dict[str, Any]) -> dict[str, Any]:
-    ignored = {"description", "title", "default", "x-deserialize-default-on-error", "x-deserialize-skip-invalid-items", "x-docs-ignore"}
+    ignored = {
+        "description",
+        "title",
+        "default",
+        "x-deserialize-default-on-error",
+        "x-deserialize-skip-invalid-items",
+        "x-docs-ignore",
+    }
     return {k: v for k, v in schema.items() if k not in ignored}
 
 

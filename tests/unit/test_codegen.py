@@ -16,14 +16,24 @@ SHARED = ROOT.parent / "shared" / "acp-schema"
 
 
 def run_check(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tools.codegen", "--check"], cwd=root, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.codegen", "--check"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def copy_project(tmp_path: Path) -> Path:
     copy = tmp_path / "p"
     shutil.copytree(ROOT / "tools", copy / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(VENDOR, copy / "vendor" / "acp-schema")
-    shutil.copytree(ROOT / "src" / "acpstack" / "schema", copy / "src" / "acpstack" / "schema", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "src" / "acpstack" / "schema",
+        copy / "src" / "acpstack" / "schema",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return copy
 
 
@@ -36,7 +46,9 @@ def test_generated_files_are_up_to_date() -> None:
 def test_a_stale_generated_file_fails_the_check(tmp_path: Path) -> None:
     copy = copy_project(tmp_path)
     generated = copy / "src" / "acpstack" / "schema" / "_generated_v1.py"
-    generated.write_text(generated.read_text().replace("class TextContent(", "class TextContentEdited("))
+    generated.write_text(
+        generated.read_text().replace("class TextContent(", "class TextContentEdited(")
+    )
     result = run_check(copy)
     assert result.returncode == 1
     assert "stale" in result.stderr and "TextContentEdited" in result.stderr

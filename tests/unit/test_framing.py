@@ -629,8 +629,17 @@ def test_event_reprs() -> None:
     assert Oversized(b"a", 2) == Oversized(b"a", 2) != Oversized(b"a", 3)
 
 
-
-TRICKY_LINES = [b'{"a":1}', b'{"a":1}\r', b"abc\r\r", b"   ", b"\t\x0b", b"", b"x" * 64, b"x" * 65, b'{"b":2} ']
+TRICKY_LINES = [
+    b'{"a":1}',
+    b'{"a":1}\r',
+    b"abc\r\r",
+    b"   ",
+    b"\t\x0b",
+    b"",
+    b"x" * 64,
+    b"x" * 65,
+    b'{"b":2} ',
+]
 
 
 @pytest.mark.parametrize("max_size", [64, 1024])
@@ -639,5 +648,7 @@ def test_one_whole_line_per_chunk_frames_like_any_other_chunking(max_size: int) 
     chunks = [line + b"\n" for line in TRICKY_LINES]
     line_by_line = run(chunks, framing="ndjson", max_message_size=max_size)
     assert line_by_line == run([b"".join(chunks)], framing="ndjson", max_message_size=max_size)
-    assert line_by_line == run(bytewise(b"".join(chunks)), framing="ndjson", max_message_size=max_size)
+    assert line_by_line == run(
+        bytewise(b"".join(chunks)), framing="ndjson", max_message_size=max_size
+    )
     assert b'{"a":1}' in line_by_line and b"abc\r" in line_by_line

@@ -10,8 +10,30 @@ from pathlib import Path
 import acpstack
 
 PACKAGE = Path(acpstack.__file__).resolve().parent
-ORDER = ["schema", "wire", "transports", "local", "rpc", "agent", "client", "server", "testing", "cli"]
-RANK = {"schema": 0, "wire": 1, "transports": 2, "local": 2, "rpc": 3, "agent": 4, "client": 4, "server": 5, "testing": 6, "cli": 7}
+ORDER = [
+    "schema",
+    "wire",
+    "transports",
+    "local",
+    "rpc",
+    "agent",
+    "client",
+    "server",
+    "testing",
+    "cli",
+]
+RANK = {
+    "schema": 0,
+    "wire": 1,
+    "transports": 2,
+    "local": 2,
+    "rpc": 3,
+    "agent": 4,
+    "client": 4,
+    "server": 5,
+    "testing": 6,
+    "cli": 7,
+}
 
 
 def imports_of(path: Path) -> list[str]:
@@ -64,22 +86,35 @@ def test_wire_and_schema_never_import_asyncio() -> None:
 
 def test_import_acpstack_stays_small() -> None:
     code = "import sys, acpstack; print(sorted(m for m in ('asyncio', 'rich', 'mcp', 'httpx', 'msgspec') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
     # The optional extras stay out of the core runtime too.
     code = "import sys, acpstack.agent, acpstack.client; print(sorted(m for m in ('rich', 'mcp', 'httpx') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
 def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
     # Cold start: serving a stable-protocol Agent needs neither the unstable schema nor the
     # SessionAgent runtime (SQLite store, turn helpers).
-    heavy = ("acpstack.schema._generated_v1_unstable", "acpstack.agent._runtime", "acpstack.agent._store", "sqlite3")
+    heavy = (
+        "acpstack.schema._generated_v1_unstable",
+        "acpstack.agent._runtime",
+        "acpstack.agent._store",
+        "sqlite3",
+    )
     code = f"import sys; from acpstack import Agent, serve_stdio; print([m for m in {heavy!r} if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
     # ...and they are still there when asked for.
     code = "from acpstack.agent import SessionAgent; from acpstack.schema import v1_unstable, UNSTABLE_METHODS; print(len(UNSTABLE_METHODS) > 0)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "True"

@@ -24,14 +24,22 @@ def replies(state: ProtocolState) -> list[dict]:
 
 def agent() -> ProtocolState:
     state = ProtocolState("agent")
-    [event] = state.receive(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n')
+    [event] = state.receive(
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+    )
     assert isinstance(event, IncomingRequest)
     state.record_peer_initialize(event.params)
-    state.result(0, "initialize", acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities()))
+    state.result(
+        0,
+        "initialize",
+        acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities()),
+    )
     return state
 
 
-NEW_SESSION = b'{"jsonrpc":"2.0","id":99,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n'
+NEW_SESSION = (
+    b'{"jsonrpc":"2.0","id":99,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n'
+)
 
 
 def still_serves(state: ProtocolState) -> None:
@@ -42,18 +50,45 @@ def still_serves(state: ProtocolState) -> None:
 @pytest.mark.parametrize(
     ("line", "code"),
     [
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w/\xff\xfe","mcpServers":[]}}', -32700),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w/\xff\xfe","mcpServers":[]}}',
+            -32700,
+        ),
         # Inside an unknown key msgspec never reads the bytes; it is still not JSON text.
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"x":"\xff"}}', -32700),
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"x":' + DEEP + b"}}", -32700),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"x":"\xff"}}',
+            -32700,
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"x":'
+            + DEEP
+            + b"}}",
+            -32700,
+        ),
         (b'{"jsonrpc":"2.0","id":7,"method":"_ext/x","params":' + DEEP + b"}", -32700),
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a"}],"x":' + DEEP + b"}}", -32700),
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a","annotations":{"priority":1e400}}]}}', -32602),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a"}],"x":'
+            + DEEP
+            + b"}}",
+            -32700,
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a","annotations":{"priority":1e400}}]}}',
+            -32602,
+        ),
         (b'{"jsonrpc":"2.0","id":7,"method":"fs/x","params":{}}', -32601),
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{"sessionId":"s","modeId":' + HUGE_INT + b"}}", -32602),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{"sessionId":"s","modeId":'
+            + HUGE_INT
+            + b"}}",
+            -32602,
+        ),
         (b'{"jsonrpc":"2.0","id":7,"method":"_ext/x","params":{"n":' + HUGE_INT + b"}}", -32602),
         (b'{"jsonrpc":"2.0","id":7,"method":"_ext/x","params":{"n":1e400}}', -32602),
-        (b'{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{"sessionId":99999999999999999999,"modeId":"m"}}', -32602),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{"sessionId":99999999999999999999,"modeId":"m"}}',
+            -32602,
+        ),
     ],
 )
 def test_a_poisoned_request_gets_its_error_with_its_id(line: bytes, code: int) -> None:
@@ -66,7 +101,9 @@ def test_a_poisoned_request_gets_its_error_with_its_id(line: bytes, code: int) -
 
 def test_invalid_utf8_in_a_key_does_not_turn_a_request_into_a_notification() -> None:
     state = agent()
-    events = state.receive(b'{"jsonrpc":"2.0","\xff":1,"id":8,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n')
+    events = state.receive(
+        b'{"jsonrpc":"2.0","\xff":1,"id":8,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n'
+    )
     assert not [e for e in events if isinstance(e, IncomingRequest)]
     [reply] = replies(state)
     assert reply["error"]["code"] == -32700 and reply["id"] == 8
@@ -74,19 +111,33 @@ def test_invalid_utf8_in_a_key_does_not_turn_a_request_into_a_notification() -> 
 
 def test_an_id_nested_in_params_is_never_used_to_answer() -> None:
     state = agent()
-    [dropped] = state.receive(b'{"jsonrpc":"2.0","method":"session/cancel","params":{"id":5,"sessionId":"s","x":"\xff"}}\n')
-    assert isinstance(dropped, DroppedMessage) and dropped.method == "session/cancel" and dropped.session_id == "s"
+    [dropped] = state.receive(
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"id":5,"sessionId":"s","x":"\xff"}}\n'
+    )
+    assert (
+        isinstance(dropped, DroppedMessage)
+        and dropped.method == "session/cancel"
+        and dropped.session_id == "s"
+    )
     [reply] = replies(state)
     assert reply["id"] is None and reply["error"]["code"] == -32700
 
 
 @pytest.mark.parametrize(
     "params",
-    [b'{"sessionId":"s","x":' + DEEP + b"}", b'{"sessionId":' + HUGE_INT + b"}", b'{"sessionId":1e400}'],
+    [
+        b'{"sessionId":"s","x":' + DEEP + b"}",
+        b'{"sessionId":' + HUGE_INT + b"}",
+        b'{"sessionId":1e400}',
+    ],
 )
-def test_a_poisoned_notification_is_dropped_reported_and_never_answered_by_id(params: bytes) -> None:
+def test_a_poisoned_notification_is_dropped_reported_and_never_answered_by_id(
+    params: bytes,
+) -> None:
     state = agent()
-    events = state.receive(b'{"jsonrpc":"2.0","method":"session/cancel","params":' + params + b"}\n")
+    events = state.receive(
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":' + params + b"}\n"
+    )
     [dropped] = events
     assert isinstance(dropped, DroppedMessage) and dropped.method == "session/cancel"
     assert all(r["id"] is None for r in replies(state))
@@ -95,18 +146,36 @@ def test_a_poisoned_notification_is_dropped_reported_and_never_answered_by_id(pa
 
 @pytest.mark.parametrize(
     "result",
-    [b'{"content":"\xff"}', b'{"content":' + DEEP + b"}", b'{"content":1e400}', b'{"content":' + HUGE_INT + b"}", b"[" * 5000],
+    [
+        b'{"content":"\xff"}',
+        b'{"content":' + DEEP + b"}",
+        b'{"content":1e400}',
+        b'{"content":' + HUGE_INT + b"}",
+        b"[" * 5000,
+    ],
 )
 def test_a_poisoned_response_fails_only_its_call(result: bytes) -> None:
     state = ProtocolState("client")
     caps = acp.ClientCapabilities(fs=acp.FileSystemCapabilities(read_text_file=True))
-    state.start_request("initialize", acp.InitializeRequest(protocol_version=1, client_capabilities=caps))
-    state.receive(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}\n')
-    first, _, _ = state.start_request("session/new", acp.NewSessionRequest(cwd="/w", mcp_servers=[]))
-    second, _, _ = state.start_request("session/new", acp.NewSessionRequest(cwd="/w", mcp_servers=[]))
+    state.start_request(
+        "initialize", acp.InitializeRequest(protocol_version=1, client_capabilities=caps)
+    )
+    state.receive(
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}\n'
+    )
+    first, _, _ = state.start_request(
+        "session/new", acp.NewSessionRequest(cwd="/w", mcp_servers=[])
+    )
+    second, _, _ = state.start_request(
+        "session/new", acp.NewSessionRequest(cwd="/w", mcp_servers=[])
+    )
     events = state.receive(b'{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (first, result))
     [failed] = events
-    assert isinstance(failed, IncomingResponse) and failed.call.id == first and failed.error is not None
+    assert (
+        isinstance(failed, IncomingResponse)
+        and failed.call.id == first
+        and failed.error is not None
+    )
     assert failed.error.code in (-32700, -32602)
     assert replies(state) == []  # a response is never answered
     [ok] = state.receive(b'{"jsonrpc":"2.0","id":%d,"result":{"sessionId":"s2"}}\n' % second)
@@ -116,7 +185,9 @@ def test_a_poisoned_response_fails_only_its_call(result: bytes) -> None:
 def test_a_poisoned_error_object_fails_its_call_with_a_clear_error() -> None:
     state = ProtocolState("client")
     rid, _, _ = state.start_request("initialize", acp.InitializeRequest(protocol_version=1))
-    [event] = state.receive(b'{"jsonrpc":"2.0","id":%d,"error":{"code":1e400,"message":"x"}}\n' % rid)
+    [event] = state.receive(
+        b'{"jsonrpc":"2.0","id":%d,"error":{"code":1e400,"message":"x"}}\n' % rid
+    )
     assert isinstance(event, IncomingResponse) and event.error is not None
     assert event.error.message == "Malformed error from peer"
 
@@ -129,7 +200,13 @@ def test_a_stray_poisoned_response_is_not_answered() -> None:
 
 def test_frames_after_a_poisoned_one_in_the_same_read_are_kept() -> None:
     state = agent()
-    chunk = b'{"jsonrpc":"2.0","id":1,"method":"x","params":' + DEEP + b"}\n" + b"\xff\xfe\n" + NEW_SESSION
+    chunk = (
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":'
+        + DEEP
+        + b"}\n"
+        + b"\xff\xfe\n"
+        + NEW_SESSION
+    )
     events = state.receive(chunk)
     assert [e.id for e in events if isinstance(e, IncomingRequest)] == [99]
     assert [r["error"]["code"] for r in replies(state)] == [-32700, -32700]
@@ -137,14 +214,28 @@ def test_frames_after_a_poisoned_one_in_the_same_read_are_kept() -> None:
 
 def test_an_oversized_notification_is_reported_to_the_application() -> None:
     state = ProtocolState("client", max_message_size=1024)
-    big = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"' + b"a" * 5000 + b'"}}}}\n'
+    big = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'
+        + b"a" * 5000
+        + b'"}}}}\n'
+    )
     [dropped] = state.receive(big)
     assert isinstance(dropped, DroppedMessage)
-    assert (dropped.reason, dropped.method, dropped.session_id) == ("too_large", "session/update", "s1")
+    assert (dropped.reason, dropped.method, dropped.session_id) == (
+        "too_large",
+        "session/update",
+        "s1",
+    )
     assert dropped.size == len(big) - 1
 
 
 def test_a_notification_with_invalid_params_is_reported_to_the_application() -> None:
     state = ProtocolState("client")
-    [dropped] = state.receive(b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan"}}}\n')
-    assert isinstance(dropped, DroppedMessage) and dropped.reason == "invalid_params" and dropped.session_id == "s1"
+    [dropped] = state.receive(
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan"}}}\n'
+    )
+    assert (
+        isinstance(dropped, DroppedMessage)
+        and dropped.reason == "invalid_params"
+        and dropped.session_id == "s1"
+    )

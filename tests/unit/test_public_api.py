@@ -6,8 +6,18 @@ import importlib
 
 import pytest
 
-PACKAGES = ["acpstack", "acpstack.schema", "acpstack.wire", "acpstack.transports", "acpstack.local", "acpstack.rpc",
-            "acpstack.agent", "acpstack.client", "acpstack.server", "acpstack.testing"]
+PACKAGES = [
+    "acpstack",
+    "acpstack.schema",
+    "acpstack.wire",
+    "acpstack.transports",
+    "acpstack.local",
+    "acpstack.rpc",
+    "acpstack.agent",
+    "acpstack.client",
+    "acpstack.server",
+    "acpstack.testing",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -23,7 +33,16 @@ def test_all_names_resolve(name: str) -> None:
 def test_the_names_design_md_promises() -> None:
     import acpstack
 
-    for attr in ("Agent", "Client", "ClientPeer", "AgentPeer", "RequestError", "ConnectionClosed", "spawn_agent", "serve_stdio"):
+    for attr in (
+        "Agent",
+        "Client",
+        "ClientPeer",
+        "AgentPeer",
+        "RequestError",
+        "ConnectionClosed",
+        "spawn_agent",
+        "serve_stdio",
+    ):
         assert attr in acpstack.__all__, attr
     from acpstack.agent import SessionAgent, SqliteSessionStore, Turn  # noqa: F401
     from acpstack.client import ClientRuntime  # noqa: F401

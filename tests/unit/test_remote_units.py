@@ -15,7 +15,11 @@ from acpstack.transports._cookies import cookie_header, store_cookies
 from acpstack.transports._envelope import compact, peek
 from acpstack.transports._sse import SseDecoder, SseError, encode_event
 
-MESSAGES = [b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"}}', b'{"id":1,"result":{}}', b"{}"]
+MESSAGES = [
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"}}',
+    b'{"id":1,"result":{}}',
+    b"{}",
+]
 
 
 @given(st.lists(st.sampled_from(MESSAGES), max_size=8), st.data())
@@ -31,8 +35,26 @@ def test_sse_events_survive_any_split(messages: list[bytes], data: st.DataObject
 
 @given(st.sampled_from([b"\n", b"\r\n", b"\r"]), st.integers(1, 20))
 def test_sse_line_endings_comments_fields_and_multiline_data(eol: bytes, cut: int) -> None:
-    raw = (b"\xef\xbb\xbf: keep-alive" + eol + eol + b"event: message" + eol + b"id: 7" + eol + b"data: {\"a\":" + eol
-           + b"data:1}" + eol + eol + b"retry: 5" + eol + eol + b"data" + eol + eol)
+    raw = (
+        b"\xef\xbb\xbf: keep-alive"
+        + eol
+        + eol
+        + b"event: message"
+        + eol
+        + b"id: 7"
+        + eol
+        + b'data: {"a":'
+        + eol
+        + b"data:1}"
+        + eol
+        + eol
+        + b"retry: 5"
+        + eol
+        + eol
+        + b"data"
+        + eol
+        + eol
+    )
     decoder = SseDecoder(1024)
     out = decoder.feed(raw[:cut]) + decoder.feed(raw[cut:])
     assert out == [b'{"a":\n1}', b""]
@@ -45,16 +67,31 @@ def test_sse_event_over_the_limit_is_an_error() -> None:
 
 
 def test_envelope_kinds_sessions_and_odd_input() -> None:
-    assert peek(b'{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}}').kind == "request"
-    note = peek(b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}')
+    assert (
+        peek(b'{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}}').kind
+        == "request"
+    )
+    note = peek(
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}'
+    )
     assert (note.kind, note.session_id, note.id) == ("notification", "s", None)
     answer = peek(b'{"jsonrpc":"2.0","id":"x","result":{"sessionId":"new"}}')
     assert (answer.kind, answer.id, answer.result_session_id) == ("response", "x", "new")
-    assert peek(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}').kind == "response"
+    assert (
+        peek(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}').kind
+        == "response"
+    )
     assert peek(b'{"jsonrpc":"2.0","id":1,"result":null}').kind == "response"
     assert peek(b'{"jsonrpc":"2.0","method":"x","params":[1,2]}').kind == "notification"
     assert peek(b'{"jsonrpc":"2.0","method":"x","params":{"sessionId":5}}').session_id is None
-    for odd in (b"[]", b"3", b'{"id":1.5,"method":"x"}', b'{"id":true,"method":"x"}', b'{"method":5}', b'{"id":1}'):
+    for odd in (
+        b"[]",
+        b"3",
+        b'{"id":1.5,"method":"x"}',
+        b'{"id":true,"method":"x"}',
+        b'{"method":5}',
+        b'{"id":1}',
+    ):
         assert peek(odd).kind == "invalid", odd
     with pytest.raises(msgspec.DecodeError):
         peek(b"{not json")
@@ -64,18 +101,30 @@ def test_envelope_kinds_sessions_and_odd_input() -> None:
 
 def test_host_origin_and_token_checks() -> None:
     open_server = ServerSecurity()
-    assert open_server.check_host("127.0.0.1:8765") is None and open_server.check_host("localhost") is None
+    assert (
+        open_server.check_host("127.0.0.1:8765") is None
+        and open_server.check_host("localhost") is None
+    )
     assert open_server.check_host("[::1]:80") is None
     rejected = open_server.check_host("evil.example:8765")
     assert rejected is not None and rejected.status == 421
-    assert open_server.check_host(None) is not None and open_server.check_host("127.0.0.1, evil.example") is not None
+    assert (
+        open_server.check_host(None) is not None
+        and open_server.check_host("127.0.0.1, evil.example") is not None
+    )
     assert ServerSecurity(allowed_hosts=["agent.lan"]).check_host("agent.lan:9000") is None
     assert ServerSecurity(allowed_hosts=["*"]).check_host("anything") is None
-    assert open_server.check_origin(None) is None and open_server.check_origin("http://localhost:3000") is None
+    assert (
+        open_server.check_origin(None) is None
+        and open_server.check_origin("http://localhost:3000") is None
+    )
     denied = open_server.check_origin("https://evil.example")
     assert denied is not None and denied.status == 403
     assert open_server.check_origin("null") is not None
-    assert ServerSecurity(allowed_origins=["https://ed.example"]).check_origin("https://ed.example") is None
+    assert (
+        ServerSecurity(allowed_origins=["https://ed.example"]).check_origin("https://ed.example")
+        is None
+    )
     secured = ServerSecurity(token="t0k")
     assert secured.check_token({}, b"") is not None
     assert secured.check_token({"authorization": "Bearer t0k"}, b"") is None
@@ -84,7 +133,12 @@ def test_host_origin_and_token_checks() -> None:
     assert secured.check_token({}, b"a=1&token=t0k") is None
     assert secured.check_token({"authorization": "Bearer t0"}, b"token=t0kk") is not None
     assert "t0k" not in repr(secured)
-    assert is_loopback("127.0.0.2") and is_loopback("::1") and is_loopback("localhost") and not is_loopback("0.0.0.0")
+    assert (
+        is_loopback("127.0.0.2")
+        and is_loopback("::1")
+        and is_loopback("localhost")
+        and not is_loopback("0.0.0.0")
+    )
 
 
 def test_cookie_jar_round_trip_for_websocket_handshakes() -> None:

@@ -25,7 +25,9 @@ from acpstack.wire._connection import decode_typed
 from ._schema_strategies import SchemaStrategies
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "vendor" / "acp-schema" / "v1"
-CASES = [(spec, spec.params, False) for spec in STABLE_METHODS] + [(spec, spec.result, True) for spec in STABLE_METHODS if spec.result]
+CASES = [(spec, spec.params, False) for spec in STABLE_METHODS] + [
+    (spec, spec.result, True) for spec in STABLE_METHODS if spec.result
+]
 CASES += [(spec, spec.params, False) for spec in UNSTABLE_METHODS if spec.unstable]
 CASES += [(spec, spec.result, True) for spec in UNSTABLE_METHODS if spec.unstable and spec.result]
 # A few unstable results are free-form JSON (`Any`): nothing to decode into.
@@ -34,7 +36,9 @@ CASES = [c for c in CASES if isinstance(c[1], type) and issubclass(c[1], msgspec
 
 @cache
 def schema(unstable: bool) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((SCHEMA_DIR / ("schema.unstable.json" if unstable else "schema.json")).read_text())
+    data: dict[str, Any] = json.loads(
+        (SCHEMA_DIR / ("schema.unstable.json" if unstable else "schema.json")).read_text()
+    )
     return data
 
 
@@ -54,9 +58,15 @@ def _id(case: tuple[MethodSpec, Any, bool]) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 @given(data=st.data())
-def test_schema_documents_round_trip(case: tuple[MethodSpec, Any, bool], data: st.DataObject) -> None:
+def test_schema_documents_round_trip(
+    case: tuple[MethodSpec, Any, bool], data: st.DataObject
+) -> None:
     spec, tp, is_result = case
     name = tp.__name__
     check = validator(spec.unstable, name)

@@ -15,7 +15,9 @@ class Echo(Agent):
         return acp.NewSessionResponse(session_id="s1")
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
-        await self.client.session_update("s1", acp.AgentMessageChunk(content=acp.TextContent(text="hi")))
+        await self.client.session_update(
+            "s1", acp.AgentMessageChunk(content=acp.TextContent(text="hi"))
+        )
         return acp.PromptResponse(stop_reason="end_turn")
 
 
@@ -31,8 +33,12 @@ async def test_connected_pair_runs_a_turn() -> None:
     client = Collect()
     async with connected_pair(Echo(), client) as pair:
         await pair.agent.initialize()
-        sid = (await pair.agent.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))).session_id
-        result = await pair.agent.session_prompt(acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="x")]))
+        sid = (
+            await pair.agent.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+        ).session_id
+        result = await pair.agent.session_prompt(
+            acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="x")])
+        )
     assert result.stop_reason == "end_turn"
     assert [u.content.text for u in client.updates] == ["hi"]  # type: ignore[union-attr]
     assert pair.client_connection.closed

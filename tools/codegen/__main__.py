@@ -33,13 +33,28 @@ def formatted(outputs: dict[str, str]) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in outputs.items():
             Path(tmp, name).write_text(text, encoding="utf-8")
-        subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", "--isolated", "--line-length", "100", tmp], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "format",
+                "--quiet",
+                "--isolated",
+                "--line-length",
+                "100",
+                tmp,
+            ],
+            check=True,
+        )
         return {name: Path(tmp, name).read_text(encoding="utf-8") for name in outputs}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.codegen")
-    parser.add_argument("--check", action="store_true", help="fail if the generated files are stale")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if the generated files are stale"
+    )
     args = parser.parse_args()
     problems = verify_vendor()
     if problems:
@@ -53,7 +68,9 @@ def main() -> int:
             current = path.read_text(encoding="utf-8") if path.exists() else ""
             if current != text:
                 stale = True
-                diff = difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "regenerated", lineterm="")
+                diff = difflib.unified_diff(
+                    current.splitlines(), text.splitlines(), str(path), "regenerated", lineterm=""
+                )
                 print("\n".join(list(diff)[:40]), file=sys.stderr)
         if stale:
             print("generated files are stale: run `python -m tools.codegen`", file=sys.stderr)

@@ -21,9 +21,14 @@ OUT_DIR = ROOT / "src" / "acpstack" / "schema"
 
 # JSON-RPC envelope unions: the wire layer handles envelopes itself.
 ENVELOPE_DEFS = {
-    "AgentRequest", "AgentResponse", "AgentNotification",
-    "ClientRequest", "ClientResponse", "ClientNotification",
-    "ProtocolLevelNotification", "Error",
+    "AgentRequest",
+    "AgentResponse",
+    "AgentNotification",
+    "ClientRequest",
+    "ClientResponse",
+    "ClientNotification",
+    "ProtocolLevelNotification",
+    "Error",
 }
 # Extension payloads are arbitrary JSON.
 ANY_DEFS = {"ExtRequest", "ExtResponse", "ExtNotification"}
@@ -115,7 +120,7 @@ def pascal(tag: str) -> str:
 def ref_name(ref: str) -> str:
     if not ref.startswith("#/$defs/"):
         raise CodegenError(f"unsupported $ref {ref}")
-    return ref[len("#/$defs/"):]
+    return ref[len("#/$defs/") :]
 
 
 def single_ref(schema: dict[str, Any]) -> str | None:
@@ -177,8 +182,12 @@ class Module:
     schema: dict[str, Any]
     defs: dict[str, Any]
     structs: dict[str, StructDef] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)  # name -> annotation (emitted before classes)
-    unions: dict[str, list[str]] = field(default_factory=dict)  # tagged msgspec unions (emitted after classes)
+    aliases: dict[str, str] = field(
+        default_factory=dict
+    )  # name -> annotation (emitted before classes)
+    unions: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # tagged msgspec unions (emitted after classes)
     custom_unions: dict[str, CustomUnion] = field(default_factory=dict)
     literals: dict[str, list[str]] = field(default_factory=dict)
     ref_counts: Counter[str] = field(default_factory=Counter)
@@ -218,7 +227,9 @@ def is_other_arm(arm: dict[str, Any]) -> bool:
 
 
 class Generator:
-    def __init__(self, schema: dict[str, Any], module_name: str, stable: Generator | None = None) -> None:
+    def __init__(
+        self, schema: dict[str, Any], module_name: str, stable: Generator | None = None
+    ) -> None:
         self.m = Module(schema=schema, defs=schema["$defs"])
         self.module_name = module_name
         # For the unstable module: its structs subclass the stable ones of the same name, so
@@ -230,7 +241,15 @@ class Generator:
     def annotation(self, schema: dict[str, Any], where: str) -> tuple[str, bool, str | None, bool]:
         """Return (annotation, nullable, custom_union, many) for a property schema."""
         ref = single_ref(schema)
-        if ref is not None and set(schema) <= {"$ref", "allOf", "description", "title", "x-deserialize-default-on-error", "x-deserialize-skip-invalid-items", "default"}:
+        if ref is not None and set(schema) <= {
+            "$ref",
+            "allOf",
+            "description",
+            "title",
+            "x-deserialize-default-on-error",
+            "x-deserialize-skip-invalid-items",
+            "default",
+        }:
             return self.ref_annotation(ref)
         for key in ("anyOf", "oneOf"):
             if key in schema and "properties" not in schema:
@@ -259,7 +278,12 @@ class Generator:
             if "const" in schema:
                 return f"Literal[{json.dumps(schema['const'])}]", nullable, None, False
             if "enum" in schema:
-                return f"Literal[{', '.join(json.dumps(v) for v in schema['enum'])}]", nullable, None, False
+                return (
+                    f"Literal[{', '.join(json.dumps(v) for v in schema['enum'])}]",
+                    nullable,
+                    None,
+                    False,
+                )
             return "str", nullable, None, False
         if types == "boolean":
             return "bool", nullable, None, False
@@ -338,8 +362,13 @@ class Generator:
         arms = d[union_key]
         if all(a.get("type") in ("string", "integer") and "properties" not in a for a in arms):
             return "enum"
-        if all(a.get("type") in ("null", "integer", "string", "number", "boolean", "array")
-               and "const" not in a and "properties" not in a and "$ref" not in json.dumps(a) for a in arms):
+        if all(
+            a.get("type") in ("null", "integer", "string", "number", "boolean", "array")
+            and "const" not in a
+            and "properties" not in a
+            and "$ref" not in json.dumps(a)
+            for a in arms
+        ):
             return "alias"  # a union of plain JSON types, which msgspec decodes natively
         tags = [arm_tag(a) for a in arms]
         tagged = [t for t in tags if t is not None]
@@ -412,24 +441,44 @@ class Generator:
         else:
             self.m.aliases[name] = f"Literal[{', '.join(json.dumps(v) for v in values)}]"
 
-    def struct_from(self, name: str, d: dict[str, Any], *, tag: tuple[str, str] | None = None,
-                    skip_props: set[str] | None = None, base: str | None = None) -> StructDef:
+    def struct_from(
+        self,
+        name: str,
+        d: dict[str, Any],
+        *,
+        tag: tuple[str, str] | None = None,
+        skip_props: set[str] | None = None,
+        base: str | None = None,
+    ) -> StructDef:
         required = set(d.get("required", []))
         fields: list[Field] = []
         for json_name, sub in d.get("properties", {}).items():
             if skip_props and json_name in skip_props:
                 continue
             fields.append(self.make_field(name, json_name, sub, json_name in required))
-        return StructDef(name=name, doc=first_paragraph(d.get("description")), fields=fields,
-                         tag_field=tag[0] if tag else None, tag=tag[1] if tag else None, base=base)
+        return StructDef(
+            name=name,
+            doc=first_paragraph(d.get("description")),
+            fields=fields,
+            tag_field=tag[0] if tag else None,
+            tag=tag[1] if tag else None,
+            base=base,
+        )
 
     def make_field(self, owner: str, json_name: str, sub: dict[str, Any], required: bool) -> Field:
         ann, nullable, cu, many = self.annotation(sub, f"{owner}.{json_name}")
         return Field(
-            json_name=json_name, py_name=snake(json_name), annotation=ann, required=required,
-            nullable=nullable, default_on_error=bool(sub.get("x-deserialize-default-on-error")),
+            json_name=json_name,
+            py_name=snake(json_name),
+            annotation=ann,
+            required=required,
+            nullable=nullable,
+            default_on_error=bool(sub.get("x-deserialize-default-on-error")),
             skip_invalid=bool(sub.get("x-deserialize-skip-invalid-items")),
-            description=first_paragraph(sub.get("description")), custom_union=cu, custom_many=many)
+            description=first_paragraph(sub.get("description")),
+            custom_union=cu,
+            custom_many=many,
+        )
 
     def build_tagged_union(self, name: str) -> None:
         d = self.m.defs[name]
@@ -460,8 +509,14 @@ class Generator:
             vname = pascal(tag[1])
             if vname in self.m.defs:
                 vname = union + vname
-            self.m.structs[vname] = StructDef(name=vname, doc=f"`{union}` variant `{tag[0]}: \"{tag[1]}\"` (payload: `{ref}`).",
-                                               fields=[], tag_field=tag[0], tag=tag[1], base=ref)
+            self.m.structs[vname] = StructDef(
+                name=vname,
+                doc=f'`{union}` variant `{tag[0]}: "{tag[1]}"` (payload: `{ref}`).',
+                fields=[],
+                tag_field=tag[0],
+                tag=tag[1],
+                base=ref,
+            )
             self.m.variant_names[(union, tag[1])] = vname
             return vname
         if ref is not None or "allOf" in arm:
@@ -469,7 +524,7 @@ class Generator:
         vname = pascal(tag[1]) + union
         self.m.structs[vname] = self.struct_from(vname, arm, tag=tag, skip_props={tag[0]})
         if not self.m.structs[vname].doc:
-            self.m.structs[vname].doc = f"`{union}` variant `{tag[0]}: \"{tag[1]}\"`."
+            self.m.structs[vname].doc = f'`{union}` variant `{tag[0]}: "{tag[1]}"`.'
         self.m.variant_names[(union, tag[1])] = vname
         return vname
 
@@ -480,7 +535,14 @@ class Generator:
         if len(tag_fields) > 1:
             raise CodegenError(f"{name}: several tag fields")
         tag_field = next(iter(tag_fields), None)
-        cu = CustomUnion(name=name, tag_field=tag_field, tagged=[], ordered=[], keep_unknown=False, type_members=[])
+        cu = CustomUnion(
+            name=name,
+            tag_field=tag_field,
+            tagged=[],
+            ordered=[],
+            keep_unknown=False,
+            type_members=[],
+        )
         self.m.custom_unions[name] = cu
         for arm in arms:
             if is_other_arm(arm):
@@ -521,7 +583,14 @@ class Generator:
                     if json_name in known and known[json_name].annotation.startswith("Literal["):
                         known[json_name].annotation = "str"  # custom/future values are allowed
                     if json_name not in known:
-                        f = self.make_field(name, json_name, {k: v for k, v in sub.items() if k != "const"} | {"type": "string"} if "const" in sub else sub, False)
+                        f = self.make_field(
+                            name,
+                            json_name,
+                            {k: v for k, v in sub.items() if k != "const"} | {"type": "string"}
+                            if "const" in sub
+                            else sub,
+                            False,
+                        )
                         base.fields.append(f)
                         known[json_name] = f
                 continue
@@ -532,17 +601,29 @@ class Generator:
                     f = known[json_name]
                     if f.annotation != ann:
                         merged = {p.strip() for p in f.annotation.split(" | ")} | {ann}
-                        if any(m.startswith("Literal[") for m in merged) and all(m.startswith("Literal[") for m in merged):
-                            values = sorted({v for m in merged for v in m[len('Literal['):-1].split(', ')})
+                        if any(m.startswith("Literal[") for m in merged) and all(
+                            m.startswith("Literal[") for m in merged
+                        ):
+                            values = sorted(
+                                {v for m in merged for v in m[len("Literal[") : -1].split(", ")}
+                            )
                             f.annotation = f"Literal[{', '.join(values)}]"
                         else:
                             f.annotation = " | ".join(sorted(merged))
                     f.nullable = f.nullable or nullable
                     continue
-                f = Field(json_name=json_name, py_name=snake(json_name), annotation=ann, required=False,
-                          nullable=nullable, default_on_error=bool(sub.get("x-deserialize-default-on-error")),
-                          skip_invalid=bool(sub.get("x-deserialize-skip-invalid-items")),
-                          description=first_paragraph(sub.get("description")), custom_union=cu, custom_many=many)
+                f = Field(
+                    json_name=json_name,
+                    py_name=snake(json_name),
+                    annotation=ann,
+                    required=False,
+                    nullable=nullable,
+                    default_on_error=bool(sub.get("x-deserialize-default-on-error")),
+                    skip_invalid=bool(sub.get("x-deserialize-skip-invalid-items")),
+                    description=first_paragraph(sub.get("description")),
+                    custom_union=cu,
+                    custom_many=many,
+                )
                 base.fields.append(f)
                 known[json_name] = f
             checks.append((sorted(required), consts))
@@ -550,7 +631,9 @@ class Generator:
             base.arms_check = checks
         self.m.structs[name] = base
 
-    def collect_arm(self, owner: str, arm: dict[str, Any]) -> tuple[dict[str, Any], set[str], dict[str, Any]]:
+    def collect_arm(
+        self, owner: str, arm: dict[str, Any]
+    ) -> tuple[dict[str, Any], set[str], dict[str, Any]]:
         props: dict[str, Any] = dict(arm.get("properties", {}))
         required = set(arm.get("required", []))
         consts = {k: const_of(v) for k, v in props.items() if const_of(v) is not None}
@@ -581,7 +664,9 @@ class Generator:
         out.append("")
         out.append("from msgspec import UNSET, Meta, UnsetType, field")
         out.append("")
-        out.append("from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields")
+        out.append(
+            "from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields"
+        )
         if self.stable is not None:
             out.append("from acpstack.schema import _generated_v1 as _v1")
         out.append("")
@@ -589,21 +674,34 @@ class Generator:
         out.append("    from typing import TypeAlias")
         out.append("")
         out.append("__all__ = [")
-        names = sorted(set(self.m.aliases) | set(self.m.structs) | set(self.m.unions) | set(self.m.custom_unions))
+        names = sorted(
+            set(self.m.aliases)
+            | set(self.m.structs)
+            | set(self.m.unions)
+            | set(self.m.custom_unions)
+        )
         for n in names:
             out.append(f"    {n!r},")
         out.append("]")
         out.append("")
         for name, ann in self.m.aliases.items():
             if name in self.m.literals and ann in ("str", "int"):
-                out.append(f"# Open enum: known values are {', '.join(self.m.literals[name])}; others are allowed.")
+                out.append(
+                    f"# Open enum: known values are {', '.join(self.m.literals[name])}; others are allowed."
+                )
             out.append(f"{name} = {self.runtime_alias(ann)}")
         out.append("")
-        out.append("# Unions msgspec cannot decode natively (an arm without a tag, or untagged arms):")
-        out.append("# the field is `Any` at runtime and the containing struct converts it in __post_init__.")
+        out.append(
+            "# Unions msgspec cannot decode natively (an arm without a tag, or untagged arms):"
+        )
+        out.append(
+            "# the field is `Any` at runtime and the containing struct converts it in __post_init__."
+        )
         for name, cu in self.m.custom_unions.items():
             out.append("if TYPE_CHECKING:")
-            out.append(f"    {name}: TypeAlias = Union[{', '.join(self.quote_union_member(t) for t in cu.type_members)}]")
+            out.append(
+                f"    {name}: TypeAlias = Union[{', '.join(self.quote_union_member(t) for t in cu.type_members)}]"
+            )
             out.append("else:")
             out.append(f"    {name} = Any")
         out.append("")
@@ -620,11 +718,15 @@ class Generator:
             else:
                 out.append(f"{name} = Union[{', '.join(members)}]")
         out.append("")
-        out.append("_CUSTOM_UNIONS: dict[str, tuple[str | None, dict[str, type], tuple[Any, ...], bool]] = {")
+        out.append(
+            "_CUSTOM_UNIONS: dict[str, tuple[str | None, dict[str, type], tuple[Any, ...], bool]] = {"
+        )
         for name, cu in self.m.custom_unions.items():
             tagged = ", ".join(f"{t!r}: {v}" for t, v in cu.tagged)
             ordered = "".join(f"{self.runtime_type(o)}, " for o in cu.ordered)
-            out.append(f"    {name!r}: ({cu.tag_field!r}, {{{tagged}}}, ({ordered}), {cu.keep_unknown}),")
+            out.append(
+                f"    {name!r}: ({cu.tag_field!r}, {{{tagged}}}, ({ordered}), {cu.keep_unknown}),"
+            )
         out.append("}")
         out.append("")
         return "\n".join(out)
@@ -636,7 +738,9 @@ class Generator:
     @staticmethod
     def runtime_alias(ann: str) -> str:
         if " | " in ann and not ann.startswith("Annotated"):
-            return "Union[" + ", ".join(p if p != "None" else "None" for p in ann.split(" | ")) + "]"
+            return (
+                "Union[" + ", ".join(p if p != "None" else "None" for p in ann.split(" | ")) + "]"
+            )
         return ann
 
     @staticmethod
@@ -675,11 +779,19 @@ class Generator:
         lines = [f"class {sd.name}({base}{kwargs}):"]
         lines.append(f'    """{sd.doc or sd.name}"""')
         lines.append("")
-        lenient = {f.py_name: (f.default_on_error, f.skip_invalid) for f in sd.fields if f.default_on_error or f.skip_invalid}
+        lenient = {
+            f.py_name: (f.default_on_error, f.skip_invalid)
+            for f in sd.fields
+            if f.default_on_error or f.skip_invalid
+        }
         if lenient or parent is not None:  # a subclass must not inherit the stable parent's marks
-            lines.append(f"    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {lenient!r}")
+            lines.append(
+                f"    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {lenient!r}"
+            )
         if sd.arms_check is not None:
-            lines.append(f"    __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = {sd.arms_check!r}")
+            lines.append(
+                f"    __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = {sd.arms_check!r}"
+            )
         for f in sorted(sd.fields, key=lambda f: not f.required):
             ann = f.annotation
             if f.nullable:
@@ -689,7 +801,11 @@ class Generator:
                 ann += " | UnsetType"
                 default = "UNSET"
             if f.json_name != f.py_name:
-                default = f"field(default={default}, name={f.json_name!r})" if default else f"field(name={f.json_name!r})"
+                default = (
+                    f"field(default={default}, name={f.json_name!r})"
+                    if default
+                    else f"field(name={f.json_name!r})"
+                )
             lines.append(f"    {f.py_name}: {ann}" + (f" = {default}" if default else ""))
             if f.description:
                 lines.append(f'    """{f.description}"""')
@@ -698,8 +814,12 @@ class Generator:
         customs = {f.py_name: (f.custom_union, f.custom_many) for f in sd.fields if f.custom_union}
         if customs or parent is not None:
             # Insert before the fields so the ClassVar block stays together.
-            lines.insert(3, f"    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {customs!r}")
-        parent_post_init = parent is not None and (any(f.custom_union for f in parent.fields) or parent.arms_check is not None)
+            lines.insert(
+                3, f"    __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {customs!r}"
+            )
+        parent_post_init = parent is not None and (
+            any(f.custom_union for f in parent.fields) or parent.arms_check is not None
+        )
         if customs or sd.arms_check is not None or parent_post_init:
             lines.append("")
             lines.append("    def __post_init__(self) -> None:")
@@ -730,14 +850,20 @@ class MethodRow:
     unstable: bool
 
 
-def method_rows(schema: dict[str, Any], meta: dict[str, Any], stable_names: set[str]) -> list[MethodRow]:
+def method_rows(
+    schema: dict[str, Any], meta: dict[str, Any], stable_names: set[str]
+) -> list[MethodRow]:
     defs = schema["$defs"]
     rows = []
     by_method: dict[str, list[str]] = {}
     for name, d in defs.items():
         if "x-method" in d:
             by_method.setdefault(d["x-method"], []).append(name)
-    groups = [("agentMethods", "agent"), ("clientMethods", "client"), ("protocolMethods", "protocol")]
+    groups = [
+        ("agentMethods", "agent"),
+        ("clientMethods", "client"),
+        ("protocolMethods", "protocol"),
+    ]
     for group, default_side in groups:
         for handler, method in meta[group].items():
             names = by_method.get(method)
@@ -754,30 +880,63 @@ def method_rows(schema: dict[str, Any], meta: dict[str, Any], stable_names: set[
             if requests:
                 if not results:
                     raise CodegenError(f"request {method} has no response definition")
-                rows.append(MethodRow(method, handler, side, "request", requests[0], results[0], GATES[method], unstable))
+                rows.append(
+                    MethodRow(
+                        method,
+                        handler,
+                        side,
+                        "request",
+                        requests[0],
+                        results[0],
+                        GATES[method],
+                        unstable,
+                    )
+                )
             if notifications:
-                rows.append(MethodRow(method, handler, side, "notification", notifications[0], None, GATES[method], unstable))
+                rows.append(
+                    MethodRow(
+                        method,
+                        handler,
+                        side,
+                        "notification",
+                        notifications[0],
+                        None,
+                        GATES[method],
+                        unstable,
+                    )
+                )
     return rows
 
 
 def emit_methods(var: str, module: str, alias: str, rows: list[MethodRow], header: str) -> str:
     """The method table of one schema (the unstable one is a separate module, imported
     only by connections that opt in, so a stable agent's cold start skips its types)."""
-    out = [header, "", "from __future__ import annotations", "",
-           f"from acpstack.schema import {module} as {alias}",
-           "from acpstack.schema._base import MethodSpec", "",
-           f"__all__ = [{var!r}]", ""]
+    out = [
+        header,
+        "",
+        "from __future__ import annotations",
+        "",
+        f"from acpstack.schema import {module} as {alias}",
+        "from acpstack.schema._base import MethodSpec",
+        "",
+        f"__all__ = [{var!r}]",
+        "",
+    ]
     out.append(f"{var}: tuple[MethodSpec, ...] = (")
     for r in rows:
         result = f"{alias}.{r.result}" if r.result else "None"
-        out.append(f"    MethodSpec(name={r.name!r}, handler={r.handler!r}, handled_by={r.side!r}, kind={r.kind!r}, "
-                   f"params={alias}.{r.params}, result={result}, gate={r.gate!r}, unstable={r.unstable}),")
+        out.append(
+            f"    MethodSpec(name={r.name!r}, handler={r.handler!r}, handled_by={r.side!r}, kind={r.kind!r}, "
+            f"params={alias}.{r.params}, result={result}, gate={r.gate!r}, unstable={r.unstable}),"
+        )
     out.append(")")
     out.append("")
     return "\n".join(out)
 
 
-HEADER = "# Generated by tools/codegen from vendor/acp-schema/{src} ({sha}); do not edit.\n# ruff: noqa"
+HEADER = (
+    "# Generated by tools/codegen from vendor/acp-schema/{src} ({sha}); do not edit.\n# ruff: noqa"
+)
 
 
 def generate_all() -> dict[str, str]:
@@ -794,16 +953,33 @@ def generate_all() -> dict[str, str]:
 
     stable_gen = Generator(stable_schema, "_generated_v1.py")
     stable_gen.build()
-    outputs["_generated_v1.py"] = stable_gen.emit(HEADER.format(src="v1/schema.json", sha=sha("schema.json")))
+    outputs["_generated_v1.py"] = stable_gen.emit(
+        HEADER.format(src="v1/schema.json", sha=sha("schema.json"))
+    )
     unstable_gen = Generator(unstable_schema, "_generated_v1_unstable.py", stable=stable_gen)
     unstable_gen.build()
-    outputs["_generated_v1_unstable.py"] = unstable_gen.emit(HEADER.format(src="v1/schema.unstable.json", sha=sha("schema.unstable.json")))
-    stable_names = {m for g in ("agentMethods", "clientMethods", "protocolMethods") for m in stable_meta[g].values()}
+    outputs["_generated_v1_unstable.py"] = unstable_gen.emit(
+        HEADER.format(src="v1/schema.unstable.json", sha=sha("schema.unstable.json"))
+    )
+    stable_names = {
+        m
+        for g in ("agentMethods", "clientMethods", "protocolMethods")
+        for m in stable_meta[g].values()
+    }
     stable_rows = method_rows(stable_schema, stable_meta, stable_names)
     unstable_rows = method_rows(unstable_schema, unstable_meta, stable_names)
     outputs["_generated_methods.py"] = emit_methods(
-        "STABLE_METHODS", "_generated_v1", "v1", stable_rows, HEADER.format(src="v1/meta.json", sha=sha("meta.json")))
+        "STABLE_METHODS",
+        "_generated_v1",
+        "v1",
+        stable_rows,
+        HEADER.format(src="v1/meta.json", sha=sha("meta.json")),
+    )
     outputs["_generated_methods_unstable.py"] = emit_methods(
-        "UNSTABLE_METHODS", "_generated_v1_unstable", "v1u", unstable_rows,
-        HEADER.format(src="v1/meta.unstable.json", sha=sha("meta.unstable.json")))
+        "UNSTABLE_METHODS",
+        "_generated_v1_unstable",
+        "v1u",
+        unstable_rows,
+        HEADER.format(src="v1/meta.unstable.json", sha=sha("meta.unstable.json")),
+    )
     return outputs

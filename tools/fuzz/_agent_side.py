@@ -32,16 +32,19 @@ class AgentFuzzer:
         self.workspace = workspace
         self.sessions: list[str] = []
         self.ids = itertools.count(1_000_000_000)
-        self.values = SchemaValues(rng, hints={
-            "sessionId": (0.85, self._session_id),
-            "cwd": (0.9, str(workspace)),
-            "mcpServers": (1.0, list),  # never ask the agent to start a process
-            "additionalDirectories": (0.9, list),
-            "prompt": (0.7, self._prompt),
-            "requestId": (0.5, self._pending_id),
-            "protocolVersion": (0.9, 1),
-            "clientCapabilities": (0.9, CLIENT_CAPS),
-        })
+        self.values = SchemaValues(
+            rng,
+            hints={
+                "sessionId": (0.85, self._session_id),
+                "cwd": (0.9, str(workspace)),
+                "mcpServers": (1.0, list),  # never ask the agent to start a process
+                "additionalDirectories": (0.9, list),
+                "prompt": (0.7, self._prompt),
+                "requestId": (0.5, self._pending_id),
+                "protocolVersion": (0.9, 1),
+                "clientCapabilities": (0.9, CLIENT_CAPS),
+            },
+        )
         methods = catalog(self.values)
         self.inbound: list[Method] = handled_by(methods, "agent")
         self.all_methods = methods
@@ -58,7 +61,18 @@ class AgentFuzzer:
         return self.rng.choice(self.pending) if self.pending else 1
 
     def _prompt(self) -> list[dict[str, Any]]:
-        text = self.rng.choice(["hello", "/help", "/plan", "/read README.md", "/run ls", "/edit README.md fuzz FUZZ", "add a line", "/mode x"])
+        text = self.rng.choice(
+            [
+                "hello",
+                "/help",
+                "/plan",
+                "/read README.md",
+                "/run ls",
+                "/edit README.md fuzz FUZZ",
+                "add a line",
+                "/mode x",
+            ]
+        )
         return [{"type": "text", "text": text}]
 
     def next_id(self) -> Any:
@@ -68,14 +82,29 @@ class AgentFuzzer:
     def odd_id(self) -> Any:
         """A unique id that is valid JSON-RPC but unusual."""
         n = next(self.ids)
-        return self.rng.choice([10**30 + n, -n, 2**64 + n, f"\u00e9{n}", f"{n}\u2028", f" {n} ", str(n)])
+        return self.rng.choice(
+            [10**30 + n, -n, 2**64 + n, f"\u00e9{n}", f"{n}\u2028", f" {n} ", str(n)]
+        )
 
     async def initialize(self) -> None:
         rid = self.next_id()
-        message = {"jsonrpc": "2.0", "id": rid, "method": "initialize",
-                   "params": {"protocolVersion": 1, "clientCapabilities": CLIENT_CAPS, "clientInfo": {"name": "fuzz", "version": "0"}}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": 1,
+                "clientCapabilities": CLIENT_CAPS,
+                "clientInfo": {"name": "fuzz", "version": "0"},
+            },
+        }
         await self.target.send(dump(message), "answer", rid)
-        new = {"jsonrpc": "2.0", "id": self.next_id(), "method": "session/new", "params": {"cwd": str(self.workspace), "mcpServers": []}}
+        new = {
+            "jsonrpc": "2.0",
+            "id": self.next_id(),
+            "method": "session/new",
+            "params": {"cwd": str(self.workspace), "mcpServers": []},
+        }
         await self.target.send(dump(new), "answer", new["id"])
         await self.target.settle()
 
@@ -91,10 +120,16 @@ class AgentFuzzer:
 
     async def probe(self) -> None:
         rid = f"probe-{next(self.ids)}"
-        await self.target.send(dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid)
+        await self.target.send(
+            dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid
+        )
         self.target.stats.probes += 1
         await self.target.settle()
-        self.pending = [p for p in self.pending if ("n", p) in self.target.required or ("s", p) in self.target.required]
+        self.pending = [
+            p
+            for p in self.pending
+            if ("n", p) in self.target.required or ("s", p) in self.target.required
+        ]
 
     async def one_input(self) -> None:
         rng = self.rng
@@ -106,10 +141,16 @@ class AgentFuzzer:
             await self.stray_response()
             return
         if roll < 0.25 and self.sessions:
-            method = next(m for m in self.inbound if m.name == "session/prompt")  # work that calls back
+            method = next(
+                m for m in self.inbound if m.name == "session/prompt"
+            )  # work that calls back
         else:
             method = rng.choice(self.inbound)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method.name, "params": self.values.for_def(method.params)}
+        message: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "method": method.name,
+            "params": self.values.for_def(method.params),
+        }
         if method.result is not None:
             message["id"] = self.next_id()
         value: Any = message
@@ -139,7 +180,11 @@ class AgentFuzzer:
         result_name = result_def(self.all_methods, request["method"])
         roll = self.rng.random()
         if roll < 0.08 or result_name is None:
-            value: Any = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "fuzz says no"}}
+            value: Any = {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": -32603, "message": "fuzz says no"},
+            }
         else:
             result = self._plausible_result(request, result_name)
             value = {"jsonrpc": "2.0", "id": rid, "result": result}
@@ -152,28 +197,49 @@ class AgentFuzzer:
                 # Damaged past reading its id: the agent cannot tell it was our answer and
                 # may rightly wait for one. Send the damage, then a real answer.
                 await self.target.send(line)
-                line = dump({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "fuzz retry"}})
+                line = dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {"code": -32603, "message": "fuzz retry"},
+                    }
+                )
         await self.target.send(line)
 
     def _plausible_result(self, request: dict[str, Any], result_name: str) -> Any:
         method = request["method"]
         params = request.get("params") or {}
         if method == "fs/read_text_file":
-            return {"content": self.rng.choice(["# README\nfuzz\n", "", "é\u2028x", "line\r\n" * 3])}
+            return {
+                "content": self.rng.choice(["# README\nfuzz\n", "", "é\u2028x", "line\r\n" * 3])
+            }
         if method == "terminal/create":
             return {"terminalId": f"t{next(self.ids)}"}
         if method == "terminal/output":
-            return {"output": "README.md\ntest_fuzz.py\n", "truncated": False, "exitStatus": {"exitCode": 0}}
+            return {
+                "output": "README.md\ntest_fuzz.py\n",
+                "truncated": False,
+                "exitStatus": {"exitCode": 0},
+            }
         if method == "terminal/wait_for_exit":
             return {"exitCode": self.rng.choice([0, 1, None])}
         if method == "session/request_permission":
             options = params.get("options") or []
             if options and self.rng.random() < 0.8:
-                return {"outcome": {"outcome": "selected", "optionId": self.rng.choice(options).get("optionId", "x")}}
+                return {
+                    "outcome": {
+                        "outcome": "selected",
+                        "optionId": self.rng.choice(options).get("optionId", "x"),
+                    }
+                }
             return {"outcome": {"outcome": "cancelled"}}
         return self.values.for_def(result_name)
 
     def learn(self, answer: dict[str, Any]) -> None:
         result = answer.get("result")
-        if isinstance(result, dict) and isinstance(result.get("sessionId"), str) and len(self.sessions) < 64:
+        if (
+            isinstance(result, dict)
+            and isinstance(result.get("sessionId"), str)
+            and len(self.sessions) < 64
+        ):
             self.sessions.append(result["sessionId"])

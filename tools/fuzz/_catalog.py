@@ -25,7 +25,9 @@ def catalog(values: SchemaValues) -> list[Method]:
         side = definition.get("x-side", "")
         if name.endswith("Request"):
             result = name[: -len("Request")] + "Response"
-            methods[method + "#" + name] = Method(method, name, result if values.has(result) else None, side)
+            methods[method + "#" + name] = Method(
+                method, name, result if values.has(result) else None, side
+            )
         elif name.endswith("Notification"):
             methods[method + "#" + name] = Method(method, name, None, side)
     return sorted(methods.values(), key=lambda m: (m.name, m.params))

@@ -23,8 +23,11 @@ from tools.fuzz._mutate import (
 from tools.fuzz._values import SchemaValues
 
 PROBE_EVERY = 40
-AGENT_CAPS = {"loadSession": True, "promptCapabilities": {"image": True, "embeddedContext": True},
-              "sessionCapabilities": {"list": {}, "close": {}, "resume": {}}}
+AGENT_CAPS = {
+    "loadSession": True,
+    "promptCapabilities": {"image": True, "embeddedContext": True},
+    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
+}
 
 
 class ClientFuzzer:
@@ -35,14 +38,17 @@ class ClientFuzzer:
         self.sessions: list[str] = []
         self.ids = itertools.count(2_000_000_000)
         self.open_prompts: list[Any] = []
-        self.values = SchemaValues(rng, hints={
-            "sessionId": (0.9, self._session_id),
-            "path": (0.8, self._path),
-            "cwd": (0.5, str(workspace)),
-            "protocolVersion": (0.95, 1),
-            "agentCapabilities": (0.9, AGENT_CAPS),
-            "terminalId": (0.5, "t-1"),
-        })
+        self.values = SchemaValues(
+            rng,
+            hints={
+                "sessionId": (0.9, self._session_id),
+                "path": (0.8, self._path),
+                "cwd": (0.5, str(workspace)),
+                "protocolVersion": (0.95, 1),
+                "agentCapabilities": (0.9, AGENT_CAPS),
+                "terminalId": (0.5, "t-1"),
+            },
+        )
         methods = catalog(self.values)
         self.all_methods = methods
         self.outbound: list[Method] = handled_by(methods, "client")
@@ -57,9 +63,16 @@ class ClientFuzzer:
         rng = self.rng
         roll = rng.random()
         if roll < 0.5:
-            return str(self.workspace / rng.choice(["README.md", "test_fuzz.py", "new.txt", "sub/dir/f.txt", "../escape.txt"]))
+            return str(
+                self.workspace
+                / rng.choice(
+                    ["README.md", "test_fuzz.py", "new.txt", "sub/dir/f.txt", "../escape.txt"]
+                )
+            )
         if roll < 0.7:
-            return rng.choice(["/etc/passwd", "/", "relative.txt", "", str(self.workspace), "/proc/self/environ"])
+            return rng.choice(
+                ["/etc/passwd", "/", "relative.txt", "", str(self.workspace), "/proc/self/environ"]
+            )
         return str(self.workspace) + "/" + self.values.string()
 
     def next_id(self) -> Any:
@@ -85,7 +98,9 @@ class ClientFuzzer:
 
     async def probe(self) -> None:
         rid = f"probe-{next(self.ids)}"
-        await self.target.send(dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid)
+        await self.target.send(
+            dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid
+        )
         self.target.stats.probes += 1
         await self.target.settle()
 
@@ -101,10 +116,16 @@ class ClientFuzzer:
             await self.target.send(line, *expectation(line))
             return
         if roll < 0.55:
-            method = next(m for m in self.outbound if m.name == "session/update")  # the bulk of real traffic
+            method = next(
+                m for m in self.outbound if m.name == "session/update"
+            )  # the bulk of real traffic
         else:
             method = rng.choice(self.outbound)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method.name, "params": self.values.for_def(method.params)}
+        message: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "method": method.name,
+            "params": self.values.for_def(method.params),
+        }
         if method.result is not None:
             message["id"] = self.next_id()
         value = mutate_message(rng, message, self.odd_id) if rng.random() < 0.5 else message
@@ -130,7 +151,11 @@ class ClientFuzzer:
         result_name = result_def(self.all_methods, method)
         roll = self.rng.random()
         if roll < 0.08 or result_name is None:
-            value: Any = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "fuzz says no"}}
+            value: Any = {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": -32603, "message": "fuzz says no"},
+            }
         else:
             result = self._plausible_result(method, result_name)
             value = {"jsonrpc": "2.0", "id": rid, "result": result}
@@ -141,7 +166,13 @@ class ClientFuzzer:
             line = mutate_line(self.rng, line)
             if readable_id(line) != rid:  # unreadable: the client may rightly wait, so answer again
                 await self.target.send(line)
-                line = dump({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "fuzz retry"}})
+                line = dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {"code": -32603, "message": "fuzz retry"},
+                    }
+                )
         await self.target.send(line)
 
     def _plausible_result(self, method: str, result_name: str) -> Any:
@@ -153,5 +184,7 @@ class ClientFuzzer:
                 self.sessions.append(session_id)
             return {"sessionId": session_id}
         if method == "session/prompt":
-            return {"stopReason": self.rng.choice(["end_turn", "cancelled", "max_tokens", "refusal"])}
+            return {
+                "stopReason": self.rng.choice(["end_turn", "cancelled", "max_tokens", "refusal"])
+            }
         return self.values.for_def(result_name)

@@ -50,7 +50,14 @@ class Stats:
 class Target:
     """A process speaking ACP on stdio, fed hostile lines and watched."""
 
-    def __init__(self, argv: Sequence[str], *, cwd: str, env: dict[str, str] | None = None, hang_seconds: float = 10.0) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: dict[str, str] | None = None,
+        hang_seconds: float = 10.0,
+    ) -> None:
         self.argv = list(argv)
         self.cwd = cwd
         self.env = env
@@ -74,8 +81,12 @@ class Target:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, cwd=self.cwd, env={**os.environ, **(self.env or {})},
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            *self.argv,
+            cwd=self.cwd,
+            env={**os.environ, **(self.env or {})},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             limit=256 * 1024 * 1024,
         )
         self._reader = asyncio.create_task(self._read())
@@ -109,7 +120,9 @@ class Target:
             try:
                 line = await self.proc.stdout.readline()
             except (ValueError, asyncio.LimitOverrunError) as exc:
-                self.violations.append(Violation("invalid output", f"unreadable output line: {exc}"))
+                self.violations.append(
+                    Violation("invalid output", f"unreadable output line: {exc}")
+                )
                 return
             if not line:
                 break
@@ -180,7 +193,9 @@ class Target:
             pass  # read out of a damaged line more leniently than the fuzzer reads it: fine, once
         else:
             what = "a response we sent" if key in self.our_response_ids else "no request of ours"
-            self.violations.append(Violation("unexpected answer", f"id {rid!r} answers {what}", raw))
+            self.violations.append(
+                Violation("unexpected answer", f"id {rid!r} answers {what}", raw)
+            )
             return
         self.answered.add(key)
         self.stats.answers += 1
@@ -190,7 +205,10 @@ class Target:
     def _in_recent_damage(self, rid: Any) -> bool:
         if _key(rid) in self.our_response_ids:
             return False
-        tokens = {json.dumps(rid).encode(), json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass")}
+        tokens = {
+            json.dumps(rid).encode(),
+            json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+        }
         return any(token in line for line in self.recent for token in tokens)
 
     # -- waiting ----------------------------------------------------------------------
@@ -205,7 +223,11 @@ class Target:
         now = time.monotonic()
         for rid, (sent, line) in list(self.required.items()):
             if final or now - sent >= self.hang_seconds:
-                self.violations.append(Violation("hang", f"request {rid[1]!r} unanswered after {now - sent:.1f} s", line))
+                self.violations.append(
+                    Violation(
+                        "hang", f"request {rid[1]!r} unanswered after {now - sent:.1f} s", line
+                    )
+                )
                 del self.required[rid]
 
     @property
@@ -222,7 +244,9 @@ class Target:
         try:
             code = await asyncio.wait_for(self.proc.wait(), 15)
         except TimeoutError:
-            self.violations.append(Violation("hang", "the process did not exit within 15 s of stdin EOF"))
+            self.violations.append(
+                Violation("hang", "the process did not exit within 15 s of stdin EOF")
+            )
             self.proc.kill()
             code = await self.proc.wait()
         if self._reader is not None:
@@ -231,7 +255,9 @@ class Target:
             await self._stderr
         if code != 0 and not self.dead:
             tail = "\n    ".join(self.stderr_tail)
-            self.violations.append(Violation("death", f"exit code {code} at stdin EOF; stderr tail:\n    {tail}"))
+            self.violations.append(
+                Violation("death", f"exit code {code} at stdin EOF; stderr tail:\n    {tail}")
+            )
         return code
 
 
@@ -249,7 +275,9 @@ def _envelope_problem(message: Any) -> str | None:
             return "method is not a string"
         if "result" in message or "error" in message:
             return "both method and result/error"
-        if "id" in message and (not isinstance(message["id"], int | str) or isinstance(message["id"], bool)):
+        if "id" in message and (
+            not isinstance(message["id"], int | str) or isinstance(message["id"], bool)
+        ):
             return "request id is neither a string nor an integer"
         return None
     if "id" not in message:
@@ -261,7 +289,11 @@ def _envelope_problem(message: Any) -> str | None:
         return "a response needs exactly one of result and error"
     if "error" in message:
         error = message["error"]
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error.get("code"), bool):
+        if (
+            not isinstance(error, dict)
+            or not isinstance(error.get("code"), int)
+            or isinstance(error.get("code"), bool)
+        ):
             return "error.code is not an integer"
         if not isinstance(error.get("message"), str):
             return "error.message is not a string"

@@ -41,11 +41,38 @@ def dump(value: Any) -> bytes:
 
 
 HOSTILE_SCALARS: list[Any] = [
-    Raw(b"1e400"), Raw(b"-1e400"), Raw(b"9" * 5000), Raw(b"-0"), Raw(b"NaN"), Raw(b"Infinity"),
-    2**64, -(2**63) - 1, 99999999999999999999, 1.7976931348623157e308, 5e-324,
-    Raw(b'"\\ud800"'), Raw(b'"a\\udfffb"'), Raw(b'"\xff\xfe"'), Raw(b'"ok\xc3"'), Raw(b'"\xed\xa0\x80"'),
-    "\u0000", Raw(b'"a\x00b"'), Raw(b'"a\rb"'), Raw(b'"a\x01b"'), "\r", "\u2028\u2029", "\ufeff",
-    None, True, False, 0, -1, "", [], {}, 0.5,
+    Raw(b"1e400"),
+    Raw(b"-1e400"),
+    Raw(b"9" * 5000),
+    Raw(b"-0"),
+    Raw(b"NaN"),
+    Raw(b"Infinity"),
+    2**64,
+    -(2**63) - 1,
+    99999999999999999999,
+    1.7976931348623157e308,
+    5e-324,
+    Raw(b'"\\ud800"'),
+    Raw(b'"a\\udfffb"'),
+    Raw(b'"\xff\xfe"'),
+    Raw(b'"ok\xc3"'),
+    Raw(b'"\xed\xa0\x80"'),
+    "\u0000",
+    Raw(b'"a\x00b"'),
+    Raw(b'"a\rb"'),
+    Raw(b'"a\x01b"'),
+    "\r",
+    "\u2028\u2029",
+    "\ufeff",
+    None,
+    True,
+    False,
+    0,
+    -1,
+    "",
+    [],
+    {},
+    0.5,
 ]
 
 
@@ -96,7 +123,9 @@ def mutate_tree(rng: random.Random, value: Any) -> Any:
     if isinstance(value, list) and value and rng.random() < 0.7:
         out_list = list(value)
         index = rng.randrange(len(out_list))
-        out_list[index] = mutate_tree(rng, out_list[index]) if rng.random() < 0.5 else hostile_value(rng)
+        out_list[index] = (
+            mutate_tree(rng, out_list[index]) if rng.random() < 0.5 else hostile_value(rng)
+        )
         return out_list
     return hostile_value(rng)
 
@@ -122,7 +151,9 @@ def mutate_message(rng: random.Random, message: dict[str, Any], odd_id: Any = No
     elif roll < 0.71:
         out.pop(rng.choice(list(out)), None)
     elif roll < 0.75:
-        out["method"] = rng.choice([5, None, "", "x" * 300, "session/prompt ", "_", "$/x", "\u0000"])
+        out["method"] = rng.choice(
+            [5, None, "", "x" * 300, "session/prompt ", "_", "$/x", "\u0000"]
+        )
     elif roll < 0.79:
         out["result"] = {}
     elif roll < 0.83:
@@ -195,7 +226,9 @@ def expectation(line: bytes) -> tuple[str, Any]:
     ("maybe", id): damaged, but a top-level id can still be read, at most one reply;
     ("none", None): no reply may carry an id from this line."""
     if b"\n" in line:  # NDJSON splits it: each piece is a line of its own, probably damaged
-        ids = [rid for rid in (readable_id(piece) for piece in line.split(b"\n")) if rid is not None]
+        ids = [
+            rid for rid in (readable_id(piece) for piece in line.split(b"\n")) if rid is not None
+        ]
         return ("maybe", ids[-1]) if ids else ("none", None)
     try:
         value = strict_parse(line.strip(b" \t\r"))
@@ -204,7 +237,11 @@ def expectation(line: bytes) -> tuple[str, Any]:
     if isinstance(value, dict):
         rid = value.get("id")
         if isinstance(rid, int | str) and not isinstance(rid, bool):
-            if isinstance(value.get("method"), str) and "result" not in value and "error" not in value:
+            if (
+                isinstance(value.get("method"), str)
+                and "result" not in value
+                and "error" not in value
+            ):
                 return ("answer" if value.get("jsonrpc") == "2.0" else "maybe"), rid
             return "maybe", rid
         return "none", None

@@ -16,7 +16,9 @@ from tools.fuzz._harness import Stats, Target, Violation
 
 HERE = Path(__file__).resolve().parent
 README = "# Fuzz workspace\n\nA line the agent may edit: fuzz.\n"
-TEST_FILE = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+TEST_FILE = (
+    "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+)
 
 
 @dataclass
@@ -39,7 +41,8 @@ class Report:
             f"target {self.target}: {s.inputs} lines sent ({self.inputs} fuzzed inputs, seed {self.seed}) in {self.seconds:.1f} s",
             f"  {s.lines_out} lines back: {s.answers} answers to our requests, {s.null_id_errors} errors with id null, "
             f"{s.peer_requests} requests from the peer; {s.probes} liveness probes; exit code {self.exit_code}",
-            "  error codes: " + ", ".join(f"{code}: {count}" for code, count in sorted(s.error_codes.items())),
+            "  error codes: "
+            + ", ".join(f"{code}: {count}" for code, count in sorted(s.error_codes.items())),
             f"  violations: {len(self.violations)}",
         ]
         lines += [f"    {v}" for v in self.violations[:20]]
@@ -62,8 +65,15 @@ def client_under_test(workspace: Path) -> list[str]:
     return [sys.executable, str(HERE / "client_under_test.py"), str(workspace)]
 
 
-async def fuzz(target: str, inputs: int, seed: int, *, agent_command: Sequence[str] | None = None,
-               hang_seconds: float = 10.0, env: dict[str, str] | None = None) -> Report:
+async def fuzz(
+    target: str,
+    inputs: int,
+    seed: int,
+    *,
+    agent_command: Sequence[str] | None = None,
+    hang_seconds: float = 10.0,
+    env: dict[str, str] | None = None,
+) -> Report:
     """Fuzz `target` ("agent" or "client") with `inputs` inputs from `seed`."""
     with tempfile.TemporaryDirectory(prefix="acpstack-fuzz-") as tmp:
         root = Path(tmp)
@@ -71,18 +81,30 @@ async def fuzz(target: str, inputs: int, seed: int, *, agent_command: Sequence[s
         rng = random.Random(seed)
         started = time.monotonic()
         if target == "agent":
-            argv = list(agent_command) if agent_command else reference_agent(root / "sessions.sqlite3")
+            argv = (
+                list(agent_command) if agent_command else reference_agent(root / "sessions.sqlite3")
+            )
             process = Target(argv, cwd=str(workspace), env=env, hang_seconds=hang_seconds)
             await process.start()
             await AgentFuzzer(process, rng, workspace).run(inputs)
         else:
             from tools.fuzz._client_side import ClientFuzzer
 
-            process = Target(client_under_test(workspace), cwd=str(workspace), env=env, hang_seconds=hang_seconds)
+            process = Target(
+                client_under_test(workspace), cwd=str(workspace), env=env, hang_seconds=hang_seconds
+            )
             await process.start()
             await ClientFuzzer(process, rng, workspace).run(inputs)
         code = await process.close()
-        return Report(target, seed, inputs, time.monotonic() - started, code, process.stats, process.violations)
+        return Report(
+            target,
+            seed,
+            inputs,
+            time.monotonic() - started,
+            code,
+            process.stats,
+            process.violations,
+        )
 
 
 def run(target: str, inputs: int, seed: int, **options: object) -> Report:

@@ -16,7 +16,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "vendor" / "acp-schema" / "v1" / "schema.unstable.json"
 MAX_DEPTH = 5
-WORDS = ["hello", "/help", "/plan", "/read README.md", "/run ls", "/edit README.md a b", "fix the tests", "", "é漢🙂", "a\u2028b"]
+WORDS = [
+    "hello",
+    "/help",
+    "/plan",
+    "/read README.md",
+    "/run ls",
+    "/edit README.md a b",
+    "fix the tests",
+    "",
+    "é漢🙂",
+    "a\u2028b",
+]
 
 
 class SchemaValues:
@@ -109,7 +120,18 @@ class SchemaValues:
             return "".join(rng.choice("abcdefxyz-_/.") for _ in range(rng.randint(0, 12)))
         if choice < 0.8:
             return rng.choice(WORDS)
-        return "".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FFF), rng.randint(0x1F300, 0x1F64F)])) for _ in range(rng.randint(1, 8)))
+        return "".join(
+            chr(
+                rng.choice(
+                    [
+                        rng.randint(0x20, 0x7E),
+                        rng.randint(0xA0, 0x2FFF),
+                        rng.randint(0x1F300, 0x1F64F),
+                    ]
+                )
+            )
+            for _ in range(rng.randint(1, 8))
+        )
 
     def free(self, depth: int) -> Any:
         rng = self.rng

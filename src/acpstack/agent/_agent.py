@@ -38,45 +38,85 @@ class ClientPeer:
         return caps
 
     async def session_update(self, session_id: str, update: acp.SessionUpdate) -> None:
-        await self.connection.notify("session/update", acp.SessionNotification(session_id=session_id, update=update))
+        await self.connection.notify(
+            "session/update", acp.SessionNotification(session_id=session_id, update=update)
+        )
 
-    async def session_request_permission(self, params: acp.RequestPermissionRequest, *, timeout: float | None = None) -> acp.RequestPermissionResponse:
-        result: acp.RequestPermissionResponse = await self.connection.request("session/request_permission", params, timeout=timeout)
+    async def session_request_permission(
+        self, params: acp.RequestPermissionRequest, *, timeout: float | None = None
+    ) -> acp.RequestPermissionResponse:
+        result: acp.RequestPermissionResponse = await self.connection.request(
+            "session/request_permission", params, timeout=timeout
+        )
         return result
 
-    async def fs_read_text_file(self, params: acp.ReadTextFileRequest, *, timeout: float | None = None) -> acp.ReadTextFileResponse:
-        result: acp.ReadTextFileResponse = await self.connection.request("fs/read_text_file", params, timeout=timeout)
+    async def fs_read_text_file(
+        self, params: acp.ReadTextFileRequest, *, timeout: float | None = None
+    ) -> acp.ReadTextFileResponse:
+        result: acp.ReadTextFileResponse = await self.connection.request(
+            "fs/read_text_file", params, timeout=timeout
+        )
         return result
 
-    async def fs_write_text_file(self, params: acp.WriteTextFileRequest, *, timeout: float | None = None) -> acp.WriteTextFileResponse:
-        result: acp.WriteTextFileResponse = await self.connection.request("fs/write_text_file", params, timeout=timeout)
+    async def fs_write_text_file(
+        self, params: acp.WriteTextFileRequest, *, timeout: float | None = None
+    ) -> acp.WriteTextFileResponse:
+        result: acp.WriteTextFileResponse = await self.connection.request(
+            "fs/write_text_file", params, timeout=timeout
+        )
         return result
 
-    async def terminal_create(self, params: acp.CreateTerminalRequest, *, timeout: float | None = None) -> acp.CreateTerminalResponse:
-        result: acp.CreateTerminalResponse = await self.connection.request("terminal/create", params, timeout=timeout)
+    async def terminal_create(
+        self, params: acp.CreateTerminalRequest, *, timeout: float | None = None
+    ) -> acp.CreateTerminalResponse:
+        result: acp.CreateTerminalResponse = await self.connection.request(
+            "terminal/create", params, timeout=timeout
+        )
         return result
 
-    async def terminal_output(self, params: acp.TerminalOutputRequest, *, timeout: float | None = None) -> acp.TerminalOutputResponse:
-        result: acp.TerminalOutputResponse = await self.connection.request("terminal/output", params, timeout=timeout)
+    async def terminal_output(
+        self, params: acp.TerminalOutputRequest, *, timeout: float | None = None
+    ) -> acp.TerminalOutputResponse:
+        result: acp.TerminalOutputResponse = await self.connection.request(
+            "terminal/output", params, timeout=timeout
+        )
         return result
 
-    async def terminal_wait_for_exit(self, params: acp.WaitForTerminalExitRequest, *, timeout: float | None = None) -> acp.WaitForTerminalExitResponse:
-        result: acp.WaitForTerminalExitResponse = await self.connection.request("terminal/wait_for_exit", params, timeout=timeout)
+    async def terminal_wait_for_exit(
+        self, params: acp.WaitForTerminalExitRequest, *, timeout: float | None = None
+    ) -> acp.WaitForTerminalExitResponse:
+        result: acp.WaitForTerminalExitResponse = await self.connection.request(
+            "terminal/wait_for_exit", params, timeout=timeout
+        )
         return result
 
-    async def terminal_kill(self, params: acp.KillTerminalRequest, *, timeout: float | None = None) -> acp.KillTerminalResponse:
-        result: acp.KillTerminalResponse = await self.connection.request("terminal/kill", params, timeout=timeout)
+    async def terminal_kill(
+        self, params: acp.KillTerminalRequest, *, timeout: float | None = None
+    ) -> acp.KillTerminalResponse:
+        result: acp.KillTerminalResponse = await self.connection.request(
+            "terminal/kill", params, timeout=timeout
+        )
         return result
 
-    async def terminal_release(self, params: acp.ReleaseTerminalRequest, *, timeout: float | None = None) -> acp.ReleaseTerminalResponse:
-        result: acp.ReleaseTerminalResponse = await self.connection.request("terminal/release", params, timeout=timeout)
+    async def terminal_release(
+        self, params: acp.ReleaseTerminalRequest, *, timeout: float | None = None
+    ) -> acp.ReleaseTerminalResponse:
+        result: acp.ReleaseTerminalResponse = await self.connection.request(
+            "terminal/release", params, timeout=timeout
+        )
         return result
 
-    async def elicitation_create(self, params: acp.CreateElicitationRequest, *, timeout: float | None = None) -> acp.CreateElicitationResponse:
+    async def elicitation_create(
+        self, params: acp.CreateElicitationRequest, *, timeout: float | None = None
+    ) -> acp.CreateElicitationResponse:
         mode = params.mode
-        if isinstance(mode, str) and not capability_allows(self.capabilities, ("elicitation", mode)):
+        if isinstance(mode, str) and not capability_allows(
+            self.capabilities, ("elicitation", mode)
+        ):
             raise CapabilityError(f"the client did not advertise `elicitation.{mode}`")
-        result: acp.CreateElicitationResponse = await self.connection.request("elicitation/create", params, timeout=timeout)
+        result: acp.CreateElicitationResponse = await self.connection.request(
+            "elicitation/create", params, timeout=timeout
+        )
         return result
 
     async def elicitation_complete(self, params: acp.CompleteElicitationNotification) -> None:
@@ -116,7 +156,9 @@ class Agent:
         JSON, or a notification with invalid params). It is already logged as a warning."""
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        return acp.InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=acp.AgentCapabilities())
+        return acp.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION, agent_capabilities=acp.AgentCapabilities()
+        )
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         raise RequestError.method_not_found("authenticate")
@@ -142,10 +184,14 @@ class Agent:
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         raise RequestError.method_not_found("session/close")
 
-    async def session_set_mode(self, params: acp.SetSessionModeRequest) -> acp.SetSessionModeResponse:
+    async def session_set_mode(
+        self, params: acp.SetSessionModeRequest
+    ) -> acp.SetSessionModeResponse:
         raise RequestError.method_not_found("session/set_mode")
 
-    async def session_set_config_option(self, params: acp.SetSessionConfigOptionRequest) -> acp.SetSessionConfigOptionResponse:
+    async def session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest
+    ) -> acp.SetSessionConfigOptionResponse:
         raise RequestError.method_not_found("session/set_config_option")
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:

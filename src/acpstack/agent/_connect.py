@@ -22,21 +22,34 @@ def connect_agent(
     max_waiting_requests: int = 8192,
 ) -> Connection:
     """Wire `agent` to a transport. Start it with `async with` (or `.start()`)."""
-    state = ProtocolState("agent", unstable=unstable, max_message_size=max_message_size, framing=framing)
+    state = ProtocolState(
+        "agent", unstable=unstable, max_message_size=max_message_size, framing=framing
+    )
     dispatcher = AgentDispatcher(agent)
-    connection = Connection(transport, state, dispatcher, max_inbound_requests=max_inbound_requests, max_waiting_requests=max_waiting_requests, on_close=agent.on_disconnect)
+    connection = Connection(
+        transport,
+        state,
+        dispatcher,
+        max_inbound_requests=max_inbound_requests,
+        max_waiting_requests=max_waiting_requests,
+        on_close=agent.on_disconnect,
+    )
     dispatcher.connection = connection
     agent.on_connect(ClientPeer(connection))
     return connection
 
 
-async def run_agent(agent: Agent, *, unstable: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+async def run_agent(
+    agent: Agent, *, unstable: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> None:
     """Serve `agent` on this process's stdin/stdout until the client closes stdin.
 
     While serving, `print()` output is moved to stderr so it cannot corrupt the wire.
     """
     transport = await open_stdio_transport()
-    connection = connect_agent(agent, transport, unstable=unstable, max_message_size=max_message_size)
+    connection = connect_agent(
+        agent, transport, unstable=unstable, max_message_size=max_message_size
+    )
     async with connection:
         await connection.wait_closed()
 

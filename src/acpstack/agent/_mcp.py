@@ -54,14 +54,18 @@ class McpToolResult:
 
     @property
     def text(self) -> str:
-        return "\n".join(str(item.get("text", "")) for item in self.content if item.get("type") == "text")
+        return "\n".join(
+            str(item.get("text", "")) for item in self.content if item.get("type") == "text"
+        )
 
 
 def _require_mcp() -> Any:
     try:
         import mcp
     except ImportError as exc:
-        raise McpUnavailable('MCP support needs the `mcp` package: pip install "acpstack[mcp]"') from exc
+        raise McpUnavailable(
+            'MCP support needs the `mcp` package: pip install "acpstack[mcp]"'
+        ) from exc
     return mcp
 
 
@@ -79,7 +83,9 @@ class _Server:
 class McpConnections:
     """The MCP servers of one session: start them, list and call their tools, stop them."""
 
-    def __init__(self, *, allow_http: bool = False, allow_sse: bool = False, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self, *, allow_http: bool = False, allow_sse: bool = False, connect_timeout: float = 30.0
+    ) -> None:
         self.allow_http = allow_http
         self.allow_sse = allow_sse
         self.connect_timeout = connect_timeout
@@ -93,7 +99,9 @@ class McpConnections:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def start(self, servers: Sequence[McpServerConfig], *, fail_fast: bool = False) -> dict[str, McpServerError | None]:
+    async def start(
+        self, servers: Sequence[McpServerConfig], *, fail_fast: bool = False
+    ) -> dict[str, McpServerError | None]:
         """Connect to every server in parallel; a failure is reported for that server only."""
         _require_mcp()
         loop = asyncio.get_running_loop()
@@ -111,7 +119,9 @@ class McpConnections:
             except McpServerError as exc:
                 results[server.name] = exc
             except TimeoutError:
-                results[server.name] = McpServerError(server.name, f"did not start within {self.connect_timeout} s")
+                results[server.name] = McpServerError(
+                    server.name, f"did not start within {self.connect_timeout} s"
+                )
                 await self._stop(server)
             error = results[server.name]
             if error is not None:
@@ -131,7 +141,13 @@ class McpConnections:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(server.config))
-                session = await stack.enter_async_context(ClientSession(read, write, client_info=mcp.types.Implementation(name="acpstack", version="0")))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        client_info=mcp.types.Implementation(name="acpstack", version="0"),
+                    )
+                )
                 await session.initialize()
                 server.session = session
                 server.ready.set_result(None)
@@ -143,7 +159,9 @@ class McpConnections:
         except BaseException as exc:  # anyio wraps failures in exception groups
             message = _describe(exc)
             if not server.ready.done():
-                server.ready.set_exception(McpServerError(server.name, f"failed to start: {message}"))
+                server.ready.set_exception(
+                    McpServerError(server.name, f"failed to start: {message}")
+                )
             else:
                 log.warning("MCP server %r stopped: %s", server.name, message)
         finally:
@@ -157,7 +175,9 @@ class McpConnections:
                 raise McpServerError(config.name, f"command not found: {config.command}")
             env = {"PATH": os.environ.get("PATH", os.defpath)}
             env.update({v.name: v.value for v in config.env})
-            return stdio_client(StdioServerParameters(command=config.command, args=list(config.args), env=env))
+            return stdio_client(
+                StdioServerParameters(command=config.command, args=list(config.args), env=env)
+            )
         if isinstance(config, acp.McpServerHttp):
             if not self.allow_http:
                 raise McpServerError(config.name, "http MCP servers are not enabled for this agent")
@@ -173,7 +193,9 @@ class McpConnections:
             from mcp.client.sse import sse_client
 
             return sse_client(config.url, headers={h.name: h.value for h in config.headers})
-        raise McpServerError(getattr(config, "name", "?"), f"unsupported MCP server type {type(config).__name__}")
+        raise McpServerError(
+            getattr(config, "name", "?"), f"unsupported MCP server type {type(config).__name__}"
+        )
 
     def _server(self, name: str) -> _Server:
         if self._closed:
@@ -181,7 +203,9 @@ class McpConnections:
         server = self._servers.get(name)
         if server is None or server.session is None:
             reason = self.errors.get(name)
-            raise McpServerError(name, f"not connected ({reason.message})" if reason else "not connected")
+            raise McpServerError(
+                name, f"not connected ({reason.message})" if reason else "not connected"
+            )
         return server
 
     @property
@@ -203,25 +227,41 @@ class McpConnections:
                 try:
                     result = await server.session.list_tools()
                 except Exception as exc:
-                    self.errors[name] = McpServerError(name, f"listing its tools failed: {_describe(exc)}")
+                    self.errors[name] = McpServerError(
+                        name, f"listing its tools failed: {_describe(exc)}"
+                    )
                     log.warning("MCP server %r: listing its tools failed: %s", name, _describe(exc))
                     continue
                 server.tools = [_tool(name, t) for t in result.tools]
             tools.extend(server.tools)
         return tools
 
-    async def call_tool(self, server: str, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None) -> McpToolResult:
+    async def call_tool(
+        self,
+        server: str,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> McpToolResult:
         session = self._server(server).session
         try:
             result = await asyncio.wait_for(session.call_tool(name, arguments or {}), timeout)
         except TimeoutError:
-            raise McpServerError(server, f"tool {name!r} did not answer within {timeout} s") from None
+            raise McpServerError(
+                server, f"tool {name!r} did not answer within {timeout} s"
+            ) from None
         except McpServerError:
             raise
         except Exception as exc:
             raise McpServerError(server, f"tool {name!r} failed: {_describe(exc)}") from None
-        content = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in result.content]
-        structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+        content = [
+            item.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for item in result.content
+        ]
+        structured = getattr(result, "structured_content", None) or getattr(
+            result, "structuredContent", None
+        )
         is_error = bool(getattr(result, "is_error", None) or getattr(result, "isError", False))
         return McpToolResult(content=content, is_error=is_error, structured=structured)
 
@@ -252,7 +292,9 @@ async def _streamable_http_with_headers(url: str, headers: dict[str, str]) -> As
     from mcp.client.streamable_http import streamable_http_client
 
     # The SDK's own client's timeouts: a server may hold a response stream open for minutes.
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+    async with httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)
+    ) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
@@ -261,8 +303,17 @@ def _tool(server: str, tool: Any) -> McpTool:
     schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
     annotations = getattr(tool, "annotations", None)
     title = getattr(tool, "title", None) or getattr(annotations, "title", None)
-    read_only = getattr(annotations, "read_only_hint", None) or getattr(annotations, "readOnlyHint", None)
-    return McpTool(server, tool.name, tool.description, dict(schema or {}), title=title, read_only=read_only is True)
+    read_only = getattr(annotations, "read_only_hint", None) or getattr(
+        annotations, "readOnlyHint", None
+    )
+    return McpTool(
+        server,
+        tool.name,
+        tool.description,
+        dict(schema or {}),
+        title=title,
+        read_only=read_only is True,
+    )
 
 
 def _which(command: str) -> bool:

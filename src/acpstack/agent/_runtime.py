@@ -75,13 +75,15 @@ class SessionAgent(Agent):
         self.mcp_http = mcp_http
         self.mcp_sse = mcp_sse
         self.mcp_fail_fast = mcp_fail_fast
-        self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(embedded_context=True)
+        self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
+            embedded_context=True
+        )
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 
     # -- what the author implements ----------------------------------------------------
 
-    async def prompt(self, turn: Turn) -> str | None:
+    async def prompt(self, turn: Turn) -> acp.StopReason | None:
         """Answer one prompt. Return a stop reason (default "end_turn")."""
         raise RequestError.method_not_found("session/prompt")
 
@@ -100,10 +102,17 @@ class SessionAgent(Agent):
     # -- initialize and auth -------------------------------------------------------------
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        self.client_capabilities = params.client_capabilities if isinstance(params.client_capabilities, acp.ClientCapabilities) else None
+        self.client_capabilities = (
+            params.client_capabilities
+            if isinstance(params.client_capabilities, acp.ClientCapabilities)
+            else None
+        )
         store = self.store
-        session_caps = acp.SessionCapabilities(resume=acp.SessionResumeCapabilities(), close=acp.SessionCloseCapabilities(),
-                                               additional_directories=acp.SessionAdditionalDirectoriesCapabilities())
+        session_caps = acp.SessionCapabilities(
+            resume=acp.SessionResumeCapabilities(),
+            close=acp.SessionCloseCapabilities(),
+            additional_directories=acp.SessionAdditionalDirectoriesCapabilities(),
+        )
         if store.supports_list:
             session_caps.list = acp.SessionListCapabilities()
         if store.supports_delete:
@@ -111,7 +120,9 @@ class SessionAgent(Agent):
         caps = acp.AgentCapabilities(
             load_session=True,
             prompt_capabilities=self.prompt_capabilities,
-            mcp_capabilities=acp.McpCapabilities(http=self.use_mcp and self.mcp_http, sse=self.use_mcp and self.mcp_sse),
+            mcp_capabilities=acp.McpCapabilities(
+                http=self.use_mcp and self.mcp_http, sse=self.use_mcp and self.mcp_sse
+            ),
             session_capabilities=session_caps,
         )
         if self.auth_methods:
@@ -128,7 +139,9 @@ class SessionAgent(Agent):
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         if params.method_id not in {m.id for m in self.auth_methods}:
-            raise RequestError.invalid_params({"methodId": params.method_id}, f"Unknown authentication method: {params.method_id}")
+            raise RequestError.invalid_params(
+                {"methodId": params.method_id}, f"Unknown authentication method: {params.method_id}"
+            )
         if not await self.check_authentication(params.method_id):
             raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
         self.authenticated = True
@@ -153,26 +166,42 @@ class SessionAgent(Agent):
         self._require_auth()
         _check_absolute(params.cwd, "cwd")
         extra = _dirs(params.additional_directories)
-        record = SessionRecord(session_id=uuid.uuid4().hex, cwd=params.cwd, additional_directories=extra,
-                               mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
-                               mode_id=self.modes[0][0] if self.modes else None,
-                               config_values=self._default_config_values())
+        record = SessionRecord(
+            session_id=uuid.uuid4().hex,
+            cwd=params.cwd,
+            additional_directories=extra,
+            mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
+            mode_id=self.modes[0][0] if self.modes else None,
+            config_values=self._default_config_values(),
+        )
         self.store.create(record)
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, params.mcp_servers)
-        return acp.NewSessionResponse(session_id=session.session_id, modes=self._mode_state(session), config_options=self._config_options(session))
+        return acp.NewSessionResponse(
+            session_id=session.session_id,
+            modes=self._mode_state(session),
+            config_options=self._config_options(session),
+        )
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         self._require_auth()
-        session = await self._reopen(params.session_id, params.cwd, params.additional_directories, params.mcp_servers)
+        session = await self._reopen(
+            params.session_id, params.cwd, params.additional_directories, params.mcp_servers
+        )
         await session.replay()  # the whole history goes out before the response
-        return acp.LoadSessionResponse(modes=self._mode_state(session), config_options=self._config_options(session))
+        return acp.LoadSessionResponse(
+            modes=self._mode_state(session), config_options=self._config_options(session)
+        )
 
     async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
         self._require_auth()
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
-        session = await self._reopen(params.session_id, params.cwd, params.additional_directories, servers)
-        return acp.ResumeSessionResponse(modes=self._mode_state(session), config_options=self._config_options(session))
+        session = await self._reopen(
+            params.session_id, params.cwd, params.additional_directories, servers
+        )
+        return acp.ResumeSessionResponse(
+            modes=self._mode_state(session), config_options=self._config_options(session)
+        )
 
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         self._require_auth()
@@ -184,7 +213,9 @@ class SessionAgent(Agent):
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
         infos = []
         for r in records:
-            info = acp.SessionInfo(session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=r.updated_at or None)
+            info = acp.SessionInfo(
+                session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=r.updated_at or None
+            )
             if r.additional_directories:
                 info.additional_directories = list(r.additional_directories)
             infos.append(info)
@@ -218,13 +249,17 @@ class SessionAgent(Agent):
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
         extra = _dirs(params.additional_directories)
-        record = self.store.fork(params.session_id, new_id, cwd=params.cwd, additional_directories=extra)
+        record = self.store.fork(
+            params.session_id, new_id, cwd=params.cwd, additional_directories=extra
+        )
         session = Session.from_record(record, self.client, self.store)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
         return acpu.ForkSessionResponse(session_id=new_id)
 
-    async def _reopen(self, session_id: str, cwd: str, additional: Any, servers: Sequence[Any]) -> Session:
+    async def _reopen(
+        self, session_id: str, cwd: str, additional: Any, servers: Sequence[Any]
+    ) -> Session:
         _check_absolute(cwd, "cwd")
         record = self.store.get(session_id)
         if record is None:
@@ -233,8 +268,12 @@ class SessionAgent(Agent):
         if old is not None:
             await self._stop(old)
         # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
-        record = self.store.update(session_id, cwd=cwd, additional_directories=_dirs(additional),
-                                   mcp_servers=[self.stored_mcp_server(s) for s in servers])
+        record = self.store.update(
+            session_id,
+            cwd=cwd,
+            additional_directories=_dirs(additional),
+            mcp_servers=[self.stored_mcp_server(s) for s in servers],
+        )
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, servers)
         return session
@@ -250,7 +289,9 @@ class SessionAgent(Agent):
             except Exception as exc:
                 await self._stop(session)
                 self.sessions.pop(session.session_id, None)
-                raise RequestError(-32603, f"MCP server failed to start: {exc}", {"reason": "mcp_server_failed"}) from None
+                raise RequestError(
+                    -32603, f"MCP server failed to start: {exc}", {"reason": "mcp_server_failed"}
+                ) from None
             for name, error in errors.items():
                 if error is not None:
                     log.warning("session %s: MCP server %r: %s", session.session_id, name, error)
@@ -261,7 +302,9 @@ class SessionAgent(Agent):
         try:
             await self.on_session_start(session)
         except ConnectionClosed:
-            log.debug("session %s: the client left before on_session_start finished", session.session_id)
+            log.debug(
+                "session %s: the client left before on_session_start finished", session.session_id
+            )
         except Exception:
             log.exception("on_session_start failed for session %s", session.session_id)
 
@@ -290,7 +333,10 @@ class SessionAgent(Agent):
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         session = self._active(params.session_id)
         if session.turn_task is not None:
-            raise RequestError.invalid_params({"sessionId": session.session_id}, "A prompt turn is already running in this session")
+            raise RequestError.invalid_params(
+                {"sessionId": session.session_id},
+                "A prompt turn is already running in this session",
+            )
         task = asyncio.current_task()
         assert task is not None
         session.turn_task = task
@@ -309,7 +355,7 @@ class SessionAgent(Agent):
             session.turn_task = None
         if session.cancel_requested:
             return acp.PromptResponse(stop_reason="cancelled")
-        return acp.PromptResponse(stop_reason=stop or "end_turn")  # type: ignore[arg-type]
+        return acp.PromptResponse(stop_reason=stop or "end_turn")
 
     async def session_cancel(self, params: acp.CancelNotification) -> None:
         session = self.sessions.get(params.session_id)
@@ -335,21 +381,34 @@ class SessionAgent(Agent):
         if not self.modes:
             return None
         current = session.mode_id or self.modes[0][0]
-        return acp.SessionModeState(current_mode_id=current, available_modes=[acp.SessionMode(id=i, name=n) for i, n in self.modes])
+        return acp.SessionModeState(
+            current_mode_id=current,
+            available_modes=[acp.SessionMode(id=i, name=n) for i, n in self.modes],
+        )
 
     def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
         options: list[acp.SessionConfigOption] = []
         if self.modes:
             current = session.mode_id or self.modes[0][0]
             choices = [acp.SessionConfigSelectOption(value=i, name=n) for i, n in self.modes]
-            options.append(acp.SessionConfigOption(id=MODE_CONFIG_ID, name="Mode", category="mode", type="select",
-                                                   current_value=current, options=choices))
+            options.append(
+                acp.SessionConfigOption(
+                    id=MODE_CONFIG_ID,
+                    name="Mode",
+                    category="mode",
+                    type="select",
+                    current_value=current,
+                    options=choices,
+                )
+            )
         for option in self.extra_config_options:
             current_value = session.config_values.get(option.id, option.current_value)
             options.append(msgspec.structs.replace(option, current_value=current_value))
         return options or None
 
-    async def session_set_mode(self, params: acp.SetSessionModeRequest) -> acp.SetSessionModeResponse:
+    async def session_set_mode(
+        self, params: acp.SetSessionModeRequest
+    ) -> acp.SetSessionModeResponse:
         session = self._active(params.session_id)
         await self._set_mode(session, params.mode_id)
         return acp.SetSessionModeResponse()
@@ -364,23 +423,36 @@ class SessionAgent(Agent):
         if options:
             await session.send(acp.ConfigOptionUpdate(config_options=options))
 
-    async def session_set_config_option(self, params: acp.SetSessionConfigOptionRequest) -> acp.SetSessionConfigOptionResponse:
+    async def session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest
+    ) -> acp.SetSessionConfigOptionResponse:
         session = self._active(params.session_id)
         if params.config_id == MODE_CONFIG_ID and self.modes:
             if not isinstance(params.value, str):
-                raise RequestError.invalid_params({"configId": params.config_id}, "The mode option takes a value id")
+                raise RequestError.invalid_params(
+                    {"configId": params.config_id}, "The mode option takes a value id"
+                )
             await self._set_mode(session, params.value)
         else:
             option = next((o for o in self.extra_config_options if o.id == params.config_id), None)
             if option is None:
-                raise RequestError.invalid_params({"configId": params.config_id}, f"Unknown config option: {params.config_id}")
+                raise RequestError.invalid_params(
+                    {"configId": params.config_id}, f"Unknown config option: {params.config_id}"
+                )
             if (option.type == "boolean") != isinstance(params.value, bool):
-                raise RequestError.invalid_params({"configId": params.config_id}, "Wrong value type for this option")
+                raise RequestError.invalid_params(
+                    {"configId": params.config_id}, "Wrong value type for this option"
+                )
             if option.type == "select" and params.value not in _select_values(option):
-                raise RequestError.invalid_params({"configId": params.config_id, "value": params.value}, "Unknown value for this option")
+                raise RequestError.invalid_params(
+                    {"configId": params.config_id, "value": params.value},
+                    "Unknown value for this option",
+                )
             session.config_values[option.id] = params.value
             session.save()
-        return acp.SetSessionConfigOptionResponse(config_options=self._config_options(session) or [])
+        return acp.SetSessionConfigOptionResponse(
+            config_options=self._config_options(session) or []
+        )
 
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""
@@ -395,7 +467,9 @@ def _with_fork(result: acp.InitializeResponse) -> Any:
 
     unstable = msgspec.json.decode(msgspec.json.encode(result), type=acpu.InitializeResponse)
     caps = unstable.agent_capabilities
-    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(caps.session_capabilities, acpu.SessionCapabilities)
+    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(
+        caps.session_capabilities, acpu.SessionCapabilities
+    )
     caps.session_capabilities.fork = acpu.SessionForkCapabilities()
     return unstable
 
@@ -412,7 +486,9 @@ def _select_values(option: acp.SessionConfigOption) -> set[str]:
 
 def _check_absolute(path: str, what: str) -> None:
     if not path.startswith("/") and not (len(path) > 2 and path[1] == ":" and path[2] in "\\/"):
-        raise RequestError.invalid_params({"path": f"$.params.{what}", "value": path}, f"{what} must be an absolute path")
+        raise RequestError.invalid_params(
+            {"path": f"$.params.{what}", "value": path}, f"{what} must be an absolute path"
+        )
 
 
 def _dirs(value: Any) -> list[str]:

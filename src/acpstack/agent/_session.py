@@ -45,7 +45,9 @@ class Session:
     turn_task: asyncio.Task[Any] | None = None
     start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
     cancel_requested: bool = False
-    state: dict[str, Any] = field(default_factory=dict)  # free for the author's own per-session data
+    state: dict[str, Any] = field(
+        default_factory=dict
+    )  # free for the author's own per-session data
 
     @property
     def roots(self) -> list[str]:
@@ -56,12 +58,18 @@ class Session:
         """Record `update` in the store, then send it to the client."""
         payload = _encode(update)
         self.store.append_event(self.session_id, UPDATE, payload)
-        await self.client.connection.notify("session/update", msgspec.Raw(_notification(self.session_id, payload)))
+        await self.client.connection.notify(
+            "session/update", msgspec.Raw(_notification(self.session_id, payload))
+        )
 
     def record_prompt(self, blocks: list[acp.ContentBlock]) -> None:
         mid = uuid.uuid4().hex
         for block in blocks:
-            self.store.append_event(self.session_id, PROMPT, _encode(acp.UserMessageChunk(content=block, message_id=mid)))
+            self.store.append_event(
+                self.session_id,
+                PROMPT,
+                _encode(acp.UserMessageChunk(content=block, message_id=mid)),
+            )
 
     async def replay(self) -> int:
         """Send the whole recorded history (prompts and updates) as session/update, in order."""
@@ -69,7 +77,9 @@ class Session:
         for event in self.store.events(self.session_id):
             if event.kind not in (UPDATE, PROMPT):
                 continue
-            await self.client.connection.notify("session/update", msgspec.Raw(_notification(self.session_id, event.payload)))
+            await self.client.connection.notify(
+                "session/update", msgspec.Raw(_notification(self.session_id, event.payload))
+            )
             count += 1
         return count
 

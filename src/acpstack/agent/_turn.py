@@ -76,7 +76,7 @@ def terminal_content(terminal_id: str) -> acp.Terminal:
 class ToolCallHandle:
     """One tool call of a turn: start it, stream progress, then complete or fail it."""
 
-    def __init__(self, turn: Turn, tool_call_id: str, title: str, kind: str) -> None:
+    def __init__(self, turn: Turn, tool_call_id: str, title: str, kind: acp.ToolKind) -> None:
         self.turn = turn
         self.tool_call_id = tool_call_id
         self.title = title
@@ -86,7 +86,9 @@ class ToolCallHandle:
 
     def as_update(self) -> acp.ToolCallUpdate:
         """The tool call as a permission request shows it (with its diff and locations)."""
-        update = acp.ToolCallUpdate(tool_call_id=self.tool_call_id, title=self.title, kind=self.kind)  # type: ignore[arg-type]
+        update = acp.ToolCallUpdate(
+            tool_call_id=self.tool_call_id, title=self.title, kind=self.kind
+        )
         if self.content:
             update.content = list(self.content)
         if self.locations:
@@ -101,9 +103,13 @@ class ToolCallHandle:
         locations: Sequence[acp.ToolCallLocation] | None = None,
         raw_output: Any = UNSET,
     ) -> None:
-        await self._update("in_progress", content=content, title=title, locations=locations, raw_output=raw_output)
+        await self._update(
+            "in_progress", content=content, title=title, locations=locations, raw_output=raw_output
+        )
 
-    async def complete(self, *, content: Sequence[acp.ToolCallContent] | None = None, raw_output: Any = UNSET) -> None:
+    async def complete(
+        self, *, content: Sequence[acp.ToolCallContent] | None = None, raw_output: Any = UNSET
+    ) -> None:
         await self._update("completed", content=content, raw_output=raw_output)
 
     async def fail(self, message: str | None = None, *, raw_output: Any = UNSET) -> None:
@@ -112,14 +118,14 @@ class ToolCallHandle:
 
     async def _update(
         self,
-        status: str,
+        status: acp.ToolCallStatus,
         *,
         content: Sequence[acp.ToolCallContent] | None = None,
         title: str | None = None,
         locations: Sequence[acp.ToolCallLocation] | None = None,
         raw_output: Any = UNSET,
     ) -> None:
-        update = acp.SessionUpdateToolCallUpdate(tool_call_id=self.tool_call_id, status=status)  # type: ignore[arg-type]
+        update = acp.SessionUpdateToolCallUpdate(tool_call_id=self.tool_call_id, status=status)
         if content is not None:
             update.content = self.content = list(content)
         if title is not None:
@@ -154,19 +160,25 @@ class Turn:
 
     async def say(self, text: str) -> None:
         """Stream part of the agent's message (chunks of one turn share a messageId)."""
-        await self.session.send(acp.AgentMessageChunk(content=acp.TextContent(text=text), message_id=self.message_id))
+        await self.session.send(
+            acp.AgentMessageChunk(content=acp.TextContent(text=text), message_id=self.message_id)
+        )
 
     async def think(self, text: str) -> None:
-        await self.session.send(acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=self._thought_id))
+        await self.session.send(
+            acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=self._thought_id)
+        )
 
-    async def plan(self, entries: Sequence[acp.PlanEntry | tuple[str, str] | str]) -> None:
+    async def plan(
+        self, entries: Sequence[acp.PlanEntry | tuple[str, acp.PlanEntryStatus] | str]
+    ) -> None:
         """Send the whole plan. Entries: PlanEntry, (content, status) or plain text (pending)."""
         items = []
         for entry in entries:
             if isinstance(entry, acp.PlanEntry):
                 items.append(entry)
             elif isinstance(entry, tuple):
-                items.append(acp.PlanEntry(content=entry[0], status=entry[1], priority="medium"))  # type: ignore[arg-type]
+                items.append(acp.PlanEntry(content=entry[0], status=entry[1], priority="medium"))
             else:
                 items.append(acp.PlanEntry(content=entry, status="pending", priority="medium"))
         await self.session.send(acp.Plan(entries=items))
@@ -183,16 +195,19 @@ class Turn:
         self,
         title: str,
         *,
-        kind: str = "other",
+        kind: acp.ToolKind = "other",
         locations: Sequence[acp.ToolCallLocation | str] = (),
         raw_input: Any = UNSET,
         content: Sequence[acp.ToolCallContent] = (),
-        status: str = "pending",
+        status: acp.ToolCallStatus = "pending",
     ) -> ToolCallHandle:
         handle = ToolCallHandle(self, f"{self.message_id[:8]}-{next(self._tool_ids)}", title, kind)
-        call = acp.ToolCall(tool_call_id=handle.tool_call_id, title=title, kind=kind, status=status)  # type: ignore[arg-type]
+        call = acp.ToolCall(tool_call_id=handle.tool_call_id, title=title, kind=kind, status=status)
         if locations:
-            handle.locations = [loc if isinstance(loc, acp.ToolCallLocation) else acp.ToolCallLocation(path=loc) for loc in locations]
+            handle.locations = [
+                loc if isinstance(loc, acp.ToolCallLocation) else acp.ToolCallLocation(path=loc)
+                for loc in locations
+            ]
             call.locations = list(handle.locations)
         if raw_input is not UNSET:
             call.raw_input = raw_input
@@ -205,11 +220,15 @@ class Turn:
     # -- permission -----------------------------------------------------------------
 
     async def request_permission(
-        self, tool: ToolCallHandle | acp.ToolCallUpdate, options: Sequence[acp.PermissionOption] = STANDARD_OPTIONS
+        self,
+        tool: ToolCallHandle | acp.ToolCallUpdate,
+        options: Sequence[acp.PermissionOption] = STANDARD_OPTIONS,
     ) -> PermissionDecision:
         """Ask the user. Only a selected option of an allow kind counts as approval."""
         tool_call = tool.as_update() if isinstance(tool, ToolCallHandle) else tool
-        params = acp.RequestPermissionRequest(session_id=self.session.session_id, tool_call=tool_call, options=list(options))
+        params = acp.RequestPermissionRequest(
+            session_id=self.session.session_id, tool_call=tool_call, options=list(options)
+        )
         answer = await self.session.client.session_request_permission(params)
         outcome = answer.outcome
         if isinstance(outcome, acp.SelectedPermissionOutcome):
@@ -217,7 +236,9 @@ class Turn:
             if chosen is None:  # an id we never offered: never approval
                 return PermissionDecision("reject", outcome.option_id)
             allowed = chosen.kind in ("allow_once", "allow_always")
-            return PermissionDecision("allow" if allowed else "reject", chosen.option_id, chosen.kind.endswith("always"))
+            return PermissionDecision(
+                "allow" if allowed else "reject", chosen.option_id, chosen.kind.endswith("always")
+            )
         if isinstance(outcome, acp.CancelledRequestPermissionOutcome):
             # A client answers "cancelled" only because it cancelled the turn: the turn ends
             # as cancelled even if our session/cancel notification has not been read yet.
@@ -227,7 +248,9 @@ class Turn:
 
     # -- client resources -------------------------------------------------------------
 
-    async def read_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
+    async def read_file(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
         params = acp.ReadTextFileRequest(session_id=self.session.session_id, path=path)
         if line is not None:
             params.line = line
@@ -236,16 +259,22 @@ class Turn:
         try:
             result = await self.session.client.fs_read_text_file(params)
         except CapabilityError as exc:
-            raise ClientCapabilityMissing("the client does not allow reading files (fs.readTextFile)") from exc
+            raise ClientCapabilityMissing(
+                "the client does not allow reading files (fs.readTextFile)"
+            ) from exc
         content: str = result.content
         return content
 
     async def write_file(self, path: str, content: str) -> None:
-        params = acp.WriteTextFileRequest(session_id=self.session.session_id, path=path, content=content)
+        params = acp.WriteTextFileRequest(
+            session_id=self.session.session_id, path=path, content=content
+        )
         try:
             await self.session.client.fs_write_text_file(params)
         except CapabilityError as exc:
-            raise ClientCapabilityMissing("the client does not allow writing files (fs.writeTextFile)") from exc
+            raise ClientCapabilityMissing(
+                "the client does not allow writing files (fs.writeTextFile)"
+            ) from exc
 
     async def run_command(
         self,
@@ -281,22 +310,32 @@ class Turn:
         try:
             if tool is not None:
                 await tool.progress(content=[terminal_content(tid)])
-            wait = client.terminal_wait_for_exit(acp.WaitForTerminalExitRequest(session_id=sid, terminal_id=tid))
+            wait = client.terminal_wait_for_exit(
+                acp.WaitForTerminalExitRequest(session_id=sid, terminal_id=tid)
+            )
             try:
                 await asyncio.wait_for(wait, timeout)
             except TimeoutError:
                 timed_out = True
                 await client.terminal_kill(acp.KillTerminalRequest(session_id=sid, terminal_id=tid))
-            out = await client.terminal_output(acp.TerminalOutputRequest(session_id=sid, terminal_id=tid))
+            out = await client.terminal_output(
+                acp.TerminalOutputRequest(session_id=sid, terminal_id=tid)
+            )
         finally:
             with contextlib.suppress(Exception):
                 # Shielded: a cancelled turn still frees the terminal.
-                await asyncio.shield(client.terminal_release(acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid)))
+                await asyncio.shield(
+                    client.terminal_release(
+                        acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid)
+                    )
+                )
         status = out.exit_status if isinstance(out.exit_status, acp.TerminalExitStatus) else None
         return CommandResult(
             output=out.output,
             truncated=out.truncated,
-            exit_code=status.exit_code if status is not None and isinstance(status.exit_code, int) else None,
+            exit_code=status.exit_code
+            if status is not None and isinstance(status.exit_code, int)
+            else None,
             signal=status.signal if status is not None and isinstance(status.signal, str) else None,
             timed_out=timed_out,
             terminal_id=tid,

@@ -33,46 +33,105 @@ def _positive_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args_list, agent_command = _split_agent(list(sys.argv[1:] if argv is None else argv))
-    parser = argparse.ArgumentParser(prog="acpstack", usage=USAGE, description="The Agent Client Protocol stack: tools.")
+    parser = argparse.ArgumentParser(
+        prog="acpstack", usage=USAGE, description="The Agent Client Protocol stack: tools."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     chat = sub.add_parser("chat", help="chat with an ACP agent (default: the built-in one)")
     chat.add_argument("--cwd", default=os.getcwd(), help="the session's working directory")
     chat.add_argument("-p", "--prompt", help="run one turn headless and print the final message")
-    chat.add_argument("--json", action="store_true", help="print every wire message as a JSON line (direction, message)")
-    chat.add_argument("--approve-all", action="store_true", help="headless: approve every permission request")
-    chat.add_argument("--deny-all", action="store_true", help="headless: reject every permission request")
-    chat.add_argument("--allow", action="append", default=[], metavar="KIND", help="headless: approve requests of this tool kind")
-    chat.add_argument("--session", help="load (or resume) this session instead of starting a new one")
-    chat.add_argument("--url", help="a remote agent: http(s)://HOST:PORT/acp or ws(s)://HOST:PORT/acp")
-    chat.add_argument("--token-env", default="ACPSTACK_TOKEN", metavar="NAME", help="with --url: the environment variable holding the server's token")
+    chat.add_argument(
+        "--json",
+        action="store_true",
+        help="print every wire message as a JSON line (direction, message)",
+    )
+    chat.add_argument(
+        "--approve-all", action="store_true", help="headless: approve every permission request"
+    )
+    chat.add_argument(
+        "--deny-all", action="store_true", help="headless: reject every permission request"
+    )
+    chat.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="headless: approve requests of this tool kind",
+    )
+    chat.add_argument(
+        "--session", help="load (or resume) this session instead of starting a new one"
+    )
+    chat.add_argument(
+        "--url", help="a remote agent: http(s)://HOST:PORT/acp or ws(s)://HOST:PORT/acp"
+    )
+    chat.add_argument(
+        "--token-env",
+        default="ACPSTACK_TOKEN",
+        metavar="NAME",
+        help="with --url: the environment variable holding the server's token",
+    )
 
     sessions = sub.add_parser("sessions", help="list an agent's sessions")
     sessions.add_argument("--cwd", default=None)
 
     agent = sub.add_parser("agent", help="run the reference agent on stdio (for editors)")
-    agent.add_argument("--model", default=os.environ.get("ACPSTACK_MODEL"), help="model name (OpenAI-compatible API); none = offline scripted agent")
-    agent.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="API base URL (OpenAI, Ollama, vLLM, llama.cpp server)")
-    agent.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    agent.add_argument("--context-window", type=_positive_int, default=32_768, metavar="TOKENS",
-                       help="the model's context window; older messages are left out of requests to fit (default 32768)")
-    agent.add_argument("--images", action="store_true", help="the model accepts images (advertised to the client, sent as image parts)")
-    agent.add_argument("--unstable", action="store_true", help="also offer ACP's unstable methods (session/fork)")
-    agent.add_argument("--store", default=None, help="SQLite file for sessions (default: user data directory)")
+    agent.add_argument(
+        "--model",
+        default=os.environ.get("ACPSTACK_MODEL"),
+        help="model name (OpenAI-compatible API); none = offline scripted agent",
+    )
+    agent.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="API base URL (OpenAI, Ollama, vLLM, llama.cpp server)",
+    )
+    agent.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key"
+    )
+    agent.add_argument(
+        "--context-window",
+        type=_positive_int,
+        default=32_768,
+        metavar="TOKENS",
+        help="the model's context window; older messages are left out of requests to fit (default 32768)",
+    )
+    agent.add_argument(
+        "--images",
+        action="store_true",
+        help="the model accepts images (advertised to the client, sent as image parts)",
+    )
+    agent.add_argument(
+        "--unstable", action="store_true", help="also offer ACP's unstable methods (session/fork)"
+    )
+    agent.add_argument(
+        "--store", default=None, help="SQLite file for sessions (default: user data directory)"
+    )
 
     from acpstack.cli._serve import add_parser as add_serve_parser
 
     add_serve_parser(sub)
 
-    demo = sub.add_parser("demo", help="watch the client and the built-in agent work on a sample project")
-    demo.add_argument("--yes", action="store_true", help="approve the demo's permission requests without asking")
+    demo = sub.add_parser(
+        "demo", help="watch the client and the built-in agent work on a sample project"
+    )
+    demo.add_argument(
+        "--yes", action="store_true", help="approve the demo's permission requests without asking"
+    )
 
     args = parser.parse_args(args_list)
     if args.command == "agent":
         from acpstack.cli._refagent import run_reference_agent
 
-        return run_reference_agent(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, store_path=args.store,
-                                   context_window=args.context_window, images=args.images, unstable=args.unstable)
+        return run_reference_agent(
+            model=args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            store_path=args.store,
+            context_window=args.context_window,
+            images=args.images,
+            unstable=args.unstable,
+        )
     if args.command == "serve":
         from acpstack.cli._serve import run_serve
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from acpstack.agent import Turn
+from acpstack.schema import v1 as acp
 
 
 class Brain(Protocol):
     """Answers one prompt turn using the Turn helpers. Returns the ACP stop reason."""
 
-    async def respond(self, turn: Turn) -> str: ...
+    async def respond(self, turn: Turn) -> acp.StopReason: ...

@@ -38,7 +38,9 @@ log = logging.getLogger("acpstack.cli")
 #: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
 STDERR_TAIL_LINES = 200
 #: Signals that end the chat like quitting does; the exit code is 128 + the signal number.
-TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+TERMINATING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 CHAT_HELP = """Built-in commands:
   /mode [ID]            show or switch the session mode
@@ -64,7 +66,9 @@ class ChatOptions:
     allow_kinds: list[str] = field(default_factory=list)
     session: str | None = None
     interactive: bool = True  # the prompt loop (REPL)
-    render: bool = False  # show the whole session (Markdown, tool calls, plan), not only the final text
+    render: bool = (
+        False  # show the whole session (Markdown, tool calls, plan), not only the final text
+    )
     ask_user: bool = False  # answer permission requests by key on the terminal
     auto_approve_reason: str | None = None  # demo without a terminal: approve, and say why
     url: str | None = None  # a remote agent (streamable HTTP or WebSocket) instead of agent_command
@@ -83,8 +87,16 @@ class Chat:
         self.console = Console(file=out, highlight=False, soft_wrap=True)
         self.err = Console(file=quiet_when_gone(sys.stderr), highlight=False, soft_wrap=True)
         self.reader: LineReader | None = None
-        policy: Any = InteractivePolicy(self) if opts.ask_user else HeadlessPolicy(opts, self.console if self.render else self.err)
-        self.runtime = ClientRuntime(permission_policy=policy, on_update=self._on_update, choose_auth_method=self._choose_auth)
+        policy: Any = (
+            InteractivePolicy(self)
+            if opts.ask_user
+            else HeadlessPolicy(opts, self.console if self.render else self.err)
+        )
+        self.runtime = ClientRuntime(
+            permission_policy=policy,
+            on_update=self._on_update,
+            choose_auth_method=self._choose_auth,
+        )
         self.renderer = Renderer(self.console, self.runtime)
         self.session_id: str | None = None
         self.turn: asyncio.Task[acp.PromptResponse] | None = None
@@ -129,7 +141,9 @@ class Chat:
 
     async def run(self) -> int:
         if self.opts.prompt is None and not self.opts.interactive:
-            self.opts.prompt = sys.stdin.read()  # before anything starts: a signal here ends us plainly
+            self.opts.prompt = (
+                sys.stdin.read()
+            )  # before anything starts: a signal here ends us plainly
             if not self.opts.prompt.strip():
                 self.err.print("error: empty prompt (give -p PROMPT or write it to stdin)")
                 return 2
@@ -161,8 +175,12 @@ class Chat:
         """SIGTERM and SIGHUP (and Ctrl-C when nobody is at the keyboard) end the chat like
         quitting: the running turn is cancelled, terminals released, the agent stopped."""
         interactive = self.opts.interactive or self.opts.ask_user
-        handlers: dict[int, Any] = {sig: (lambda s=sig: self._on_terminate(s)) for sig in TERMINATING_SIGNALS}
-        handlers[signal.SIGINT] = self._on_interrupt if interactive else (lambda: self._on_terminate(signal.SIGINT))
+        handlers: dict[int, Any] = {
+            sig: (lambda s=sig: self._on_terminate(s)) for sig in TERMINATING_SIGNALS
+        }
+        handlers[signal.SIGINT] = (
+            self._on_interrupt if interactive else (lambda: self._on_terminate(signal.SIGINT))
+        )
         handled = []
         for sig, handler in handlers.items():
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -191,21 +209,28 @@ class Chat:
                     self.err.print(describe(exc))
                     return 2
             else:
-                transport = await SubprocessTransport.spawn(self.opts.agent_command, cwd=self.opts.cwd,
-                                                            stderr_tail_lines=STDERR_TAIL_LINES,
-                                                            description=self.shown_command)
+                transport = await SubprocessTransport.spawn(
+                    self.opts.agent_command,
+                    cwd=self.opts.cwd,
+                    stderr_tail_lines=STDERR_TAIL_LINES,
+                    description=self.shown_command,
+                )
         except OSError as exc:
             self.err.print(f"error: could not start the agent `{self.shown_command}`: {exc}")
             return 2
         if self.opts.json_output:
             from acpstack.cli._tap import TapTransport
 
-            transport = TapTransport(transport, self._wire, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
+            transport = TapTransport(
+                transport, self._wire, max_message_size=DEFAULT_MAX_MESSAGE_SIZE
+            )
         conn = connect_client(self.runtime, transport, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
         if self.opts.interactive or self.opts.ask_user:
             self.reader = LineReader(asyncio.get_running_loop())
             self.reader.start()
-        async with conn.connection:  # on the way out: the agent is stopped, then every terminal released
+        async with (
+            conn.connection
+        ):  # on the way out: the agent is stopped, then every terminal released
             try:
                 return await self._main()
             except ConnectionClosed as exc:
@@ -214,7 +239,9 @@ class Chat:
                 return 3
             except RequestError as err:
                 self.renderer.end_message()
-                self.err.print(Text(f"error from the agent: {err.message} (code {err.code})", style="red"))
+                self.err.print(
+                    Text(f"error from the agent: {err.message} (code {err.code})", style="red")
+                )
                 return 4
             except CapabilityError as exc:
                 self.err.print(Text(f"error: {exc}", style="red"))
@@ -234,7 +261,12 @@ class Chat:
         info = init.agent_info if isinstance(init.agent_info, acp.Implementation) else None
         if self.render and not self.opts.json_output:
             name = f"{info.title or info.name} {info.version}" if info else "agent"
-            self.console.print(Text(f"connected to {name}; /help for commands, Ctrl-C cancels a turn, Ctrl-D quits", style="dim"))
+            self.console.print(
+                Text(
+                    f"connected to {name}; /help for commands, Ctrl-C cancels a turn, Ctrl-D quits",
+                    style="dim",
+                )
+            )
         await self._open_session()
         if self.opts.prompt is not None or not self.opts.interactive:
             return await self._single_turn()
@@ -341,7 +373,9 @@ class Chat:
                 raise  # not our double Ctrl-C: we are being cancelled ourselves
         except RequestError as err:
             self.renderer.end_message()
-            self.console.print(Text(f"error from the agent: {err.message} (code {err.code})", style="red"))
+            self.console.print(
+                Text(f"error from the agent: {err.message} (code {err.code})", style="red")
+            )
         finally:
             poller.cancel()
             self.turn = None
@@ -367,11 +401,15 @@ class Chat:
             if not args:
                 self.console.print(f"mode: {session.state.current_mode_id}")
             else:
-                await self.runtime.agent.session_set_mode(acp.SetSessionModeRequest(session_id=self.session_id, mode_id=args[0]))
+                await self.runtime.agent.session_set_mode(
+                    acp.SetSessionModeRequest(session_id=self.session_id, mode_id=args[0])
+                )
         elif command == "/config":
             if len(args) >= 2:
                 value: Any = {"true": True, "false": False}.get(args[1].lower(), args[1])
-                params = acp.SetSessionConfigOptionRequest(session_id=self.session_id, config_id=args[0], value=value)
+                params = acp.SetSessionConfigOptionRequest(
+                    session_id=self.session_id, config_id=args[0], value=value
+                )
                 if isinstance(value, bool):
                     params.type = "boolean"
                 result = await self.runtime.agent.session_set_config_option(params)

@@ -59,13 +59,18 @@ class HeadlessPolicy:
         self.err = err
 
     async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
-        title = request.tool_call.title if isinstance(request.tool_call.title, str) else "a tool call"
+        title = (
+            request.tool_call.title if isinstance(request.tool_call.title, str) else "a tool call"
+        )
         kind = request.tool_call.kind if isinstance(request.tool_call.kind, str) else "other"
         auto = self.opts.auto_approve_reason
-        allow = not self.opts.deny_all and (self.opts.approve_all or auto is not None or kind in self.opts.allow_kinds)
+        allow = not self.opts.deny_all and (
+            self.opts.approve_all or auto is not None or kind in self.opts.allow_kinds
+        )
         if allow:
             option = next((o for o in request.options if o.kind == "allow_once"), None) or next(
-                (o for o in request.options if o.kind == "allow_always"), None)
+                (o for o in request.options if o.kind == "allow_always"), None
+            )
             if option is not None:
                 why = auto or ("--approve-all" if self.opts.approve_all else f"--allow {kind}")
                 self.err.print(Text(f"permission: approved {title!r} ({why})", style="yellow"))
@@ -156,8 +161,6 @@ class InteractivePolicy:
             self.chat.console.print(f"please answer with a number from 1 to {len(request.options)}")
 
 
-
-
 def install_completion(chat: Chat) -> None:
     try:
         import readline
@@ -167,7 +170,10 @@ def install_completion(chat: Chat) -> None:
     def complete(text: str, state: int) -> str | None:
         names = list(BUILTINS)
         if chat.session_id is not None and chat.session_id in chat.runtime.sessions:
-            names += [f"/{c.name}" for c in chat.runtime.sessions[chat.session_id].state.available_commands]
+            names += [
+                f"/{c.name}"
+                for c in chat.runtime.sessions[chat.session_id].state.available_commands
+            ]
         matches = [n for n in names if n.startswith(text)]
         return matches[state] if state < len(matches) else None
 

@@ -23,10 +23,20 @@ def run_demo(*, assume_yes: bool = False) -> int:
     print(f"The built-in agent (scripted, offline) gets the task: {DEMO_TASK!r}")
     if on_terminal:
         print("You answer its permission requests with a number key.\n")
-    opts = ChatOptions(agent_command=default_agent_command(), cwd=str(project), prompt=DEMO_TASK, interactive=False, render=True,
-                       ask_user=on_terminal)
+    opts = ChatOptions(
+        agent_command=default_agent_command(),
+        cwd=str(project),
+        prompt=DEMO_TASK,
+        interactive=False,
+        render=True,
+        ask_user=on_terminal,
+    )
     if not on_terminal:
-        opts.auto_approve_reason = "--yes" if assume_yes else "demo: stdin is not a terminal, so the demo approves each request itself"
+        opts.auto_approve_reason = (
+            "--yes"
+            if assume_yes
+            else "demo: stdin is not a terminal, so the demo approves each request itself"
+        )
     code = run_chat(opts)
     if code >= 128:  # ended by a signal: the turn was cancelled and the agent stopped
         return code

@@ -23,6 +23,7 @@ from acpstack.cli._llm_tools import Toolbox
 from acpstack.cli._mcp_tools import mcp_tools
 from acpstack.cli._prompt_content import read_prompt
 from acpstack.cli._redact import Redactor, redact_url
+from acpstack.schema import v1 as acp
 from acpstack.wire import INTERNAL_ERROR, RequestError
 
 log = logging.getLogger("acpstack.llm")
@@ -36,7 +37,7 @@ SYSTEM_PROMPT = (
     "Make a plan with update_plan for multi-step work. Be concise."
 )
 
-FINISH_TO_STOP = {"length": "max_tokens", "content_filter": "refusal"}
+FINISH_TO_STOP: dict[str, acp.StopReason] = {"length": "max_tokens", "content_filter": "refusal"}
 DETAIL_CHARS = 300
 
 
@@ -54,7 +55,9 @@ class ModelError(Exception):
 def chat_completions_url(base_url: str) -> str:
     """`<base>/chat/completions`, keeping the base URL's query (some servers take the key there)."""
     parts = urlsplit(base_url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
+    return urlunsplit(
+        (parts.scheme, parts.netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, "")
+    )
 
 
 def _httpx() -> Any:
@@ -79,7 +82,10 @@ class Reply:
         if interrupted:
             return {"role": "assistant", "content": content + "\n[interrupted by the user]"}
         # null content only beside tool calls: some servers reject an assistant message without either
-        message: dict[str, Any] = {"role": "assistant", "content": content or (None if self.calls else "")}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content or (None if self.calls else ""),
+        }
         if self.calls:
             calls = [self.calls[i] for i in sorted(self.calls)]
             for n, call in enumerate(calls, 1):
@@ -118,7 +124,7 @@ class LlmBrain:
     def __repr__(self) -> str:  # never show the key
         return f"LlmBrain(model={self.model!r}, base_url={self.shown_url!r})"
 
-    async def respond(self, turn: Turn) -> str:
+    async def respond(self, turn: Turn) -> acp.StopReason:
         history = History.of(turn.session)
         content, _attachments = await read_prompt(turn, images=self.images)
         history.append({"role": "user", "content": content})
@@ -159,28 +165,45 @@ class LlmBrain:
     async def _complete(self, turn: Turn, history: History, tools: Toolbox, reply: Reply) -> None:
         httpx = _httpx()
         system = {"role": "system", "content": self.system_prompt.format(cwd=turn.session.cwd)}
-        messages = fit(system, history.messages, request_budget(self.context_window, tools.definitions))
-        body = {"model": self.model, "messages": messages, "tools": tools.definitions, "stream": True,
-                "stream_options": {"include_usage": True}}
+        messages = fit(
+            system, history.messages, request_budget(self.context_window, tools.definitions)
+        )
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "tools": tools.definitions,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
             async with httpx.AsyncClient(timeout=self.request_timeout) as http:
-                async with http.stream("POST", self.chat_url, json=body, headers=headers) as response:
+                async with http.stream(
+                    "POST", self.chat_url, json=body, headers=headers
+                ) as response:
                     if response.status_code >= 400:
                         raise self._http_error(response.status_code, await response.aread())
                     content_type = response.headers.get("content-type", "")
                     if "json" in content_type:  # a server that ignored "stream": one whole answer
                         await self._apply_whole(turn, await response.aread(), reply)
                     elif "event-stream" not in content_type:
-                        raise self._bad_response((await response.aread())[:DETAIL_CHARS].decode("utf-8", "replace"))
+                        raise self._bad_response(
+                            (await response.aread())[:DETAIL_CHARS].decode("utf-8", "replace")
+                        )
                     else:
                         await self._read_stream(turn, response, reply)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ModelError("unreachable", f"Could not connect to the model server at {self.shown_url} ({self._reason(exc)}).",
-                             "Check that the server is running and that --base-url is right.") from None
+            raise ModelError(
+                "unreachable",
+                f"Could not connect to the model server at {self.shown_url} ({self._reason(exc)}).",
+                "Check that the server is running and that --base-url is right.",
+            ) from None
         except httpx.TimeoutException:
-            raise ModelError("timeout", f"The model server at {self.shown_url} did not answer within {self.request_timeout:g} s.",
-                             "Try again; a slow local model may need a smaller prompt.") from None
+            raise ModelError(
+                "timeout",
+                f"The model server at {self.shown_url} did not answer within {self.request_timeout:g} s.",
+                "Try again; a slow local model may need a smaller prompt.",
+            ) from None
         except httpx.HTTPError as exc:
             raise self._disconnected(self._reason(exc)) from None
         if not reply.done and reply.finish is None:
@@ -203,8 +226,11 @@ class LlmBrain:
             if not isinstance(chunk, dict):
                 raise self._bad_response(data)
             if "error" in chunk:  # some servers report a failure inside the stream
-                raise ModelError("server_error", f"The model server reported an error: {self._detail(json.dumps(chunk['error']))}",
-                                 "Try again; if it persists, check the server's log.")
+                raise ModelError(
+                    "server_error",
+                    f"The model server reported an error: {self._detail(json.dumps(chunk['error']))}",
+                    "Try again; if it persists, check the server's log.",
+                )
             await self._apply_chunk(turn, chunk, reply)
 
     async def _apply_whole(self, turn: Turn, body: bytes, reply: Reply) -> None:
@@ -217,7 +243,11 @@ class LlmBrain:
             reply.text.append(str(message["content"]))
             await turn.say(str(message["content"]))
         for index, call in enumerate(message.get("tool_calls") or []):
-            reply.calls[index] = {"id": call.get("id") or "", "type": "function", "function": dict(call.get("function") or {})}
+            reply.calls[index] = {
+                "id": call.get("id") or "",
+                "type": "function",
+                "function": dict(call.get("function") or {}),
+            }
         reply.finish = data["choices"][0].get("finish_reason") or "stop"
         reply.done = True
 
@@ -235,7 +265,10 @@ class LlmBrain:
                 reply.text.append(delta["content"])
                 await turn.say(delta["content"])
             for fragment in delta.get("tool_calls") or []:
-                slot = reply.calls.setdefault(fragment.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                slot = reply.calls.setdefault(
+                    fragment.get("index", 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 slot["id"] = fragment.get("id") or slot["id"]
                 function = fragment.get("function") or {}
                 slot["function"]["name"] += function.get("name") or ""
@@ -259,19 +292,50 @@ class LlmBrain:
             pass
         message = f"The model server answered HTTP {status}: {self._detail(raw) or '(no details)'}"
         if status in (401, 403):
-            return ModelError("unauthorized", message, f"Check the API key (the {self.api_key_env} variable, or the credentials in --base-url).", status)
+            return ModelError(
+                "unauthorized",
+                message,
+                f"Check the API key (the {self.api_key_env} variable, or the credentials in --base-url).",
+                status,
+            )
         if status == 404:
-            return ModelError("not_found", message, f"Check the model name (--model {self.model}) and --base-url (it usually ends in /v1).", status)
+            return ModelError(
+                "not_found",
+                message,
+                f"Check the model name (--model {self.model}) and --base-url (it usually ends in /v1).",
+                status,
+            )
         if status == 429:
-            return ModelError("rate_limited", message, "The server is rate limiting or out of quota: wait and try again.", status)
+            return ModelError(
+                "rate_limited",
+                message,
+                "The server is rate limiting or out of quota: wait and try again.",
+                status,
+            )
         if status >= 500:
-            return ModelError("server_error", message, "The model server failed: try again later, or check its log.", status)
-        return ModelError("bad_request", message, "Check --model and --base-url; if the conversation is too long, lower --context-window.", status)
+            return ModelError(
+                "server_error",
+                message,
+                "The model server failed: try again later, or check its log.",
+                status,
+            )
+        return ModelError(
+            "bad_request",
+            message,
+            "Check --model and --base-url; if the conversation is too long, lower --context-window.",
+            status,
+        )
 
     def _bad_response(self, sample: str) -> ModelError:
-        return ModelError("bad_response", f"The model server's answer is not an OpenAI-compatible chat-completions stream: {self._detail(sample)!r}",
-                          "Check that --base-url points at an OpenAI-compatible API (it usually ends in /v1).")
+        return ModelError(
+            "bad_response",
+            f"The model server's answer is not an OpenAI-compatible chat-completions stream: {self._detail(sample)!r}",
+            "Check that --base-url points at an OpenAI-compatible API (it usually ends in /v1).",
+        )
 
     def _disconnected(self, reason: str) -> ModelError:
-        return ModelError("disconnected", f"The connection to the model server at {self.shown_url} broke in the middle of the answer ({reason}).",
-                          "Try again.")
+        return ModelError(
+            "disconnected",
+            f"The connection to the model server at {self.shown_url} broke in the middle of the answer ({reason}).",
+            "Try again.",
+        )

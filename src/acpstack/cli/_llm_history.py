@@ -53,7 +53,11 @@ class History:
             try:
                 message = json.loads(event.payload)
             except ValueError:
-                log.warning("session %s: skipping an unreadable stored model message (seq %d)", session.session_id, event.seq)
+                log.warning(
+                    "session %s: skipping an unreadable stored model message (seq %d)",
+                    session.session_id,
+                    event.seq,
+                )
                 continue
             if isinstance(message, dict) and isinstance(message.get("role"), str):
                 messages.append(message)
@@ -116,7 +120,10 @@ def units(messages: Sequence[Message]) -> list[list[Message]]:
         unit = [message]
         for call in calls:
             call_id = str(call.get("id"))
-            unit.append(results.get(call_id) or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
+            unit.append(
+                results.get(call_id)
+                or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED}
+            )
         grouped.append(unit)
     return grouped
 
@@ -124,7 +131,9 @@ def units(messages: Sequence[Message]) -> list[list[Message]]:
 def fit(system: Message, messages: Sequence[Message], budget: int) -> list[Message]:
     """The messages to send: the system prompt and the newest units that fit `budget` tokens."""
     groups = units(messages)
-    last_user = max((i for i, unit in enumerate(groups) if unit[0].get("role") == "user"), default=None)
+    last_user = max(
+        (i for i, unit in enumerate(groups) if unit[0].get("role") == "user"), default=None
+    )
     used = estimate_tokens(system)
     first_kept = len(groups)
     for i in range(len(groups) - 1, -1, -1):
@@ -137,7 +146,11 @@ def fit(system: Message, messages: Sequence[Message], budget: int) -> list[Messa
     if last_user is not None and last_user < first_kept:
         kept.insert(0, groups[last_user])  # the task itself always goes to the model
     if first_kept > 0:
-        log.info("context window: sending %d of %d messages (older ones stay stored)", sum(map(len, kept)), len(messages))
+        log.info(
+            "context window: sending %d of %d messages (older ones stay stored)",
+            sum(map(len, kept)),
+            len(messages),
+        )
     return [system, *(m for unit in kept for m in unit)]
 
 

@@ -15,30 +15,124 @@ from typing import Any
 
 from acpstack.agent import Turn, diff_content, text_content
 from acpstack.cli._mcp_tools import McpToolIndex, run_mcp_tool
+from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
+PLAN_STATUSES: dict[str, acp.PlanEntryStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
 log = logging.getLogger("acpstack.llm")
 
 TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "read_file", "description": "Read a text file.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "line": {"type": "integer", "description": "1-based first line"},
-                                         "limit": {"type": "integer", "description": "number of lines"}}, "required": ["path"]}}},
-    {"type": "function", "function": {"name": "write_file", "description": "Create or overwrite a file (the user approves it).", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}},
-    {"type": "function", "function": {"name": "edit_file", "description": "Replace the first occurrence of old_text with new_text in a file (the user approves it).", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-        "required": ["path", "old_text", "new_text"]}}},
-    {"type": "function", "function": {"name": "run_command", "description": "Run a command in a terminal (the user approves it).", "parameters": {
-        "type": "object", "properties": {"command": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
-                                         "timeout": {"type": "number", "description": "seconds, default 120"}}, "required": ["command"]}}},
-    {"type": "function", "function": {"name": "list_files", "description": "List a directory.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "search_files", "description": "Search file contents for a regular expression (grep -rn).", "parameters": {
-        "type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}}},
-    {"type": "function", "function": {"name": "update_plan", "description": "Show your plan to the user (the whole list each time).", "parameters": {
-        "type": "object", "properties": {"entries": {"type": "array", "items": {"type": "object", "properties": {
-            "content": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}},
-            "required": ["content", "status"]}}}, "required": ["entries"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a text file.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "line": {"type": "integer", "description": "1-based first line"},
+                    "limit": {"type": "integer", "description": "number of lines"},
+                },
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Create or overwrite a file (the user approves it).",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "edit_file",
+            "description": "Replace the first occurrence of old_text with new_text in a file (the user approves it).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "old_text": {"type": "string"},
+                    "new_text": {"type": "string"},
+                },
+                "required": ["path", "old_text", "new_text"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run_command",
+            "description": "Run a command in a terminal (the user approves it).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "timeout": {"type": "number", "description": "seconds, default 120"},
+                },
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": "List a directory.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_files",
+            "description": "Search file contents for a regular expression (grep -rn).",
+            "parameters": {
+                "type": "object",
+                "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+                "required": ["pattern"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "update_plan",
+            "description": "Show your plan to the user (the whole list each time).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "entries": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "content": {"type": "string"},
+                                "status": {
+                                    "type": "string",
+                                    "enum": ["pending", "in_progress", "completed"],
+                                },
+                            },
+                            "required": ["content", "status"],
+                        },
+                    }
+                },
+                "required": ["entries"],
+            },
+        },
+    },
 ]
 
 BUILTIN_NAMES = frozenset(t["function"]["name"] for t in TOOLS)
@@ -78,11 +172,15 @@ class Toolbox:
             return f"error: {exc}"
 
     def _path(self, turn: Turn, path: str) -> str:
-        return path if os.path.isabs(path) else os.path.normpath(os.path.join(turn.session.cwd, path))
+        return (
+            path if os.path.isabs(path) else os.path.normpath(os.path.join(turn.session.cwd, path))
+        )
 
     async def _tool_read_file(self, turn: Turn, args: dict[str, Any]) -> str:
         path = self._path(turn, args["path"])
-        tool = await turn.start_tool(f"Read {args['path']}", kind="read", locations=[path], raw_input=args)
+        tool = await turn.start_tool(
+            f"Read {args['path']}", kind="read", locations=[path], raw_input=args
+        )
         try:
             content = await turn.read_file(path, line=args.get("line"), limit=args.get("limit"))
         except RequestError as err:
@@ -91,8 +189,16 @@ class Toolbox:
         await tool.complete(content=[text_content(content[:4000])])
         return content
 
-    async def _write(self, turn: Turn, shown: str, path: str, old: str | None, new: str, args: dict[str, Any]) -> str:
-        tool = await turn.start_tool(shown, kind="edit", locations=[path], content=[diff_content(path, old, new)], raw_input=args)
+    async def _write(
+        self, turn: Turn, shown: str, path: str, old: str | None, new: str, args: dict[str, Any]
+    ) -> str:
+        tool = await turn.start_tool(
+            shown,
+            kind="edit",
+            locations=[path],
+            content=[diff_content(path, old, new)],
+            raw_input=args,
+        )
         decision = await turn.request_permission(tool)
         if not decision.allowed:
             await tool.fail("The user did not approve this edit.")
@@ -114,7 +220,14 @@ class Toolbox:
         old = await turn.read_file(path)
         if args["old_text"] not in old:
             return f"error: old_text does not occur in {args['path']}"
-        return await self._write(turn, f"Edit {args['path']}", path, old, old.replace(args["old_text"], args["new_text"], 1), args)
+        return await self._write(
+            turn,
+            f"Edit {args['path']}",
+            path,
+            old,
+            old.replace(args["old_text"], args["new_text"], 1),
+            args,
+        )
 
     async def _tool_run_command(self, turn: Turn, args: dict[str, Any]) -> str:
         command, cmd_args = args["command"], list(args.get("args") or [])
@@ -124,9 +237,19 @@ class Toolbox:
         if not decision.allowed:
             await tool.fail("The user did not approve this command.")
             return "The user refused to run this command."
-        result = await turn.run_command(command, cmd_args, cwd=turn.session.cwd, timeout=float(args.get("timeout") or 120),
-                                        output_byte_limit=64_000, tool=tool)
-        status = f"exit code {result.exit_code}" if result.exit_code is not None else f"killed by {result.signal}"
+        result = await turn.run_command(
+            command,
+            cmd_args,
+            cwd=turn.session.cwd,
+            timeout=float(args.get("timeout") or 120),
+            output_byte_limit=64_000,
+            tool=tool,
+        )
+        status = (
+            f"exit code {result.exit_code}"
+            if result.exit_code is not None
+            else f"killed by {result.signal}"
+        )
         if result.timed_out:
             status += " (timed out)"
         if result.exit_code == 0:
@@ -137,19 +260,29 @@ class Toolbox:
 
     async def _read_only_command(self, turn: Turn, title: str, argv: list[str]) -> str:
         tool = await turn.start_tool(title, kind="search", raw_input={"command": argv})
-        result = await turn.run_command(argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool)
+        result = await turn.run_command(
+            argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool
+        )
         await tool.complete(content=[text_content(result.output[-4000:])])
         return result.output
 
     async def _tool_list_files(self, turn: Turn, args: dict[str, Any]) -> str:
         path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(turn, f"List {args.get('path') or '.'}", ["ls", "-la", path])
+        return await self._read_only_command(
+            turn, f"List {args.get('path') or '.'}", ["ls", "-la", path]
+        )
 
     async def _tool_search_files(self, turn: Turn, args: dict[str, Any]) -> str:
         path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(turn, f"Search {args['pattern']!r}", ["grep", "-rn", "--", args["pattern"], path])
+        return await self._read_only_command(
+            turn, f"Search {args['pattern']!r}", ["grep", "-rn", "--", args["pattern"], path]
+        )
 
     async def _tool_update_plan(self, turn: Turn, args: dict[str, Any]) -> str:
-        entries = [(str(e["content"]), str(e.get("status", "pending"))) for e in args.get("entries", [])]
+        # A status the model made up shows as pending (the wire only knows these three).
+        entries = [
+            (str(e["content"]), PLAN_STATUSES.get(str(e.get("status")), "pending"))
+            for e in args.get("entries", [])
+        ]
         await turn.plan(entries)
         return "plan shown to the user"

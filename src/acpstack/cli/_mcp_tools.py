@@ -52,7 +52,9 @@ async def mcp_tools(session: Session) -> McpToolIndex:
     redactor = session_redactor(session)
     for tool in await session.mcp.list_tools():
         index.tools[function_name(tool.server, tool.name, index.tools)] = tool
-    index.errors = {name: redactor.text(error.message) for name, error in session.mcp.errors.items()}
+    index.errors = {
+        name: redactor.text(error.message) for name, error in session.mcp.errors.items()
+    }
     return index
 
 
@@ -74,7 +76,10 @@ def _definition(name: str, tool: McpTool) -> dict[str, Any]:
     if schema.get("type") != "object":
         schema = {"type": "object", "properties": {}}
     description = f"[MCP server {tool.server}] {tool.description or tool.title or tool.name}"
-    return {"type": "function", "function": {"name": name, "description": description[:1024], "parameters": schema}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description[:1024], "parameters": schema},
+    }
 
 
 def session_redactor(session: Session) -> Redactor:
@@ -95,7 +100,9 @@ async def run_mcp_tool(turn: Turn, tool: McpTool, arguments: dict[str, Any]) -> 
     mcp = turn.session.mcp
     redactor = session_redactor(turn.session)
     title = f"{tool.server}: {tool.title or tool.name}"
-    handle = await turn.start_tool(title, kind="read" if tool.read_only else "other", raw_input=arguments)
+    handle = await turn.start_tool(
+        title, kind="read" if tool.read_only else "other", raw_input=arguments
+    )
     if not tool.read_only:
         decision = await turn.request_permission(handle)
         if not decision.allowed:
@@ -130,7 +137,11 @@ def _acp_content(item: dict[str, Any]) -> acp.Content:
     kind = item.get("type")
     if kind == "text":
         return text_content(str(item.get("text", "")))
-    if kind == "image" and isinstance(item.get("data"), str) and isinstance(item.get("mimeType"), str):
+    if (
+        kind == "image"
+        and isinstance(item.get("data"), str)
+        and isinstance(item.get("mimeType"), str)
+    ):
         return acp.Content(content=acp.ImageContent(data=item["data"], mime_type=item["mimeType"]))
     return text_content(_describe_item(item))
 
@@ -140,7 +151,7 @@ def _describe_item(item: dict[str, Any]) -> str:
     if kind == "resource":
         resource = item.get("resource") or {}
         if isinstance(resource.get("text"), str):
-            return f"<resource uri=\"{resource.get('uri')}\">\n{resource['text']}\n</resource>"
+            return f'<resource uri="{resource.get("uri")}">\n{resource["text"]}\n</resource>'
         return f"[binary resource {resource.get('uri')} ({resource.get('mimeType') or 'unknown type'})]"
     if kind == "resource_link":
         return f"[resource link {item.get('name')} <{item.get('uri')}>]"
@@ -148,7 +159,10 @@ def _describe_item(item: dict[str, Any]) -> str:
 
 
 def _text_for_model(items: list[dict[str, Any]], structured: Any) -> str:
-    parts = [str(item.get("text", "")) if item.get("type") == "text" else _describe_item(item) for item in items]
+    parts = [
+        str(item.get("text", "")) if item.get("type") == "text" else _describe_item(item)
+        for item in items
+    ]
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False))
     return "\n".join(parts)
@@ -157,11 +171,17 @@ def _text_for_model(items: list[dict[str, Any]], structured: Any) -> str:
 def describe_tools(index: McpToolIndex) -> str:
     """The `/tools` answer: every MCP tool by server, and the servers that failed."""
     if not index.tools and not index.errors:
-        return "No MCP servers are connected to this session (a client passes them in `session/new`)."
+        return (
+            "No MCP servers are connected to this session (a client passes them in `session/new`)."
+        )
     lines = ["MCP tools (call one with `/mcp SERVER TOOL {json arguments}`):"]
     for tool in index.tools.values():
         note = " (read-only)" if tool.read_only else ""
-        lines.append(f"- `{tool.server}` `{tool.name}`{note}: {tool.description or tool.title or ''}".rstrip(": "))
+        lines.append(
+            f"- `{tool.server}` `{tool.name}`{note}: {tool.description or tool.title or ''}".rstrip(
+                ": "
+            )
+        )
     for server, error in index.errors.items():
         lines.append(f"- server `{server}` is not available: {error}")
     return "\n".join(lines)

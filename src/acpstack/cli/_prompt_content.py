@@ -35,7 +35,9 @@ class Attachment:
     note: str | None = None  # why its content was left out, when it was
 
 
-async def read_prompt(turn: Turn, *, images: bool) -> tuple[str | list[dict[str, Any]], list[Attachment]]:
+async def read_prompt(
+    turn: Turn, *, images: bool
+) -> tuple[str | list[dict[str, Any]], list[Attachment]]:
     """The user message content for the model (a string when the prompt is only text) and the attachments."""
     parts: list[dict[str, Any]] = []
     attachments: list[Attachment] = []
@@ -50,49 +52,80 @@ async def read_prompt(turn: Turn, *, images: bool) -> tuple[str | list[dict[str,
             parts.append(await _link(turn, block, attachments))
         elif isinstance(block, acp.AudioContent):
             attachments.append(Attachment("audio", block.mime_type, note="audio is not supported"))
-            parts.append({"type": "text", "text": f"[An audio clip ({block.mime_type}) was attached; this agent cannot listen to audio.]"})
+            parts.append(
+                {
+                    "type": "text",
+                    "text": f"[An audio clip ({block.mime_type}) was attached; this agent cannot listen to audio.]",
+                }
+            )
     if all(part["type"] == "text" for part in parts):
         return "".join(part["text"] for part in parts), attachments
     return parts, attachments
 
 
-def _image(data: str, mime: str, images: bool, attachments: list[Attachment], label: str) -> dict[str, Any]:
+def _image(
+    data: str, mime: str, images: bool, attachments: list[Attachment], label: str
+) -> dict[str, Any]:
     if images:
         attachments.append(Attachment("image", mime))
         return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-    attachments.append(Attachment("image", mime, note="this model is not configured for images (--images)"))
-    return {"type": "text", "text": f"[An image ({mime}, {label}) was attached, but this model does not accept images.]"}
+    attachments.append(
+        Attachment("image", mime, note="this model is not configured for images (--images)")
+    )
+    return {
+        "type": "text",
+        "text": f"[An image ({mime}, {label}) was attached, but this model does not accept images.]",
+    }
 
 
 def _embedded(resource: Any, images: bool, attachments: list[Attachment]) -> dict[str, Any]:
     mime = resource.mime_type if isinstance(resource.mime_type, str) else None
     if isinstance(resource, acp.TextResourceContents):
         attachments.append(Attachment("resource", resource.uri, text=resource.text))
-        return {"type": "text", "text": f"\n<resource uri=\"{resource.uri}\">\n{resource.text}\n</resource>\n"}
+        return {
+            "type": "text",
+            "text": f'\n<resource uri="{resource.uri}">\n{resource.text}\n</resource>\n',
+        }
     if mime and mime.startswith("image/"):
         return _image(resource.blob, mime, images, attachments, resource.uri)
     size = _decoded_size(resource.blob)
-    attachments.append(Attachment("resource", resource.uri, note=f"binary ({mime or 'unknown type'}, {size} bytes)"))
-    return {"type": "text", "text": f"\n[Attached binary resource {resource.uri} ({mime or 'unknown type'}, {size} bytes); its content is not shown.]\n"}
+    attachments.append(
+        Attachment(
+            "resource", resource.uri, note=f"binary ({mime or 'unknown type'}, {size} bytes)"
+        )
+    )
+    return {
+        "type": "text",
+        "text": f"\n[Attached binary resource {resource.uri} ({mime or 'unknown type'}, {size} bytes); its content is not shown.]\n",
+    }
 
 
-async def _link(turn: Turn, link: acp.ResourceLink, attachments: list[Attachment]) -> dict[str, Any]:
+async def _link(
+    turn: Turn, link: acp.ResourceLink, attachments: list[Attachment]
+) -> dict[str, Any]:
     title = link.title if isinstance(link.title, str) and link.title else link.name
     described = f"Linked resource: {title} <{link.uri}>"
     path = workspace_file(turn, link.uri)
     if path is None:
-        attachments.append(Attachment("resource_link", link.uri, note="not a file in the workspace"))
+        attachments.append(
+            Attachment("resource_link", link.uri, note="not a file in the workspace")
+        )
         return {"type": "text", "text": f"\n[{described}]\n"}
     try:
         content = await turn.read_file(path)
     except Exception as exc:  # the client refused or the file is gone: the model is told why
         reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        attachments.append(Attachment("resource_link", link.uri, note=f"could not be read: {reason}"))
+        attachments.append(
+            Attachment("resource_link", link.uri, note=f"could not be read: {reason}")
+        )
         return {"type": "text", "text": f"\n[{described}; it could not be read: {reason}]\n"}
     if len(content) > MAX_LINKED_CHARS:
         content = content[:MAX_LINKED_CHARS] + f"\n[... cut at {MAX_LINKED_CHARS} characters]"
     attachments.append(Attachment("resource_link", link.uri, text=content))
-    return {"type": "text", "text": f"\n<resource uri=\"{link.uri}\" name=\"{title}\">\n{content}\n</resource>\n"}
+    return {
+        "type": "text",
+        "text": f'\n<resource uri="{link.uri}" name="{title}">\n{content}\n</resource>\n',
+    }
 
 
 def workspace_file(turn: Turn, uri: str) -> str | None:

@@ -22,11 +22,23 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, ur
 MASK = "***"
 
 # Parts of parameter or header names that mark their values as credentials.
-_SECRET_PARTS = ("key", "token", "secret", "password", "passwd", "pwd", "credential", "auth", "cookie")
+_SECRET_PARTS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "credential",
+    "auth",
+    "cookie",
+)
 _SECRET_NAMES = frozenset({"sig", "signature", "jwt", "bearer"})
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
-_SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=:-]{8,}")  # real credentials are long
+_SCHEME_CREDENTIAL = re.compile(
+    r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=:-]{8,}"
+)  # real credentials are long
 _NAME_VALUE = re.compile(r"""(?i)(["']?)([A-Za-z0-9_.-]+)\1(\s*[=:]\s*)(["']?)([^\s"'&,;}\]]+)""")
 _SHORTEST_SECRET = 4  # shorter values are not worth scanning for (and would mask words)
 
@@ -73,7 +85,11 @@ def url_secrets(url: str) -> list[str]:
     except ValueError:
         return []
     found = [value for value in (parts.username, parts.password) if value]
-    found += [value for name, value in parse_qsl(parts.query, keep_blank_values=False) if is_secret_name(name)]
+    found += [
+        value
+        for name, value in parse_qsl(parts.query, keep_blank_values=False)
+        if is_secret_name(name)
+    ]
     userinfo = parts.netloc.rpartition("@")[0]
     if userinfo:
         found.append(userinfo)
@@ -82,7 +98,13 @@ def url_secrets(url: str) -> list[str]:
 
 def _variants(secret: str) -> set[str]:
     """The forms a secret shows up in: as given, %-encoded or decoded, and in Basic auth."""
-    forms = {secret, quote(secret, safe=""), quote_plus(secret), unquote(secret), unquote_plus(secret)}
+    forms = {
+        secret,
+        quote(secret, safe=""),
+        quote_plus(secret),
+        unquote(secret),
+        unquote_plus(secret),
+    }
     if ":" in secret:
         forms.add(base64.b64encode(unquote(secret).encode()).decode())
     return {f for f in forms if len(f) >= _SHORTEST_SECRET}
@@ -133,7 +155,9 @@ def install_log_redaction(redactor: Redactor, level: int = logging.WARNING) -> l
     """Send log records (and warnings) to stderr through the redactor (replaces the root
     logger's handlers)."""
     handler = logging.StreamHandler()
-    handler.setFormatter(RedactingFormatter(redactor, "acpstack agent: %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        RedactingFormatter(redactor, "acpstack agent: %(levelname)s %(name)s: %(message)s")
+    )
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -48,18 +48,28 @@ class ReferenceAgent(SessionAgent):
 
     def __init__(self, brain: Brain, *, images: bool = False, **kwargs: Any) -> None:
         mcp = _importable("mcp")  # without the `mcp` extra: no MCP, and none advertised
-        super().__init__(modes=[("code", "Code"), ("ask", "Ask")], mcp=mcp, mcp_http=mcp, mcp_sse=mcp,
-                         prompt_capabilities=acp.PromptCapabilities(image=images, embedded_context=True), **kwargs)
+        super().__init__(
+            modes=[("code", "Code"), ("ask", "Ask")],
+            mcp=mcp,
+            mcp_http=mcp,
+            mcp_sse=mcp,
+            prompt_capabilities=acp.PromptCapabilities(image=images, embedded_context=True),
+            **kwargs,
+        )
         self.brain = brain
 
     async def on_session_start(self, session: Session) -> None:
         commands = [
-            acp.AvailableCommand(name=name, description=description, input=acp.UnstructuredCommandInput(hint=hint) if hint else None)
+            acp.AvailableCommand(
+                name=name,
+                description=description,
+                input=acp.UnstructuredCommandInput(hint=hint) if hint else None,
+            )
             for name, description, hint in COMMANDS
         ]
         await session.send(acp.AvailableCommandsUpdate(available_commands=commands))
 
-    async def prompt(self, turn: Turn) -> str:
+    async def prompt(self, turn: Turn) -> acp.StopReason:
         if turn.session.title is None and turn.text.strip() and not turn.text.startswith("/"):
             await self.set_title(turn.session, turn.text.strip()[:60])
         return await self.brain.respond(turn)
@@ -75,7 +85,9 @@ class ReferenceAgent(SessionAgent):
         for key in ("headers", "env"):
             items = plain.get(key)
             if isinstance(items, list):
-                masked = redact_headers({str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)})
+                masked = redact_headers(
+                    {str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)}
+                )
                 plain[key] = [{"name": name, "value": value} for name, value in masked.items()]
         return plain
 
@@ -115,40 +127,71 @@ def check_base_url(base_url: str) -> None:
     except ValueError:
         raise ConfigError(f"--base-url is not a valid URL: {redact_url(base_url)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--base-url must be an http:// or https:// URL with a host name, got {redact_url(base_url)!r}")
+        raise ConfigError(
+            f"--base-url must be an http:// or https:// URL with a host name, got {redact_url(base_url)!r}"
+        )
 
 
-def build_brain(*, model: str | None, base_url: str | None, api_key_env: str, context_window: int, images: bool) -> Brain:
+def build_brain(
+    *, model: str | None, base_url: str | None, api_key_env: str, context_window: int, images: bool
+) -> Brain:
     if not model:
         return ScriptedBrain(images=images)
     try:
         import httpx  # noqa: F401
     except ImportError:
-        raise ConfigError('--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]"') from None
+        raise ConfigError(
+            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]"'
+        ) from None
     from acpstack.cli._llm import DEFAULT_BASE_URL, LlmBrain
 
     url = base_url or DEFAULT_BASE_URL
     check_base_url(url)
     key = os.environ.get(api_key_env) or None
     if key is None and needs_api_key(url):
-        raise ConfigError(f"no API key for {redact_url(url)}: set the {api_key_env} environment variable "
-                          "(or name another one with --api-key-env)")
-    return LlmBrain(model=model, base_url=url, api_key=key, api_key_env=api_key_env, context_window=context_window, images=images)
+        raise ConfigError(
+            f"no API key for {redact_url(url)}: set the {api_key_env} environment variable "
+            "(or name another one with --api-key-env)"
+        )
+    return LlmBrain(
+        model=model,
+        base_url=url,
+        api_key=key,
+        api_key_env=api_key_env,
+        context_window=context_window,
+        images=images,
+    )
 
 
 def open_store(path: str | None) -> SqliteSessionStore:
     try:
         return SqliteSessionStore(path or os.environ.get("ACPSTACK_STORE") or None)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
-        raise ConfigError(f"cannot open the session store {path or os.environ.get('ACPSTACK_STORE') or '(default)'}: {exc}") from None
+        raise ConfigError(
+            f"cannot open the session store {path or os.environ.get('ACPSTACK_STORE') or '(default)'}: {exc}"
+        ) from None
 
 
-def run_reference_agent(*, model: str | None, base_url: str | None, api_key_env: str, store_path: str | None,
-                        context_window: int, images: bool, unstable: bool = False) -> int:
+def run_reference_agent(
+    *,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    store_path: str | None,
+    context_window: int,
+    images: bool,
+    unstable: bool = False,
+) -> int:
     key = os.environ.get(api_key_env) if model else None
     redactor = Redactor([key, *url_secrets(base_url or "")])
     try:
-        brain = build_brain(model=model, base_url=base_url, api_key_env=api_key_env, context_window=context_window, images=images)
+        brain = build_brain(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            context_window=context_window,
+            images=images,
+        )
         store = open_store(store_path)
     except ConfigError as exc:
         sys.stderr.write(f"acpstack agent: {redactor.text(str(exc))}\n")
@@ -162,4 +205,3 @@ def run_reference_agent(*, model: str | None, base_url: str | None, api_key_env:
     finally:
         store.close()
     return 0
-

@@ -44,7 +44,9 @@ class Renderer:
             return  # no live redraw on a pipe: the message is printed whole by end_message
         renderable = Markdown(self._text) if self.markdown else Text(self._text)
         if self._live is None:
-            self._live = Live(renderable, console=self.console, refresh_per_second=12, transient=False)
+            self._live = Live(
+                renderable, console=self.console, refresh_per_second=12, transient=False
+            )
             self._live.start()
         else:
             self._live.update(renderable)
@@ -96,7 +98,11 @@ class Renderer:
         elif isinstance(update, acp.AvailableCommandsUpdate | acp.ConfigOptionUpdate):
             pass  # feeds completion and /config
         elif isinstance(update, UnknownSessionUpdate):
-            self.console.print(Text(f"(update {update.session_update!r} not understood by this client)", style="dim"))
+            self.console.print(
+                Text(
+                    f"(update {update.session_update!r} not understood by this client)", style="dim"
+                )
+            )
 
     def _tool(self, session_id: str, tool_call_id: str) -> None:
         session = self.runtime.sessions.get(session_id)
@@ -109,23 +115,40 @@ class Renderer:
         if previous == tool.status and tool.status != "in_progress":
             return
         self._tool_status[tool_call_id] = tool.status
-        style = {"completed": "green", "failed": "red", "in_progress": "yellow"}.get(tool.status, "blue")
+        style = {"completed": "green", "failed": "red", "in_progress": "yellow"}.get(
+            tool.status, "blue"
+        )
         if previous != tool.status:
-            self.console.print(Text(f"{STATUS_ICONS.get(tool.status, '?')} {tool.title}", style=style), Text(f" [{tool.kind}] {tool.status}", style="dim"))
+            self.console.print(
+                Text(f"{STATUS_ICONS.get(tool.status, '?')} {tool.title}", style=style),
+                Text(f" [{tool.kind}] {tool.status}", style="dim"),
+            )
         for item in tool.content:
             if isinstance(item, acp.Diff) and previous is None:
                 self.show_diff(item)
             elif isinstance(item, acp.Terminal):
                 self._terminal(session_id, item.terminal_id)
-            elif isinstance(item, acp.Content) and tool.status in ("completed", "failed") and previous != tool.status:
+            elif (
+                isinstance(item, acp.Content)
+                and tool.status in ("completed", "failed")
+                and previous != tool.status
+            ):
                 if isinstance(item.content, acp.TextContent) and item.content.text.strip():
-                    body = "\n".join(line for line in item.content.text.splitlines() if not line.startswith("```"))
+                    body = "\n".join(
+                        line
+                        for line in item.content.text.splitlines()
+                        if not line.startswith("```")
+                    )
                     self.console.print(Text(_tail(body, 12), style="dim"))
 
     def show_diff(self, diff: acp.Diff) -> None:
         old = diff.old_text if isinstance(diff.old_text, str) else ""
-        lines = difflib.unified_diff(old.splitlines(keepends=True), diff.new_text.splitlines(keepends=True),
-                                     fromfile=diff.path if diff.old_text else "/dev/null", tofile=diff.path)
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            diff.new_text.splitlines(keepends=True),
+            fromfile=diff.path if diff.old_text else "/dev/null",
+            tofile=diff.path,
+        )
         text = "".join(lines) or "(no change)\n"
         self.console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
 
@@ -160,12 +183,18 @@ class Renderer:
         self._last_plan = plan
         self.console.print(Text("plan:", style="bold"))
         for content, status in plan:
-            style = "green" if status == "completed" else "yellow" if status == "in_progress" else ""
+            style = (
+                "green" if status == "completed" else "yellow" if status == "in_progress" else ""
+            )
             self.console.print(Text(f"  {PLAN_ICONS.get(status, '[?]')} {content}", style=style))
 
     def show_permission(self, request: acp.RequestPermissionRequest) -> None:
         self.end_message()
-        title = request.tool_call.title if isinstance(request.tool_call.title, str) else "the agent wants to act"
+        title = (
+            request.tool_call.title
+            if isinstance(request.tool_call.title, str)
+            else "the agent wants to act"
+        )
         self.console.print(Text(f"permission requested: {title}", style="bold magenta"))
         content: Any = request.tool_call.content
         for item in content if isinstance(content, list) else []:

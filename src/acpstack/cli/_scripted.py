@@ -18,6 +18,7 @@ import sys
 from acpstack.agent import CommandResult, Turn, diff_content, text_content
 from acpstack.cli._mcp_tools import describe_tools, mcp_tools, run_mcp_tool
 from acpstack.cli._prompt_content import describe, read_prompt
+from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 INTRO = (
@@ -53,7 +54,7 @@ class ScriptedBrain:
     def __init__(self, *, images: bool = False) -> None:
         self.images = images
 
-    async def respond(self, turn: Turn) -> str:
+    async def respond(self, turn: Turn) -> acp.StopReason:
         state = turn.session.state
         if not state.get("introduced"):
             state["introduced"] = True
@@ -70,7 +71,7 @@ class ScriptedBrain:
 
     # -- slash commands ---------------------------------------------------------------
 
-    async def _command(self, turn: Turn, text: str) -> str:
+    async def _command(self, turn: Turn, text: str) -> acp.StopReason:
         name, _, rest = text[1:].partition(" ")
         rest = rest.strip()
         if name == "help":
@@ -109,15 +110,19 @@ class ScriptedBrain:
         try:
             args = json.loads(raw_args) if raw_args.strip() else {}
         except ValueError as exc:
-            await turn.say(f"The arguments are not valid JSON ({exc}). Usage: `/mcp SERVER TOOL {{\"name\": value}}`.")
+            await turn.say(
+                f'The arguments are not valid JSON ({exc}). Usage: `/mcp SERVER TOOL {{"name": value}}`.'
+            )
             return
         if not isinstance(args, dict):
-            await turn.say("The arguments must be a JSON object, e.g. `{\"a\": 1}`.")
+            await turn.say('The arguments must be a JSON object, e.g. `{"a": 1}`.')
             return
         index = await mcp_tools(turn.session)
         tool = index.find(server, tool_name)
         if tool is None:
-            await turn.say(f"There is no MCP tool `{tool_name}` on server `{server}`.\n\n{describe_tools(index)}")
+            await turn.say(
+                f"There is no MCP tool `{tool_name}` on server `{server}`.\n\n{describe_tools(index)}"
+            )
             return
         if not tool.read_only and not await self._code_mode(turn):
             return
@@ -126,14 +131,16 @@ class ScriptedBrain:
 
     async def _code_mode(self, turn: Turn) -> bool:
         if turn.session.mode_id == "ask":
-            await turn.say("I am in **ask** mode, which only reads. Switch to **code** mode to let me edit files or run commands.")
+            await turn.say(
+                "I am in **ask** mode, which only reads. Switch to **code** mode to let me edit files or run commands."
+            )
             return False
         return True
 
     # -- the scripted task ------------------------------------------------------------
 
-    async def _explore(self, turn: Turn, task: str) -> str:
-        plan: list[tuple[str, str]] = [
+    async def _explore(self, turn: Turn, task: str) -> acp.StopReason:
+        plan: list[tuple[str, acp.PlanEntryStatus]] = [
             ("List the workspace", "in_progress"),
             ("Read the README", "pending"),
             ("Propose an edit", "pending"),
@@ -148,7 +155,9 @@ class ScriptedBrain:
         content = await self._read(turn, readme, show=False) if readme else None
         await self._advance(turn, plan, 1)
         if turn.session.mode_id == "ask":
-            await turn.say(f"I looked at {len(files)} entries. In **ask** mode I stop here; switch to **code** mode and I will also edit and test.")
+            await turn.say(
+                f"I looked at {len(files)} entries. In **ask** mode I stop here; switch to **code** mode and I will also edit and test."
+            )
             return "end_turn"
         target = readme or "NOTES.md"
         line = f"\n- {task}\n"
@@ -156,19 +165,27 @@ class ScriptedBrain:
         await self._advance(turn, plan, 2)
         has_tests = any(f.startswith("test") and f.endswith(".py") for f in files)
         test_cmd = f"{shlex.quote(sys.executable)} -m unittest -v" if has_tests else "ls -la"
-        result = await self._run(turn, test_cmd, title="Run the tests (python -m unittest)" if has_tests else None)
+        result = await self._run(
+            turn, test_cmd, title="Run the tests (python -m unittest)" if has_tests else None
+        )
         await self._advance(turn, plan, 3)
         summary = f"Done. I read `{target}`, proposed adding your task to it"
         if result is not None:
-            summary += f", and ran the tests (exit code {result.exit_code})." if has_tests else f", and ran `{test_cmd}`."
+            summary += (
+                f", and ran the tests (exit code {result.exit_code})."
+                if has_tests
+                else f", and ran `{test_cmd}`."
+            )
         await turn.say(summary)
         return "end_turn"
 
-    async def _set_plan(self, turn: Turn, plan: list[tuple[str, str]]) -> None:
+    async def _set_plan(self, turn: Turn, plan: list[tuple[str, acp.PlanEntryStatus]]) -> None:
         turn.session.state["plan"] = list(plan)
         await turn.plan(plan)
 
-    async def _advance(self, turn: Turn, plan: list[tuple[str, str]], done: int) -> None:
+    async def _advance(
+        self, turn: Turn, plan: list[tuple[str, acp.PlanEntryStatus]], done: int
+    ) -> None:
         plan[done] = (plan[done][0], "completed")
         if done + 1 < len(plan):
             plan[done + 1] = (plan[done + 1][0], "in_progress")
@@ -193,7 +210,9 @@ class ScriptedBrain:
             await turn.say(f"`{path}`:\n\n```\n{content}\n```\n")
         return content
 
-    async def _edit(self, turn: Turn, path: str, old: str | None, new: str, *, current: str | None = None) -> None:
+    async def _edit(
+        self, turn: Turn, path: str, old: str | None, new: str, *, current: str | None = None
+    ) -> None:
         full = self._abs(turn, path)
         if current is None:
             try:
@@ -207,7 +226,12 @@ class ScriptedBrain:
             return
         else:
             updated = current.replace(old, new, 1)
-        tool = await turn.start_tool(f"Edit {path}", kind="edit", locations=[full], content=[diff_content(full, current, updated)])
+        tool = await turn.start_tool(
+            f"Edit {path}",
+            kind="edit",
+            locations=[full],
+            content=[diff_content(full, current, updated)],
+        )
         decision = await turn.request_permission(tool)
         if not decision.allowed:
             await tool.fail("The edit was not approved.")
@@ -217,12 +241,16 @@ class ScriptedBrain:
         await tool.complete(content=[diff_content(full, current, updated)])
         await turn.say(f"Edited `{path}`.\n")
 
-    async def _run(self, turn: Turn, command_line: str, *, quiet: bool = False, title: str | None = None) -> CommandResult | None:
+    async def _run(
+        self, turn: Turn, command_line: str, *, quiet: bool = False, title: str | None = None
+    ) -> CommandResult | None:
         argv = shlex.split(command_line)
         if not argv:
             return None
         title = title or f"Run `{command_line}`"
-        tool = await turn.start_tool(title, kind="execute" if not quiet else "search", raw_input={"command": argv})
+        tool = await turn.start_tool(
+            title, kind="execute" if not quiet else "search", raw_input={"command": argv}
+        )
         if not quiet:
             decision = await turn.request_permission(tool)
             if not decision.allowed:
@@ -230,7 +258,14 @@ class ScriptedBrain:
                 await turn.say(f"I did not run it ({decision.decision}).")
                 return None
         try:
-            result = await turn.run_command(argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool)
+            result = await turn.run_command(
+                argv[0],
+                argv[1:],
+                cwd=turn.session.cwd,
+                timeout=60,
+                output_byte_limit=64_000,
+                tool=tool,
+            )
         except RequestError as err:
             await tool.fail(err.message)
             await turn.say(f"`{command_line}` could not start: {err.message}")

@@ -22,24 +22,75 @@ WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
 
 
 def add_parser(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="serve an agent to remote clients (streamable HTTP and WebSocket)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need a token)")
-    serve.add_argument("--port", type=int, default=8765, help="port (0 picks a free one; default 8765)")
+    serve = sub.add_parser(
+        "serve", help="serve an agent to remote clients (streamable HTTP and WebSocket)"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; others need a token)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port (0 picks a free one; default 8765)"
+    )
     serve.add_argument("--token", help="require this token (visible in `ps`: prefer --token-env)")
-    serve.add_argument("--token-env", metavar="NAME", help="require the token held in this environment variable")
-    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", help="a browser origin allowed besides loopback ones ('*' = any)")
-    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST", help="a Host header allowed besides loopback names and the bound address")
-    serve.add_argument("--tls-cert", metavar="FILE", help="serve https:// and wss:// with this certificate (PEM)")
+    serve.add_argument(
+        "--token-env", metavar="NAME", help="require the token held in this environment variable"
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed besides loopback ones ('*' = any)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host header allowed besides loopback names and the bound address",
+    )
+    serve.add_argument(
+        "--tls-cert", metavar="FILE", help="serve https:// and wss:// with this certificate (PEM)"
+    )
     serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
-    serve.add_argument("--agent", metavar="MODULE:NAME", help="serve a Python Agent class or factory in this process (e.g. my_agent.py:MyAgent)")
+    serve.add_argument(
+        "--agent",
+        metavar="MODULE:NAME",
+        help="serve a Python Agent class or factory in this process (e.g. my_agent.py:MyAgent)",
+    )
     serve.add_argument("--max-connections", type=int, default=1024)
     serve.add_argument("--max-message-size", type=int, default=16 * 1024 * 1024, metavar="BYTES")
-    serve.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS", help="close connections nobody listens to after this long")
-    serve.add_argument("--model", default=os.environ.get("ACPSTACK_MODEL"), help="reference agent: model name (none = scripted offline agent)")
-    serve.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="reference agent: OpenAI-compatible API base URL")
-    serve.add_argument("--api-key-env", default="OPENAI_API_KEY", help="reference agent: environment variable holding the API key")
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="close connections nobody listens to after this long",
+    )
+    serve.add_argument(
+        "--model",
+        default=os.environ.get("ACPSTACK_MODEL"),
+        help="reference agent: model name (none = scripted offline agent)",
+    )
+    serve.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="reference agent: OpenAI-compatible API base URL",
+    )
+    serve.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="reference agent: environment variable holding the API key",
+    )
     serve.add_argument("--store", default=None, help="reference agent: SQLite file for sessions")
-    serve.add_argument("-v", "--verbose", action="store_true", help="log connections (and agents' stderr) to stderr")
+    serve.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log connections (and agents' stderr) to stderr",
+    )
 
 
 def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
@@ -53,7 +104,11 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
     )
     from acpstack.transports import MissingExtraError
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s: %(message)s",
+    )
     token, problem = _token(args)
     if problem is None and token is None and not is_loopback(args.host):
         problem = f"refusing to serve on {args.host} without a token: anyone who can reach it could drive the agent (give --token-env NAME)"
@@ -72,8 +127,14 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         return 2
     app = AgentServer(
         source,
-        security=ServerSecurity(token=token, allowed_hosts=hosts, allowed_origins=list(args.allow_origin)),
-        limits=ServerLimits(max_connections=args.max_connections, max_message_size=args.max_message_size, idle_timeout=args.idle_timeout),
+        security=ServerSecurity(
+            token=token, allowed_hosts=hosts, allowed_origins=list(args.allow_origin)
+        ),
+        limits=ServerLimits(
+            max_connections=args.max_connections,
+            max_message_size=args.max_message_size,
+            idle_timeout=args.idle_timeout,
+        ),
     )
     try:
         sock = bind_socket(args.host, args.port)
@@ -85,15 +146,25 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
     def ready(bound: socket.socket) -> None:
         host = args.host if ":" not in args.host.strip("[]") else f"[{args.host.strip('[]')}]"
         port = bound.getsockname()[1]
-        sys.stderr.write(f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
-                         f"{' (token required)' if token else ''}\n")
+        sys.stderr.write(
+            f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
+            f"{' (token required)' if token else ''}\n"
+        )
         sys.stderr.flush()
 
     from acpstack.rpc import run
 
     try:
-        run(serve_remote(app, sock=sock, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
-                         log_level="info" if args.verbose else "warning", on_ready=ready))
+        run(
+            serve_remote(
+                app,
+                sock=sock,
+                ssl_certfile=args.tls_cert,
+                ssl_keyfile=args.tls_key,
+                log_level="info" if args.verbose else "warning",
+                on_ready=ready,
+            )
+        )
     except MissingExtraError as exc:
         sys.stderr.write(f"acpstack serve: {exc}\n")
         return 2
@@ -147,12 +218,16 @@ def _reference_agent(args: argparse.Namespace) -> Callable[[], Any]:
     from acpstack.cli._refagent import ReferenceAgent
     from acpstack.cli._scripted import ScriptedBrain
 
-    store = SqliteSessionStore(args.store or os.environ.get("ACPSTACK_STORE") or None)  # shared: sessions outlive connections
+    store = SqliteSessionStore(
+        args.store or os.environ.get("ACPSTACK_STORE") or None
+    )  # shared: sessions outlive connections
     if args.model:
         from acpstack.cli._llm import LlmBrain
 
         key = os.environ.get(args.api_key_env)
-        brain: Any = LlmBrain(model=args.model, base_url=args.base_url or "https://api.openai.com/v1", api_key=key)
+        brain: Any = LlmBrain(
+            model=args.model, base_url=args.base_url or "https://api.openai.com/v1", api_key=key
+        )
     else:
         brain = ScriptedBrain()
     return lambda: ReferenceAgent(brain, store=store)

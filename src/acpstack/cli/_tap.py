@@ -47,8 +47,14 @@ class TapTransport:
     is logged; it never keeps bytes from the connection.
     """
 
-    def __init__(self, inner: Transport, callback: RecordCallback, *,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, framing: str = "auto") -> None:
+    def __init__(
+        self,
+        inner: Transport,
+        callback: RecordCallback,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        framing: str = "auto",
+    ) -> None:
         self.inner = inner
         self.callback = callback
         self._in = FrameDecoder(max_message_size, framing)

@@ -35,57 +35,109 @@ class AgentPeer:
         caps: acp.AgentCapabilities | None = self.connection.state.peer_capabilities
         return caps
 
-    async def initialize(self, params: acp.InitializeRequest | None = None, *, timeout: float | None = None) -> acp.InitializeResponse:
+    async def initialize(
+        self, params: acp.InitializeRequest | None = None, *, timeout: float | None = None
+    ) -> acp.InitializeResponse:
         if params is None:
-            params = acp.InitializeRequest(protocol_version=PROTOCOL_VERSION, client_capabilities=acp.ClientCapabilities())
-        result: acp.InitializeResponse = await self.connection.request("initialize", params, timeout=timeout)
+            params = acp.InitializeRequest(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=acp.ClientCapabilities()
+            )
+        result: acp.InitializeResponse = await self.connection.request(
+            "initialize", params, timeout=timeout
+        )
         if result.protocol_version != PROTOCOL_VERSION:
-            raise ProtocolVersionError(f"the agent speaks ACP protocol version {result.protocol_version}; this client speaks {PROTOCOL_VERSION}")
+            raise ProtocolVersionError(
+                f"the agent speaks ACP protocol version {result.protocol_version}; this client speaks {PROTOCOL_VERSION}"
+            )
         self.initialize_result = result
         return result
 
-    async def authenticate(self, params: acp.AuthenticateRequest, *, timeout: float | None = None) -> acp.AuthenticateResponse:
-        result: acp.AuthenticateResponse = await self.connection.request("authenticate", params, timeout=timeout)
+    async def authenticate(
+        self, params: acp.AuthenticateRequest, *, timeout: float | None = None
+    ) -> acp.AuthenticateResponse:
+        result: acp.AuthenticateResponse = await self.connection.request(
+            "authenticate", params, timeout=timeout
+        )
         return result
 
-    async def logout(self, params: acp.LogoutRequest | None = None, *, timeout: float | None = None) -> acp.LogoutResponse:
-        result: acp.LogoutResponse = await self.connection.request("logout", params or acp.LogoutRequest(), timeout=timeout)
+    async def logout(
+        self, params: acp.LogoutRequest | None = None, *, timeout: float | None = None
+    ) -> acp.LogoutResponse:
+        result: acp.LogoutResponse = await self.connection.request(
+            "logout", params or acp.LogoutRequest(), timeout=timeout
+        )
         return result
 
-    async def session_new(self, params: acp.NewSessionRequest, *, timeout: float | None = None) -> acp.NewSessionResponse:
-        result: acp.NewSessionResponse = await self.connection.request("session/new", params, timeout=timeout)
+    async def session_new(
+        self, params: acp.NewSessionRequest, *, timeout: float | None = None
+    ) -> acp.NewSessionResponse:
+        result: acp.NewSessionResponse = await self.connection.request(
+            "session/new", params, timeout=timeout
+        )
         return result
 
-    async def session_load(self, params: acp.LoadSessionRequest, *, timeout: float | None = None) -> acp.LoadSessionResponse:
-        result: acp.LoadSessionResponse = await self.connection.request("session/load", params, timeout=timeout)
+    async def session_load(
+        self, params: acp.LoadSessionRequest, *, timeout: float | None = None
+    ) -> acp.LoadSessionResponse:
+        result: acp.LoadSessionResponse = await self.connection.request(
+            "session/load", params, timeout=timeout
+        )
         return result
 
-    async def session_list(self, params: acp.ListSessionsRequest | None = None, *, timeout: float | None = None) -> acp.ListSessionsResponse:
-        result: acp.ListSessionsResponse = await self.connection.request("session/list", params or acp.ListSessionsRequest(), timeout=timeout)
+    async def session_list(
+        self, params: acp.ListSessionsRequest | None = None, *, timeout: float | None = None
+    ) -> acp.ListSessionsResponse:
+        result: acp.ListSessionsResponse = await self.connection.request(
+            "session/list", params or acp.ListSessionsRequest(), timeout=timeout
+        )
         return result
 
-    async def session_delete(self, params: acp.DeleteSessionRequest, *, timeout: float | None = None) -> acp.DeleteSessionResponse:
-        result: acp.DeleteSessionResponse = await self.connection.request("session/delete", params, timeout=timeout)
+    async def session_delete(
+        self, params: acp.DeleteSessionRequest, *, timeout: float | None = None
+    ) -> acp.DeleteSessionResponse:
+        result: acp.DeleteSessionResponse = await self.connection.request(
+            "session/delete", params, timeout=timeout
+        )
         return result
 
-    async def session_resume(self, params: acp.ResumeSessionRequest, *, timeout: float | None = None) -> acp.ResumeSessionResponse:
-        result: acp.ResumeSessionResponse = await self.connection.request("session/resume", params, timeout=timeout)
+    async def session_resume(
+        self, params: acp.ResumeSessionRequest, *, timeout: float | None = None
+    ) -> acp.ResumeSessionResponse:
+        result: acp.ResumeSessionResponse = await self.connection.request(
+            "session/resume", params, timeout=timeout
+        )
         return result
 
-    async def session_close(self, params: acp.CloseSessionRequest, *, timeout: float | None = None) -> acp.CloseSessionResponse:
-        result: acp.CloseSessionResponse = await self.connection.request("session/close", params, timeout=timeout)
+    async def session_close(
+        self, params: acp.CloseSessionRequest, *, timeout: float | None = None
+    ) -> acp.CloseSessionResponse:
+        result: acp.CloseSessionResponse = await self.connection.request(
+            "session/close", params, timeout=timeout
+        )
         return result
 
-    async def session_set_mode(self, params: acp.SetSessionModeRequest, *, timeout: float | None = None) -> acp.SetSessionModeResponse:
-        result: acp.SetSessionModeResponse = await self.connection.request("session/set_mode", params, timeout=timeout)
+    async def session_set_mode(
+        self, params: acp.SetSessionModeRequest, *, timeout: float | None = None
+    ) -> acp.SetSessionModeResponse:
+        result: acp.SetSessionModeResponse = await self.connection.request(
+            "session/set_mode", params, timeout=timeout
+        )
         return result
 
-    async def session_set_config_option(self, params: acp.SetSessionConfigOptionRequest, *, timeout: float | None = None) -> acp.SetSessionConfigOptionResponse:
-        result: acp.SetSessionConfigOptionResponse = await self.connection.request("session/set_config_option", params, timeout=timeout)
+    async def session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest, *, timeout: float | None = None
+    ) -> acp.SetSessionConfigOptionResponse:
+        result: acp.SetSessionConfigOptionResponse = await self.connection.request(
+            "session/set_config_option", params, timeout=timeout
+        )
         return result
 
-    async def session_prompt(self, params: acp.PromptRequest, *, timeout: float | None = None) -> acp.PromptResponse:
-        result: acp.PromptResponse = await self.connection.request("session/prompt", params, timeout=timeout)
+    async def session_prompt(
+        self, params: acp.PromptRequest, *, timeout: float | None = None
+    ) -> acp.PromptResponse:
+        result: acp.PromptResponse = await self.connection.request(
+            "session/prompt", params, timeout=timeout
+        )
         return result
 
     async def session_cancel(self, params: acp.CancelNotification) -> None:
@@ -124,31 +176,45 @@ class Client:
     async def session_update(self, params: acp.SessionNotification) -> None:
         """`session/update` notification: streamed agent output for a session."""
 
-    async def session_request_permission(self, params: acp.RequestPermissionRequest) -> acp.RequestPermissionResponse:
+    async def session_request_permission(
+        self, params: acp.RequestPermissionRequest
+    ) -> acp.RequestPermissionResponse:
         raise RequestError.method_not_found("session/request_permission")
 
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
         raise RequestError.method_not_found("fs/read_text_file")
 
-    async def fs_write_text_file(self, params: acp.WriteTextFileRequest) -> acp.WriteTextFileResponse:
+    async def fs_write_text_file(
+        self, params: acp.WriteTextFileRequest
+    ) -> acp.WriteTextFileResponse:
         raise RequestError.method_not_found("fs/write_text_file")
 
-    async def terminal_create(self, params: acp.CreateTerminalRequest) -> acp.CreateTerminalResponse:
+    async def terminal_create(
+        self, params: acp.CreateTerminalRequest
+    ) -> acp.CreateTerminalResponse:
         raise RequestError.method_not_found("terminal/create")
 
-    async def terminal_output(self, params: acp.TerminalOutputRequest) -> acp.TerminalOutputResponse:
+    async def terminal_output(
+        self, params: acp.TerminalOutputRequest
+    ) -> acp.TerminalOutputResponse:
         raise RequestError.method_not_found("terminal/output")
 
-    async def terminal_wait_for_exit(self, params: acp.WaitForTerminalExitRequest) -> acp.WaitForTerminalExitResponse:
+    async def terminal_wait_for_exit(
+        self, params: acp.WaitForTerminalExitRequest
+    ) -> acp.WaitForTerminalExitResponse:
         raise RequestError.method_not_found("terminal/wait_for_exit")
 
     async def terminal_kill(self, params: acp.KillTerminalRequest) -> acp.KillTerminalResponse:
         raise RequestError.method_not_found("terminal/kill")
 
-    async def terminal_release(self, params: acp.ReleaseTerminalRequest) -> acp.ReleaseTerminalResponse:
+    async def terminal_release(
+        self, params: acp.ReleaseTerminalRequest
+    ) -> acp.ReleaseTerminalResponse:
         raise RequestError.method_not_found("terminal/release")
 
-    async def elicitation_create(self, params: acp.CreateElicitationRequest) -> acp.CreateElicitationResponse:
+    async def elicitation_create(
+        self, params: acp.CreateElicitationRequest
+    ) -> acp.CreateElicitationResponse:
         raise RequestError.method_not_found("elicitation/create")
 
     async def elicitation_complete(self, params: acp.CompleteElicitationNotification) -> None:

@@ -34,8 +34,17 @@ def connect_client(
     max_waiting_requests: int = 8192,
 ) -> ClientConnection:
     """Wire `client` to a transport. Start it with `async with conn.connection` (or `.start()`)."""
-    state = ProtocolState("client", unstable=unstable, max_message_size=max_message_size, framing=framing)
-    connection = Connection(transport, state, ClientDispatcher(client), max_inbound_requests=max_inbound_requests, max_waiting_requests=max_waiting_requests, on_close=client.on_disconnect)
+    state = ProtocolState(
+        "client", unstable=unstable, max_message_size=max_message_size, framing=framing
+    )
+    connection = Connection(
+        transport,
+        state,
+        ClientDispatcher(client),
+        max_inbound_requests=max_inbound_requests,
+        max_waiting_requests=max_waiting_requests,
+        on_close=client.on_disconnect,
+    )
     peer = AgentPeer(connection)
     client.on_connect(peer)
     return ClientConnection(peer, connection, transport)
@@ -60,7 +69,12 @@ async def spawn_agent(
     has the exit code and the tail of the agent's stderr.
     """
     transport = await SubprocessTransport.spawn(
-        command, env=env, inherit_env=inherit_env, cwd=cwd, stderr_callback=stderr_callback, shutdown_timeout=shutdown_timeout
+        command,
+        env=env,
+        inherit_env=inherit_env,
+        cwd=cwd,
+        stderr_callback=stderr_callback,
+        shutdown_timeout=shutdown_timeout,
     )
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:

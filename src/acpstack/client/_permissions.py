@@ -66,7 +66,9 @@ class Rule:
             return False
         if self.paths:
             locations = tool_call.locations if isinstance(tool_call.locations, list) else []
-            if not locations or not all(any(fnmatch.fnmatch(loc.path, p) for p in self.paths) for loc in locations):
+            if not locations or not all(
+                any(fnmatch.fnmatch(loc.path, p) for p in self.paths) for loc in locations
+            ):
                 return False
         return True
 
@@ -100,8 +102,12 @@ def _remember_key(tool_call: acp.ToolCallUpdate) -> str:
     return f"title:{title}"
 
 
-def _option_for(options: Sequence[acp.PermissionOption], decision: Decision) -> acp.PermissionOption | None:
-    wanted = ("allow_once", "allow_always") if decision == "allow" else ("reject_once", "reject_always")
+def _option_for(
+    options: Sequence[acp.PermissionOption], decision: Decision
+) -> acp.PermissionOption | None:
+    wanted = (
+        ("allow_once", "allow_always") if decision == "allow" else ("reject_once", "reject_always")
+    )
     for kind in wanted:
         for option in options:
             if option.kind == kind:

@@ -48,8 +48,15 @@ async def connect_http(
     """
     from acpstack.transports import HttpClientTransport  # loads httpx: only when used
 
-    transport = HttpClientTransport(url, headers=headers, token=token, cookies=cookies, verify=verify,
-                                    timeout=timeout, max_message_size=max_message_size)
+    transport = HttpClientTransport(
+        url,
+        headers=headers,
+        token=token,
+        cookies=cookies,
+        verify=verify,
+        timeout=timeout,
+        max_message_size=max_message_size,
+    )
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:
         yield conn
@@ -75,8 +82,16 @@ async def connect_websocket(
     """
     from acpstack.transports import WebSocketClientTransport  # loads websockets: only when used
 
-    transport = WebSocketClientTransport(url, headers=headers, token=token, cookies=cookies, ssl_context=ssl_context,
-                                         compression=compression, timeout=timeout, max_message_size=max_message_size)
+    transport = WebSocketClientTransport(
+        url,
+        headers=headers,
+        token=token,
+        cookies=cookies,
+        ssl_context=ssl_context,
+        compression=compression,
+        timeout=timeout,
+        max_message_size=max_message_size,
+    )
     await transport.connect()
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:
@@ -84,7 +99,9 @@ async def connect_websocket(
 
 
 @asynccontextmanager
-async def connect_remote(url: str, client: Client, **options: Any) -> AsyncIterator[ClientConnection]:
+async def connect_remote(
+    url: str, client: Client, **options: Any
+) -> AsyncIterator[ClientConnection]:
     """`connect_http` for http(s):// URLs, `connect_websocket` for ws(s):// ones.
 
     `verify` (HTTP) and `ssl_context` (WebSocket) may both be given as `ssl_context`."""
@@ -101,11 +118,18 @@ async def connect_remote(url: str, client: Client, **options: Any) -> AsyncItera
         async with connect_http(url, client, **options) as conn:
             yield conn
     else:
-        raise ValueError(f"a remote agent URL starts with http://, https://, ws:// or wss://, not {url!r}")
+        raise ValueError(
+            f"a remote agent URL starts with http://, https://, ws:// or wss://, not {url!r}"
+        )
 
 
 async def reattach_session(
-    client: Client, session_id: str, cwd: str, *, additional_directories: Sequence[str] = (), mcp_servers: Sequence[acp.McpServer] = ()
+    client: Client,
+    session_id: str,
+    cwd: str,
+    *,
+    additional_directories: Sequence[str] = (),
+    mcp_servers: Sequence[acp.McpServer] = (),
 ) -> str:
     """Attach an existing session to a fresh connection (after `initialize`): `session/load`
     when the agent can load sessions, else `session/resume`. Returns "load" or "resume"."""
@@ -113,15 +137,30 @@ async def reattach_session(
     caps = agent.capabilities
     can_load = caps is not None and caps.load_session is True
     session_caps = caps.session_capabilities if caps is not None else None
-    can_resume = isinstance(session_caps, acp.SessionCapabilities) and session_caps.resume not in (UNSET, None)
+    can_resume = isinstance(session_caps, acp.SessionCapabilities) and session_caps.resume not in (
+        UNSET,
+        None,
+    )
     if not can_load and not can_resume:
-        raise CapabilityError("the agent can neither load nor resume sessions, so this one cannot be reattached")
+        raise CapabilityError(
+            "the agent can neither load nor resume sessions, so this one cannot be reattached"
+        )
     how = "load" if can_load else "resume"
     if isinstance(client, ClientRuntime):
         if how == "load":
-            await client.load_session(session_id, cwd, additional_directories=additional_directories, mcp_servers=mcp_servers)
+            await client.load_session(
+                session_id,
+                cwd,
+                additional_directories=additional_directories,
+                mcp_servers=mcp_servers,
+            )
         else:
-            await client.resume_session(session_id, cwd, additional_directories=additional_directories, mcp_servers=mcp_servers)
+            await client.resume_session(
+                session_id,
+                cwd,
+                additional_directories=additional_directories,
+                mcp_servers=mcp_servers,
+            )
         return how
     if how == "load":
         load = acp.LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
@@ -129,7 +168,9 @@ async def reattach_session(
             load.additional_directories = list(additional_directories)
         await agent.session_load(load)
     else:
-        resume = acp.ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
+        resume = acp.ResumeSessionRequest(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
         if additional_directories:
             resume.additional_directories = list(additional_directories)
         await agent.session_resume(resume)

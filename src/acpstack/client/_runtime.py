@@ -107,7 +107,9 @@ class ClientRuntime(Client):
 
     def capabilities(self) -> acp.ClientCapabilities:
         return acp.ClientCapabilities(
-            fs=acp.FileSystemCapabilities(read_text_file=self.enable_fs, write_text_file=self.enable_fs),
+            fs=acp.FileSystemCapabilities(
+                read_text_file=self.enable_fs, write_text_file=self.enable_fs
+            ),
             terminal=self.enable_terminal,
         )
 
@@ -121,9 +123,16 @@ class ClientRuntime(Client):
         )
         return await self.agent.initialize(params, timeout=timeout)
 
-    def register_session(self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> ClientSession:
+    def register_session(
+        self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()
+    ) -> ClientSession:
         """Track a session created outside the helpers below (sets its workspace)."""
-        workspace = Workspace(cwd, additional_directories, extra_roots=self.extra_roots, unrestricted=self.unrestricted_fs)
+        workspace = Workspace(
+            cwd,
+            additional_directories,
+            extra_roots=self.extra_roots,
+            unrestricted=self.unrestricted_fs,
+        )
         session = self.sessions.get(session_id)
         if session is None:
             state = self._early_states.pop(session_id, None) or SessionState(session_id)
@@ -133,7 +142,11 @@ class ClientRuntime(Client):
         return session
 
     async def new_session(
-        self, cwd: str, *, additional_directories: Sequence[str] = (), mcp_servers: Sequence[acp.McpServer] = ()
+        self,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.NewSessionResponse:
         params = acp.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
         if additional_directories:
@@ -143,31 +156,55 @@ class ClientRuntime(Client):
         return result
 
     async def load_session(
-        self, session_id: str, cwd: str, *, additional_directories: Sequence[str] = (), mcp_servers: Sequence[acp.McpServer] = ()
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.LoadSessionResponse:
         # Registered first: the replayed history arrives before the response.
         self.register_session(session_id, cwd, additional_directories)
-        params = acp.LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
+        params = acp.LoadSessionRequest(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
         if additional_directories:
             params.additional_directories = list(additional_directories)
         return await self._with_auth(lambda: self.agent.session_load(params))
 
     async def resume_session(
-        self, session_id: str, cwd: str, *, additional_directories: Sequence[str] = (), mcp_servers: Sequence[acp.McpServer] = ()
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.ResumeSessionResponse:
         self.register_session(session_id, cwd, additional_directories)
-        params = acp.ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
+        params = acp.ResumeSessionRequest(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
         if additional_directories:
             params.additional_directories = list(additional_directories)
         return await self._with_auth(lambda: self.agent.session_resume(params))
 
-    async def prompt(self, session_id: str, prompt: str | Sequence[acp.ContentBlock], *, timeout: float | None = None) -> acp.PromptResponse:
-        blocks: list[acp.ContentBlock] = [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: str | Sequence[acp.ContentBlock],
+        *,
+        timeout: float | None = None,
+    ) -> acp.PromptResponse:
+        blocks: list[acp.ContentBlock] = (
+            [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        )
         state = self.sessions[session_id].state if session_id in self.sessions else None
         if state is not None:
             for block in blocks:
                 state.apply(acp.UserMessageChunk(content=block))
-        return await self.agent.session_prompt(acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout)
+        return await self.agent.session_prompt(
+            acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout
+        )
 
     async def cancel(self, session_id: str) -> None:
         """Cancel the running turn: pending permission asks answer `cancelled` at once."""
@@ -181,7 +218,11 @@ class ClientRuntime(Client):
         """Close the session on the agent when it supports it, and free our side."""
         caps = self.agent.capabilities
         try:
-            if caps is not None and isinstance(caps.session_capabilities, acp.SessionCapabilities) and caps.session_capabilities.close not in (UNSET, None):
+            if (
+                caps is not None
+                and isinstance(caps.session_capabilities, acp.SessionCapabilities)
+                and caps.session_capabilities.close not in (UNSET, None)
+            ):
                 await self.agent.session_close(acp.CloseSessionRequest(session_id=session_id))
         finally:
             await self.terminals.release_session(session_id)
@@ -204,7 +245,11 @@ class ClientRuntime(Client):
 
     def _usable_auth_methods(self, err: RequestError) -> list[acp.AuthMethod]:
         init = self.agent.initialize_result
-        methods = list(init.auth_methods) if init is not None and isinstance(init.auth_methods, list) else []
+        methods = (
+            list(init.auth_methods)
+            if init is not None and isinstance(init.auth_methods, list)
+            else []
+        )
         # Terminal-type methods need `auth.terminal`, which this client does not advertise:
         # they are launched by the user, never sent to `authenticate`.
         return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]
@@ -221,7 +266,9 @@ class ClientRuntime(Client):
     def _session(self, session_id: str) -> ClientSession:
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"sessionId": session_id}, f"Unknown session: {session_id}")
+            raise RequestError.invalid_params(
+                {"sessionId": session_id}, f"Unknown session: {session_id}"
+            )
         return session
 
     async def session_update(self, params: acp.SessionNotification) -> None:
@@ -229,7 +276,9 @@ class ClientRuntime(Client):
         if session is not None:
             session.state.apply(params.update)
         else:
-            self._early_states.setdefault(params.session_id, SessionState(params.session_id)).apply(params.update)
+            self._early_states.setdefault(params.session_id, SessionState(params.session_id)).apply(
+                params.update
+            )
         if self.on_update is not None:
             self.on_update(params.session_id, params.update)
 
@@ -241,7 +290,9 @@ class ClientRuntime(Client):
         if self.on_dropped is not None:
             self.on_dropped(dropped)
 
-    async def session_request_permission(self, params: acp.RequestPermissionRequest) -> acp.RequestPermissionResponse:
+    async def session_request_permission(
+        self, params: acp.RequestPermissionRequest
+    ) -> acp.RequestPermissionResponse:
         session = self._session(params.session_id)
         _check_unique_option_ids(params.options)
         decide = asyncio.ensure_future(self.permission_policy.decide(params))
@@ -251,7 +302,9 @@ class ClientRuntime(Client):
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if decide.cancelled() and (current is None or current.cancelling() == 0):
-                return acp.RequestPermissionResponse(outcome=acp.CancelledRequestPermissionOutcome())
+                return acp.RequestPermissionResponse(
+                    outcome=acp.CancelledRequestPermissionOutcome()
+                )
             decide.cancel()
             raise
         finally:
@@ -259,8 +312,12 @@ class ClientRuntime(Client):
         if choice is None:
             choice = reject_option(params.options)
             if choice is None:
-                return acp.RequestPermissionResponse(outcome=acp.CancelledRequestPermissionOutcome())
-        return acp.RequestPermissionResponse(outcome=acp.SelectedPermissionOutcome(option_id=choice.option_id))
+                return acp.RequestPermissionResponse(
+                    outcome=acp.CancelledRequestPermissionOutcome()
+                )
+        return acp.RequestPermissionResponse(
+            outcome=acp.SelectedPermissionOutcome(option_id=choice.option_id)
+        )
 
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
         if not self.enable_fs:
@@ -268,20 +325,30 @@ class ClientRuntime(Client):
         workspace = self._session(params.session_id).workspace
         line = params.line if isinstance(params.line, int) else None
         limit = params.limit if isinstance(params.limit, int) else None
-        return acp.ReadTextFileResponse(content=await self.fs.read_text_file(workspace, params.path, line, limit))
+        return acp.ReadTextFileResponse(
+            content=await self.fs.read_text_file(workspace, params.path, line, limit)
+        )
 
-    async def fs_write_text_file(self, params: acp.WriteTextFileRequest) -> acp.WriteTextFileResponse:
+    async def fs_write_text_file(
+        self, params: acp.WriteTextFileRequest
+    ) -> acp.WriteTextFileResponse:
         if not self.enable_fs:
             raise RequestError.method_not_found("fs/write_text_file")
         workspace = self._session(params.session_id).workspace
         await self.fs.write_text_file(workspace, params.path, params.content)
         return acp.WriteTextFileResponse()
 
-    async def terminal_create(self, params: acp.CreateTerminalRequest) -> acp.CreateTerminalResponse:
+    async def terminal_create(
+        self, params: acp.CreateTerminalRequest
+    ) -> acp.CreateTerminalResponse:
         if not self.enable_terminal:
             raise RequestError.method_not_found("terminal/create")
         session = self._session(params.session_id)
-        cwd = str(session.workspace.check(params.cwd)) if isinstance(params.cwd, str) else str(session.workspace.roots[0])
+        cwd = (
+            str(session.workspace.check(params.cwd))
+            if isinstance(params.cwd, str)
+            else str(session.workspace.roots[0])
+        )
         env = {v.name: v.value for v in params.env} if isinstance(params.env, list) else None
         terminal_id = await self.terminals.create(
             params.session_id,
@@ -289,18 +356,26 @@ class ClientRuntime(Client):
             list(params.args) if isinstance(params.args, list) else [],
             env=env,
             cwd=cwd,
-            output_byte_limit=params.output_byte_limit if isinstance(params.output_byte_limit, int) else None,
+            output_byte_limit=params.output_byte_limit
+            if isinstance(params.output_byte_limit, int)
+            else None,
         )
         return acp.CreateTerminalResponse(terminal_id=terminal_id)
 
-    async def terminal_output(self, params: acp.TerminalOutputRequest) -> acp.TerminalOutputResponse:
+    async def terminal_output(
+        self, params: acp.TerminalOutputRequest
+    ) -> acp.TerminalOutputResponse:
         out = self.terminals.output(params.session_id, params.terminal_id)
         result = acp.TerminalOutputResponse(output=out.output, truncated=out.truncated)
         if out.exit_status is not None:
-            result.exit_status = acp.TerminalExitStatus(exit_code=out.exit_status.exit_code, signal=out.exit_status.signal)
+            result.exit_status = acp.TerminalExitStatus(
+                exit_code=out.exit_status.exit_code, signal=out.exit_status.signal
+            )
         return result
 
-    async def terminal_wait_for_exit(self, params: acp.WaitForTerminalExitRequest) -> acp.WaitForTerminalExitResponse:
+    async def terminal_wait_for_exit(
+        self, params: acp.WaitForTerminalExitRequest
+    ) -> acp.WaitForTerminalExitResponse:
         status = await self.terminals.wait_for_exit(params.session_id, params.terminal_id)
         return acp.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
@@ -308,10 +383,14 @@ class ClientRuntime(Client):
         await self.terminals.kill(params.session_id, params.terminal_id)
         return acp.KillTerminalResponse()
 
-    async def terminal_release(self, params: acp.ReleaseTerminalRequest) -> acp.ReleaseTerminalResponse:
+    async def terminal_release(
+        self, params: acp.ReleaseTerminalRequest
+    ) -> acp.ReleaseTerminalResponse:
         # Keep the final output: a UI still shows a terminal embedded in a tool call after release.
         with contextlib.suppress(RequestError):
-            self.released_terminals[params.terminal_id] = self.terminals.output(params.session_id, params.terminal_id)
+            self.released_terminals[params.terminal_id] = self.terminals.output(
+                params.session_id, params.terminal_id
+            )
             while len(self.released_terminals) > 64:
                 self.released_terminals.pop(next(iter(self.released_terminals)))
         await self.terminals.release(params.session_id, params.terminal_id)
@@ -330,8 +409,11 @@ def _check_unique_option_ids(options: Sequence[acp.PermissionOption]) -> None:
     seen: set[str] = set()
     for option in options:
         if option.option_id in seen:
-            shown = option.option_id if len(option.option_id) <= 100 else option.option_id[:100] + "..."
+            shown = (
+                option.option_id if len(option.option_id) <= 100 else option.option_id[:100] + "..."
+            )
             raise RequestError.invalid_params(
-                {"path": "$.params.options", "optionId": shown}, f"Duplicate permission optionId: {shown!r}"
+                {"path": "$.params.options", "optionId": shown},
+                f"Duplicate permission optionId: {shown!r}",
             )
         seen.add(option.option_id)

@@ -322,7 +322,9 @@ class FileSystem:
                 continue
             except OSError as exc:
                 raise os_error(location.path, exc, "write") from exc
-        raise RequestError(INTERNAL_ERROR, f"Cannot write {location.path}: no free temporary file name")
+        raise RequestError(
+            INTERNAL_ERROR, f"Cannot write {location.path}: no free temporary file name"
+        )
 
     @staticmethod
     def _fsync_directory(dir_fd: int) -> None:

@@ -243,7 +243,9 @@ async def _end(pids: Iterable[int], still_ours: Callable[[int], bool], grace: fl
             target.send(signal.SIGTERM)
         left = await _wait_for_exits(targets, grace)
         for target in left:
-            logger.info("pid %d still running %.1fs after SIGTERM; sending SIGKILL", target.pid, grace)
+            logger.info(
+                "pid %d still running %.1fs after SIGTERM; sending SIGKILL", target.pid, grace
+            )
             target.send(signal.SIGKILL)
         for target in await _wait_for_exits(left, _KILL_WAIT_SECONDS):
             logger.warning("pid %d did not exit after SIGKILL", target.pid)

@@ -215,7 +215,11 @@ class TerminalManager:
 
     @staticmethod
     async def _start(
-        terminal: Terminal, command: str, argv: list[str], environment: dict[str, str], cwd: str | None
+        terminal: Terminal,
+        command: str,
+        argv: list[str],
+        environment: dict[str, str],
+        cwd: str | None,
     ) -> None:
         loop = asyncio.get_running_loop()
         try:

@@ -244,7 +244,9 @@ def _resolve(roots: Roots, path: str, walk: Walk) -> None:
             try:
                 fd = os.open(name, _DIRECTORY, dir_fd=top.fd)
             except OSError as exc:
-                target = _readlink(top.fd, name) if exc.errno in (errno.ENOTDIR, errno.ELOOP) else None
+                target = (
+                    _readlink(top.fd, name) if exc.errno in (errno.ENOTDIR, errno.ELOOP) else None
+                )
                 if target is None and _is_directory(top.fd, name):
                     target = name  # was a symlink a moment ago: look again (counts as a link)
                 elif target is None:

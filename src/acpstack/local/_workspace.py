@@ -52,10 +52,14 @@ _ATTEMPTS = 20
 
 def _absolute(path: object) -> str:
     if not isinstance(path, str | os.PathLike):
-        raise RequestError.invalid_params({"path": path}, message=f"Path must be absolute: {path!r}")
+        raise RequestError.invalid_params(
+            {"path": path}, message=f"Path must be absolute: {path!r}"
+        )
     text = os.fspath(path)
     if not isinstance(text, str) or not os.path.isabs(text):
-        raise RequestError.invalid_params({"path": text}, message=f"Path must be absolute: {text!r}")
+        raise RequestError.invalid_params(
+            {"path": text}, message=f"Path must be absolute: {text!r}"
+        )
     if "\0" in text:
         raise RequestError.invalid_params(
             {"path": text}, message=f"Invalid path {text!r}: embedded null byte"

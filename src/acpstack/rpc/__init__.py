@@ -3,4 +3,11 @@
 from acpstack.rpc._connection import Connection, ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._run import event_loop_name, run
 
-__all__ = ["Connection", "ConnectionClosed", "Dispatcher", "RequestTimeout", "event_loop_name", "run"]
+__all__ = [
+    "Connection",
+    "ConnectionClosed",
+    "Dispatcher",
+    "RequestTimeout",
+    "event_loop_name",
+    "run",
+]

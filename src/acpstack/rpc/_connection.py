@@ -131,7 +131,9 @@ class Connection:
         self._input_done = True
         self._shutdown(ConnectionClosed("connection closed locally"))
         await self.transport.close()
-        tasks = [t for t in (self._finisher, *self._inbound.values(), *self._workers) if t is not None]
+        tasks = [
+            t for t in (self._finisher, *self._inbound.values(), *self._workers) if t is not None
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -166,7 +168,9 @@ class Connection:
             log.exception("reading failed")
             self._end_input()
             return
-        if not self._reading_paused and (self._queued > QUEUE_HIGH_WATER or len(self._backlog) > self._max_waiting):
+        if not self._reading_paused and (
+            self._queued > QUEUE_HIGH_WATER or len(self._backlog) > self._max_waiting
+        ):
             # Too much waiting to be handled: stop reading until it drains. (Reading never
             # stops merely because handlers are busy: they may be waiting for responses
             # that only the reader can see.)
@@ -318,7 +322,10 @@ class Connection:
         if task is not None and not task.done():
             self._peer_cancelled.add(rid)
             coro = task.get_coro()
-            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+            if (
+                inspect.iscoroutine(coro)
+                and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+            ):
                 # Launched but not started (the cancel came in the same read): cancelling
                 # the task now would end it before its first line, unanswered and still
                 # holding a running slot. _run_request answers -32800 when it starts.
@@ -367,7 +374,9 @@ class Connection:
         """Log the exception being handled under a correlation id the peer gets instead of details."""
         correlation = os.urandom(6).hex()
         log.exception(what + " (correlation id %s)", event.method, correlation)
-        return self.state.error(event.id, RequestError.internal_error({"correlationId": correlation}))
+        return self.state.error(
+            event.id, RequestError.internal_error({"correlationId": correlation})
+        )
 
     # -- writing -----------------------------------------------------------------
 
@@ -408,7 +417,9 @@ class Connection:
 
     # -- calling the peer ----------------------------------------------------------
 
-    async def request(self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True) -> Any:
+    async def request(
+        self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True
+    ) -> Any:
         """Send a request and wait for its result (a typed Struct)."""
         if self._closed is not None:
             raise self._closed

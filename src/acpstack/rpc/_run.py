@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 def event_loop_name() -> str:
-    """"uvloop" when `run` would use it, else "asyncio"."""
+    """ "uvloop" when `run` would use it, else "asyncio"."""
     if os.environ.get("ACPSTACK_EVENT_LOOP", "").lower() == "asyncio":
         return "asyncio"
     try:

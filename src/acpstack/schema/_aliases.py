@@ -228,10 +228,19 @@ RESULTS: dict[str, Callable[[Json], Json]] = {
 
 # Methods whose seed spellings still decode "successfully" under the strict schema
 # (the seed field is ignored as unknown), so they are normalised before decoding.
-ALWAYS_NORMALIZE = frozenset({
-    "initialize", "authenticate", "session/new", "session/load", "session/resume",
-    "session/set_mode", "session/set_config_option", "fs/read_text_file", "terminal/create",
-})
+ALWAYS_NORMALIZE = frozenset(
+    {
+        "initialize",
+        "authenticate",
+        "session/new",
+        "session/load",
+        "session/resume",
+        "session/set_mode",
+        "session/set_config_option",
+        "fs/read_text_file",
+        "terminal/create",
+    }
+)
 
 
 # For the methods called often, the seed spellings a strict decode would silently ignore
@@ -244,7 +253,10 @@ SEED_MARKERS: dict[str, tuple[bytes, ...]] = {
     "fs/read_text_file": (b'"startLine"',),
 }
 # One search per message instead of one per marker (searched on the raw bytes, no copy).
-_MARKER_RE = {method: re.compile(b"|".join(re.escape(m) for m in markers)) for method, markers in SEED_MARKERS.items()}
+_MARKER_RE = {
+    method: re.compile(b"|".join(re.escape(m) for m in markers))
+    for method, markers in SEED_MARKERS.items()
+}
 
 
 def needs_normalizing(method: str, raw: Any) -> bool:

@@ -75,7 +75,9 @@ def check_arms(obj: Struct) -> None:
     arms: list[tuple[list[str], dict[str, Any]]] = getattr(obj, "__acp_arms__")  # noqa: B009
     encoded = msgspec.to_builtins(obj)
     for required, consts in arms:
-        if all(name in encoded for name in required) and all(encoded.get(k) == v for k, v in consts.items()):
+        if all(name in encoded for name in required) and all(
+            encoded.get(k) == v for k, v in consts.items()
+        ):
             return
     raise ValueError(f"{type(obj).__name__} matches none of its variants")
 

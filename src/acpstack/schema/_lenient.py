@@ -66,7 +66,11 @@ def _valid(value: Any, tp: Any, union: tuple[Any, Any] | None) -> bool:
 def _tagged_member(tp: Any, value: dict[str, Any]) -> Any:
     for arm in get_args(tp):
         config = getattr(arm, "__struct_config__", None)
-        if config is not None and config.tag_field is not None and value.get(config.tag_field) == config.tag:
+        if (
+            config is not None
+            and config.tag_field is not None
+            and value.get(config.tag_field) == config.tag
+        ):
             return arm
     return None
 
@@ -125,7 +129,13 @@ def lenient_convert(value: Any, cls: type[Struct]) -> Any:
     unknown = _unknown_session_update(value, cls)
     if unknown is not None:
         # Decode the rest of the notification normally, then attach the unknown variant.
-        value = dict(value, update={"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""}})
+        value = dict(
+            value,
+            update={
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": ""},
+            },
+        )
     result = msgspec.convert(_repair(value, cls), cls)
     if unknown is not None:
         result.update = unknown  # type: ignore[attr-defined]

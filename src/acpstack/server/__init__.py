@@ -11,4 +11,11 @@ from acpstack.server._limits import ServerLimits
 from acpstack.server._run import bind_socket, serve_remote
 from acpstack.server._security import ServerSecurity, is_loopback
 
-__all__ = ["AgentServer", "ServerLimits", "ServerSecurity", "bind_socket", "is_loopback", "serve_remote"]
+__all__ = [
+    "AgentServer",
+    "ServerLimits",
+    "ServerSecurity",
+    "bind_socket",
+    "is_loopback",
+    "serve_remote",
+]

@@ -22,7 +22,9 @@ AgentSource = AgentFactory | Sequence[str] | str
 class AgentLink:
     """The server's end of one agent, and how to stop that agent."""
 
-    def __init__(self, transport: Transport, connection: Connection | None, description: str) -> None:
+    def __init__(
+        self, transport: Transport, connection: Connection | None, description: str
+    ) -> None:
         self.transport = transport
         self._connection = connection
         self.description = description
@@ -53,6 +55,8 @@ async def start_agent(
 def _start_in_process(factory: AgentFactory, *, unstable: bool, max_message_size: int) -> AgentLink:
     ours, theirs = pipe_pair()
     agent = factory()
-    connection = connect_agent(agent, theirs, unstable=unstable, max_message_size=max_message_size, framing="ndjson")
+    connection = connect_agent(
+        agent, theirs, unstable=unstable, max_message_size=max_message_size, framing="ndjson"
+    )
     connection.start()
     return AgentLink(ours, connection, type(agent).__name__)

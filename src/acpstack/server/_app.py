@@ -79,7 +79,9 @@ class AgentServer:
                 await receive()
                 await send({"type": "websocket.close", "code": 1008})
             return
-        rejection = self.security.check_host(headers.get("host")) or self.security.check_origin(headers.get("origin"))
+        rejection = self.security.check_host(headers.get("host")) or self.security.check_origin(
+            headers.get("origin")
+        )
         if kind == "http" and scope["method"] == "OPTIONS":
             await self._preflight(headers, send, rejection is None)
             return
@@ -89,7 +91,9 @@ class AgentServer:
             return
         cors = self._cors(headers)
         if rejection is not None:
-            await respond(send, rejection.status, rejection.message, headers=(*cors, *rejection.headers))
+            await respond(
+                send, rejection.status, rejection.message, headers=(*cors, *rejection.headers)
+            )
         elif scope["method"] == "POST":
             await handle_post(self, headers, receive, send, cors)
         elif scope["method"] == "GET":
@@ -97,28 +101,40 @@ class AgentServer:
         elif scope["method"] == "DELETE":
             await handle_delete(self, headers, send, cors)
         else:
-            await respond(send, 405, "use POST, GET or DELETE", headers=(*cors, ("Allow", "GET, POST, DELETE, OPTIONS")))
+            await respond(
+                send,
+                405,
+                "use POST, GET or DELETE",
+                headers=(*cors, ("Allow", "GET, POST, DELETE, OPTIONS")),
+            )
 
     def _on_path(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")
         root: str = scope.get("root_path", "")
         if root and path.startswith(root):
-            path = path[len(root):]
+            path = path[len(root) :]
         return path.rstrip("/") == self.path.rstrip("/") or (self.path == "/" and path == "")
 
     def _cors(self, headers: dict[str, str]) -> Headers:
         origin = headers.get("origin")
         if origin is None or not self.security.origin_allowed(origin):
             return ()
-        return (("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                ("Access-Control-Expose-Headers", EXPOSED_HEADERS), ("Access-Control-Allow-Credentials", "true"))
+        return (
+            ("Access-Control-Allow-Origin", origin),
+            ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers", EXPOSED_HEADERS),
+            ("Access-Control-Allow-Credentials", "true"),
+        )
 
     async def _preflight(self, headers: dict[str, str], send: Send, allowed: bool) -> None:
         if not allowed or "origin" not in headers:
             await respond(send, 403, "Origin not allowed")
             return
-        extra = (("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
-                 ("Access-Control-Allow-Headers", ALLOWED_HEADERS), ("Access-Control-Max-Age", "600"))
+        extra = (
+            ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
+            ("Access-Control-Allow-Headers", ALLOWED_HEADERS),
+            ("Access-Control-Max-Age", "600"),
+        )
         await respond(send, 204, headers=(*self._cors(headers), *extra))
 
     # -- connections ------------------------------------------------------------------
@@ -127,7 +143,9 @@ class AgentServer:
         return not self._closing and len(self.connections) < self.limits.max_connections
 
     def new_connection(self, *, multiplex: bool) -> RemoteConnection:
-        connection = RemoteConnection(str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget)
+        connection = RemoteConnection(
+            str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget
+        )
         self.connections[connection.id] = connection
         self._start_reaper()
         return connection
@@ -163,12 +181,16 @@ class AgentServer:
             answer = await connection.initialize(frame, env.id)
         except InitializeFailed as exc:
             await connection.aclose()
-            await respond_json(send, exc.status, jsonrpc_error(env.id, -32603, str(exc)), headers=cors)
+            await respond_json(
+                send, exc.status, jsonrpc_error(env.id, -32603, str(exc)), headers=cors
+            )
             return
         except Exception:
             log.exception("connection %s: could not start the agent", connection.id)
             await connection.aclose()
-            await respond_json(send, 502, jsonrpc_error(env.id, -32603, "could not start the agent"), headers=cors)
+            await respond_json(
+                send, 502, jsonrpc_error(env.id, -32603, "could not start the agent"), headers=cors
+            )
             return
         await respond_json(send, 200, answer, headers=(*cors, (CONNECTION_HEADER, connection.id)))
 
@@ -179,7 +201,9 @@ class AgentServer:
         if reaper is not None:
             reaper.cancel()
             await asyncio.wait({reaper})
-        await asyncio.gather(*(c.aclose() for c in list(self.connections.values())), return_exceptions=True)
+        await asyncio.gather(
+            *(c.aclose() for c in list(self.connections.values())), return_exceptions=True
+        )
 
     # -- housekeeping -----------------------------------------------------------------
 
@@ -194,10 +218,20 @@ class AgentServer:
             await asyncio.sleep(period)
             now = time.monotonic()
             for connection in list(self.connections.values()):
-                idle = not connection.has_receiver and now - connection.last_active > self.limits.idle_timeout
-                stalled = connection.paused_since is not None and now - connection.paused_since > self.limits.stall_timeout
+                idle = (
+                    not connection.has_receiver
+                    and now - connection.last_active > self.limits.idle_timeout
+                )
+                stalled = (
+                    connection.paused_since is not None
+                    and now - connection.paused_since > self.limits.stall_timeout
+                )
                 if idle or stalled:
-                    log.info("connection %s: closing (%s)", connection.id, "idle" if idle else "output stalled")
+                    log.info(
+                        "connection %s: closing (%s)",
+                        connection.id,
+                        "idle" if idle else "output stalled",
+                    )
                     connection.close_soon()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -209,4 +243,3 @@ class AgentServer:
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-

@@ -28,7 +28,14 @@ def _encode(headers: Headers) -> list[tuple[bytes, bytes]]:
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
-async def respond(send: Send, status: int, body: bytes | str = b"", *, content_type: str = "text/plain; charset=utf-8", headers: Headers = ()) -> None:
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes | str = b"",
+    *,
+    content_type: str = "text/plain; charset=utf-8",
+    headers: Headers = (),
+) -> None:
     data = body.encode() if isinstance(body, str) else body
     all_headers = list(headers)
     if data:
@@ -43,7 +50,9 @@ async def respond_json(send: Send, status: int, body: bytes, *, headers: Headers
 
 
 def jsonrpc_error(request_id: Any, code: int, message: str) -> bytes:
-    return msgspec.json.encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+    return msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    )
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:

@@ -29,7 +29,9 @@ from acpstack.wire import FrameDecoder
 
 log = logging.getLogger("acpstack.server")
 
-REATTACH_METHODS = frozenset({"session/load", "session/resume", "session/fork", "unstable_session/fork"})
+REATTACH_METHODS = frozenset(
+    {"session/load", "session/resume", "session/fork", "unstable_session/fork"}
+)
 
 
 class InitializeFailed(Exception):
@@ -39,7 +41,14 @@ class InitializeFailed(Exception):
 
 
 class RemoteConnection:
-    def __init__(self, connection_id: str, limits: ServerLimits, *, multiplex: bool, on_closed: Callable[[RemoteConnection], None]) -> None:
+    def __init__(
+        self,
+        connection_id: str,
+        limits: ServerLimits,
+        *,
+        multiplex: bool,
+        on_closed: Callable[[RemoteConnection], None],
+    ) -> None:
         self.id = connection_id
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
@@ -57,8 +66,22 @@ class RemoteConnection:
         self._on_closed = on_closed
         self._closer: asyncio.Task[None] | None = None
 
-    async def start(self, source: AgentSource, *, unstable: bool, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> None:
-        self.link = await start_agent(source, label=self.id[:8], unstable=unstable, max_message_size=self.limits.max_message_size, cwd=cwd, env=env)
+    async def start(
+        self,
+        source: AgentSource,
+        *,
+        unstable: bool,
+        cwd: str | os.PathLike[str] | None,
+        env: Mapping[str, str] | None,
+    ) -> None:
+        self.link = await start_agent(
+            source,
+            label=self.id[:8],
+            unstable=unstable,
+            max_message_size=self.limits.max_message_size,
+            cwd=cwd,
+            env=env,
+        )
         log.info("connection %s: agent started (%s)", self.id, self.link.description)
         self.link.transport.start_reading(self._on_data, self._on_eof)
 
@@ -124,7 +147,11 @@ class RemoteConnection:
         """A receiver left the stream; an empty session stream is forgotten (made anew when needed)."""
         stream.detach()
         self.touch()
-        if stream.session_id is not None and stream.empty and self.sessions.get(stream.session_id) is stream:
+        if (
+            stream.session_id is not None
+            and stream.empty
+            and self.sessions.get(stream.session_id) is stream
+        ):
             del self.sessions[stream.session_id]
 
     def _sized(self, delta: int) -> None:
@@ -149,12 +176,18 @@ class RemoteConnection:
         try:
             return await asyncio.wait_for(future, self.limits.initialize_timeout)
         except TimeoutError:
-            raise InitializeFailed(504, f"the agent did not answer initialize within {self.limits.initialize_timeout:g} s") from None
+            raise InitializeFailed(
+                504,
+                f"the agent did not answer initialize within {self.limits.initialize_timeout:g} s",
+            ) from None
 
     async def deliver(self, frame: bytes, env: Envelope, header_session: str | None) -> None:
         """Pass a client message on to the agent, remembering where its answer goes."""
         if env.kind == "request" and not self.multiplex:
-            self._routes[env.id] = (env.session_id or header_session, env.method in REATTACH_METHODS)
+            self._routes[env.id] = (
+                env.session_id or header_session,
+                env.method in REATTACH_METHODS,
+            )
         await self.send(frame)
 
     async def send(self, frame: bytes) -> None:
@@ -179,7 +212,9 @@ class RemoteConnection:
         for stream in self.sessions.values():
             stream.close()
         if self._initialize is not None and not self._initialize[1].done():
-            self._initialize[1].set_exception(InitializeFailed(502, "the agent closed before it answered initialize"))
+            self._initialize[1].set_exception(
+                InitializeFailed(502, "the agent closed before it answered initialize")
+            )
         try:
             if self.link is not None:
                 await self.link.aclose()

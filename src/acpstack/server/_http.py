@@ -39,16 +39,27 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.server")
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
-SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"))
+SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),
+)
 
 
-async def handle_post(app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers) -> None:
+async def handle_post(
+    app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers
+) -> None:
     if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         await respond(send, 415, "Content-Type must be application/json", headers=cors)
         return
     body = await read_body(receive, app.limits.max_message_size)
     if body is None:
-        await respond(send, 413, f"a message may hold at most {app.limits.max_message_size} bytes", headers=cors)
+        await respond(
+            send,
+            413,
+            f"a message may hold at most {app.limits.max_message_size} bytes",
+            headers=cors,
+        )
         return
     if body.lstrip()[:1] == b"[":
         await _post_batch(app, headers, body, send, cors)
@@ -56,7 +67,12 @@ async def handle_post(app: AgentServer, headers: dict[str, str], receive: Receiv
     try:
         env = peek(body)
     except msgspec.DecodeError:
-        await respond_json(send, 400, jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"), headers=cors)
+        await respond_json(
+            send,
+            400,
+            jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"),
+            headers=cors,
+        )
         return
     problem = _check(app, env)
     if problem is not None:
@@ -64,7 +80,9 @@ async def handle_post(app: AgentServer, headers: dict[str, str], receive: Receiv
         return
     if env.kind == "request" and env.method == "initialize":
         if CONNECTION_HEADER.lower() in headers:
-            await respond(send, 400, "initialize is not allowed on an existing connection", headers=cors)
+            await respond(
+                send, 400, "initialize is not allowed on an existing connection", headers=cors
+            )
             return
         await app.initialize_http(compact(body), env, send, cors)
         return
@@ -80,12 +98,18 @@ def _check(app: AgentServer, env: Envelope) -> str | None:
     return None
 
 
-async def _deliver(app: AgentServer, headers: dict[str, str], frame: bytes, env: Envelope) -> tuple[int, str]:
+async def _deliver(
+    app: AgentServer, headers: dict[str, str], frame: bytes, env: Envelope
+) -> tuple[int, str]:
     connection, status, text = app.find_connection(headers)
     if connection is None:
         return status, text
     header_session = headers.get("acp-session-id")
-    if header_session is not None and env.session_id is not None and header_session != env.session_id:
+    if (
+        header_session is not None
+        and env.session_id is not None
+        and header_session != env.session_id
+    ):
         return 400, "Acp-Session-Id does not match params.sessionId"
     try:
         await connection.deliver(frame, env, header_session)
@@ -94,21 +118,37 @@ async def _deliver(app: AgentServer, headers: dict[str, str], frame: bytes, env:
     return 202, ""
 
 
-async def _post_batch(app: AgentServer, headers: dict[str, str], body: bytes, send: Send, cors: Headers) -> None:
+async def _post_batch(
+    app: AgentServer, headers: dict[str, str], body: bytes, send: Send, cors: Headers
+) -> None:
     if not app.limits.accept_batches:
-        await respond_json(send, 501, jsonrpc_error(None, INVALID_REQUEST, "JSON-RPC batches are not supported"), headers=cors)
+        await respond_json(
+            send,
+            501,
+            jsonrpc_error(None, INVALID_REQUEST, "JSON-RPC batches are not supported"),
+            headers=cors,
+        )
         return
     try:
         items = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        await respond_json(send, 400, jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"), headers=cors)
+        await respond_json(
+            send,
+            400,
+            jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"),
+            headers=cors,
+        )
         return
     frames = [msgspec.json.encode(item) for item in items]
     envelopes = [peek(frame) for frame in frames]
     for env in envelopes:
-        problem = _check(app, env) or ("initialize must be sent alone" if env.method == "initialize" else None)
+        problem = _check(app, env) or (
+            "initialize must be sent alone" if env.method == "initialize" else None
+        )
         if problem is not None:
-            await respond_json(send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors)
+            await respond_json(
+                send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors
+            )
             return
     status, text = 400, "empty batch"
     for frame, env in zip(frames, envelopes, strict=True):
@@ -118,7 +158,9 @@ async def _post_batch(app: AgentServer, headers: dict[str, str], body: bytes, se
     await respond(send, status, text, headers=cors)
 
 
-async def handle_get(app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers) -> None:
+async def handle_get(
+    app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers
+) -> None:
     if "websocket" in headers.get("upgrade", "").lower():
         await respond(send, 426, "this server does not accept WebSocket upgrades", headers=cors)
         return
@@ -131,9 +173,18 @@ async def handle_get(app: AgentServer, headers: dict[str, str], receive: Receive
         await respond(send, status, text, headers=cors)
         return
     session_id = headers.get("acp-session-id")
-    stream = connection.connection_stream if session_id is None else connection.session_stream(session_id)
+    stream = (
+        connection.connection_stream
+        if session_id is None
+        else connection.session_stream(session_id)
+    )
     if stream is None:
-        await respond(send, 429, f"a connection may have at most {app.limits.max_session_streams} session streams", headers=cors)
+        await respond(
+            send,
+            429,
+            f"a connection may have at most {app.limits.max_session_streams} session streams",
+            headers=cors,
+        )
         return
     if not stream.attach():
         await respond(send, 409, "this stream already has a receiver", headers=cors)
@@ -144,14 +195,27 @@ async def handle_get(app: AgentServer, headers: dict[str, str], receive: Receive
         connection.release(stream)
 
 
-async def _stream_events(app: AgentServer, connection: RemoteConnection, stream: OutboundStream, receive: Receive, send: Send, cors: Headers) -> None:
+async def _stream_events(
+    app: AgentServer,
+    connection: RemoteConnection,
+    stream: OutboundStream,
+    receive: Receive,
+    send: Send,
+    cors: Headers,
+) -> None:
     await send(start_message(200, (*SSE_HEADERS, *cors)))
     gone: asyncio.Future[object] = asyncio.ensure_future(_disconnected(receive))
     try:
         while True:
             frames = stream.take()
             if frames:
-                await send({"type": "http.response.body", "body": b"data: " + b"\n\ndata: ".join(frames) + b"\n\n", "more_body": True})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": b"data: " + b"\n\ndata: ".join(frames) + b"\n\n",
+                        "more_body": True,
+                    }
+                )
                 continue
             if stream.closed or gone.done():
                 break
@@ -168,7 +232,9 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-async def handle_delete(app: AgentServer, headers: dict[str, str], send: Send, cors: Headers) -> None:
+async def handle_delete(
+    app: AgentServer, headers: dict[str, str], send: Send, cors: Headers
+) -> None:
     connection, status, text = app.find_connection(headers)
     if connection is None:
         await respond(send, status, text, headers=cors)

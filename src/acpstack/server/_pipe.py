@@ -87,7 +87,12 @@ class PipeEnd:
 
     async def drain(self) -> None:
         peer = self.peer
-        while peer is not None and not peer._closed and not self._closed and peer._held_size > self._high:
+        while (
+            peer is not None
+            and not peer._closed
+            and not self._closed
+            and peer._held_size > self._high
+        ):
             waiter = asyncio.get_running_loop().create_future()
             peer._drain_waiters.append(waiter)
             await waiter

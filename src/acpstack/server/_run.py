@@ -72,7 +72,9 @@ async def serve_remote(
         ssl_keyfile_password=ssl_keyfile_password,
     )
     _redact_uvicorn_logs(app.security.token)
-    server = _server_class(uvicorn.Server)(config, app, (lambda: on_ready(sock)) if on_ready is not None else None)
+    server = _server_class(uvicorn.Server)(
+        config, app, (lambda: on_ready(sock)) if on_ready is not None else None
+    )
     stopper = asyncio.ensure_future(_stop_when(stop, server)) if stop is not None else None
     try:
         await server.serve(sockets=[sock])
@@ -121,7 +123,9 @@ def _server_class(base: Any) -> Any:
         """uvicorn's server, which ends our streams before it waits for requests to finish
         (an SSE stream or a WebSocket never finishes on its own), and says when it listens."""
 
-        def __init__(self, config: Any, app: AgentServer, on_ready: Callable[[], None] | None) -> None:
+        def __init__(
+            self, config: Any, app: AgentServer, on_ready: Callable[[], None] | None
+        ) -> None:
             super().__init__(config)
             self.acp_app = app
             self.on_ready = on_ready

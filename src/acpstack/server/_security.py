@@ -63,7 +63,11 @@ class ServerSecurity:
         if "*" in self.allowed_origins or origin in self.allowed_origins:
             return True
         parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback(parts.hostname)
+        return (
+            parts.scheme in ("http", "https")
+            and parts.hostname is not None
+            and is_loopback(parts.hostname)
+        )
 
     def check_origin(self, origin: str | None) -> Rejection | None:
         if origin is None or self.origin_allowed(origin):
@@ -77,7 +81,9 @@ class ServerSecurity:
         for offered in _offered_tokens(headers, query_string):
             if hmac.compare_digest(offered.encode(), expected):
                 return None
-        return Rejection(401, "missing or wrong token", (("WWW-Authenticate", 'Bearer realm="acp"'),))
+        return Rejection(
+            401, "missing or wrong token", (("WWW-Authenticate", 'Bearer realm="acp"'),)
+        )
 
 
 def _host_name(host: str) -> str:

@@ -71,7 +71,9 @@ class OutboundStream:
         if also is not None:
             waitables.add(also)
         try:
-            done, _ = await asyncio.wait(waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             self._waiter = None
             if not waiter.done():

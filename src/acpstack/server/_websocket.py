@@ -31,7 +31,9 @@ log = logging.getLogger("acpstack.server")
 PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG = 1002, 1011, 1009
 
 
-async def serve_websocket(app: AgentServer, scope: Scope, receive: Receive, send: Send, rejection: Rejection | None) -> None:
+async def serve_websocket(
+    app: AgentServer, scope: Scope, receive: Receive, send: Send, rejection: Rejection | None
+) -> None:
     if (await receive())["type"] != "websocket.connect":
         return
     if rejection is None and not app.has_room():
@@ -40,7 +42,9 @@ async def serve_websocket(app: AgentServer, scope: Scope, receive: Receive, send
         await _reject(scope, send, rejection)
         return
     connection = app.new_connection(multiplex=True)
-    await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]})
+    await send(
+        {"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]}
+    )
     stream = connection.connection_stream
     stream.attach()
     pump = asyncio.ensure_future(_pump(stream, send))
@@ -53,7 +57,9 @@ async def serve_websocket(app: AgentServer, scope: Scope, receive: Receive, send
     finally:
         reader.cancel()
         await connection.aclose()
-        await asyncio.wait({pump, reader})  # both end now: the stream is closed, the reader cancelled
+        await asyncio.wait(
+            {pump, reader}
+        )  # both end now: the stream is closed, the reader cancelled
         for task in (pump, reader):
             error = None if task.cancelled() else task.exception()
             if error is not None:
@@ -63,7 +69,9 @@ async def serve_websocket(app: AgentServer, scope: Scope, receive: Receive, send
             await send({"type": "websocket.close", "code": close_code})
 
 
-async def _read(app: AgentServer, connection: RemoteConnection, receive: Receive, stream: OutboundStream) -> int:
+async def _read(
+    app: AgentServer, connection: RemoteConnection, receive: Receive, stream: OutboundStream
+) -> int:
     """Relay the client's messages; returns the close code to send (0: the client left)."""
     limit = app.limits.max_message_size
     started = False
@@ -118,9 +126,18 @@ async def _pump(stream: OutboundStream, send: Send) -> None:
 async def _reject(scope: Scope, send: Send, rejection: Rejection) -> None:
     if "websocket.http.response" in scope.get("extensions", {}):
         body = rejection.message.encode()
-        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         headers += [(k.lower().encode(), v.encode()) for k, v in rejection.headers]
-        await send({"type": "websocket.http.response.start", "status": rejection.status, "headers": headers})
+        await send(
+            {
+                "type": "websocket.http.response.start",
+                "status": rejection.status,
+                "headers": headers,
+            }
+        )
         await send({"type": "websocket.http.response.body", "body": body, "more_body": False})
     else:
         await send({"type": "websocket.close", "code": 1008})

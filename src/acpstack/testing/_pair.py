@@ -22,7 +22,9 @@ class ConnectedPair:
 
 
 @contextlib.asynccontextmanager
-async def connected_pair(agent: Agent, client: Client, *, unstable: bool = False) -> AsyncIterator[ConnectedPair]:
+async def connected_pair(
+    agent: Agent, client: Client, *, unstable: bool = False
+) -> AsyncIterator[ConnectedPair]:
     """Connect `agent` and `client` over an in-memory pipe; both are closed on exit.
 
     Messages still go through framing, validation and the full runtime on both sides,

@@ -82,7 +82,13 @@ def _peek_loose(data: Any) -> Envelope:
             return _SessionRef(value.get("sessionId"))
         return UNSET if value is UNSET else None
 
-    return _classify(rid, data.get("method", UNSET), ref(data.get("params", UNSET)), ref(data.get("result", UNSET)), data.get("error", UNSET))
+    return _classify(
+        rid,
+        data.get("method", UNSET),
+        ref(data.get("params", UNSET)),
+        ref(data.get("result", UNSET)),
+        data.get("error", UNSET),
+    )
 
 
 def compact(message: bytes) -> bytes:

@@ -49,7 +49,9 @@ def endpoint(url: str, verify: bool | str | ssl.SSLContext = True) -> Endpoint:
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     default_port = port == (443 if secure else 80)
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    return Endpoint(url, parts.hostname, port, target, host if default_port else f"{host}:{port}", context)
+    return Endpoint(
+        url, parts.hostname, port, target, host if default_port else f"{host}:{port}", context
+    )
 
 
 @dataclass
@@ -84,12 +86,24 @@ class Http1Connection:
         e = self.endpoint
         async with asyncio.timeout(self._connect_timeout):
             self._reader, self._writer = await asyncio.open_connection(
-                e.host, e.port, ssl=e.ssl, server_hostname=e.host if e.ssl else None, limit=READ_SIZE)
-        self._conn = self._h11.Connection(self._h11.CLIENT, max_incomplete_event_size=self._max_event_size)
+                e.host,
+                e.port,
+                ssl=e.ssl,
+                server_hostname=e.host if e.ssl else None,
+                limit=READ_SIZE,
+            )
+        self._conn = self._h11.Connection(
+            self._h11.CLIENT, max_incomplete_event_size=self._max_event_size
+        )
 
     def _usable(self) -> bool:
-        return self._writer is not None and self._reader is not None and not self._reader.at_eof() and not self._writer.is_closing() \
+        return (
+            self._writer is not None
+            and self._reader is not None
+            and not self._reader.at_eof()
+            and not self._writer.is_closing()
             and self._conn.our_state is self._h11.IDLE
+        )
 
     async def send(self, method: str, headers: Headers, body: bytes = b"") -> Response:
         """A whole request and its whole response (opening the connection again when the
@@ -145,7 +159,9 @@ class Http1Connection:
         while True:
             event = await self._next_event()
             if isinstance(event, self._h11.Response):
-                headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
+                headers = [
+                    (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers
+                ]
                 return Response(event.status_code, event.reason.decode("latin-1"), headers)
             if isinstance(event, self._h11.ConnectionClosed):
                 raise ConnectionResetError("the server closed the connection without answering")

@@ -71,7 +71,9 @@ class HttpClientTransport(MessageTransport):
             self._headers.append(("Authorization", f"Bearer {token}"))
         self.cookies = cookies if cookies is not None else CookieJar()
         self._timeout = timeout
-        self._posts = Http1Connection(self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024)
+        self._posts = Http1Connection(
+            self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024
+        )
         self._errors: tuple[type[Exception], ...] = (OSError, TimeoutError, self._h11.ProtocolError)
         self._stream_errors: tuple[type[Exception], ...] = (*self._errors, SseError)
         self.connection_id: str | None = None
@@ -126,7 +128,10 @@ class HttpClientTransport(MessageTransport):
                 self._failed.discard(session)
             state = await self._session_stream(session)
             if state == CONFLICT:
-                self._fail_request(env, f"the server refused session {session}'s stream (409); load or resume it again")
+                self._fail_request(
+                    env,
+                    f"the server refused session {session}'s stream (409); load or resume it again",
+                )
                 return
             if state == OPEN:
                 headers.append((SESSION_HEADER, session))
@@ -153,7 +158,10 @@ class HttpClientTransport(MessageTransport):
             return
         error: dict[str, Any] = {"code": -32603, "message": text}
         if response is not None:
-            error["data"] = {"status": response.status, "body": response.body[:ERROR_BODY_LIMIT].decode("utf-8", "replace")}
+            error["data"] = {
+                "status": response.status,
+                "body": response.body[:ERROR_BODY_LIMIT].decode("utf-8", "replace"),
+            }
         self._deliver([msgspec.json.encode({"jsonrpc": "2.0", "id": env.id, "error": error})])
 
     def _with_common(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -169,7 +177,9 @@ class HttpClientTransport(MessageTransport):
         if set_cookies:
             store_cookies(self.cookies, self.url, set_cookies)
 
-    async def _request(self, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> Response:
+    async def _request(
+        self, method: str, headers: list[tuple[str, str]], body: bytes = b""
+    ) -> Response:
         async with asyncio.timeout(self._timeout):
             response = await self._posts.send(method, self._with_common(headers), body)
         self._keep_cookies(response)
@@ -198,7 +208,11 @@ class HttpClientTransport(MessageTransport):
         if session is not None:
             headers.append((SESSION_HEADER, session))
         ended = "the server ended the stream"
-        stream = Http1Connection(self._endpoint, connect_timeout=self._timeout, max_event_size=self._max_message_size + 64 * 1024)
+        stream = Http1Connection(
+            self._endpoint,
+            connect_timeout=self._timeout,
+            max_event_size=self._max_message_size + 64 * 1024,
+        )
         try:
             async with asyncio.timeout(self._timeout):
                 response = await stream.open_stream("GET", self._with_common(headers))
@@ -224,7 +238,9 @@ class HttpClientTransport(MessageTransport):
     def _stream_refused(self, session: str | None, response: Response) -> None:
         status = response.status
         if session is None or status in (401, 403, 410):
-            self._finish(f"the server refused the {'connection' if session is None else 'session'} stream: {_describe(response)}")
+            self._finish(
+                f"the server refused the {'connection' if session is None else 'session'} stream: {_describe(response)}"
+            )
             return
         opened = self._streams.pop(session, None)
         if status == 404:  # not known to the server yet (e.g. before session/load)
@@ -284,7 +300,9 @@ class HttpClientTransport(MessageTransport):
             if connection_id is not None:
                 with contextlib.suppress(*self._errors):
                     async with asyncio.timeout(5):
-                        await self._posts.send("DELETE", self._with_common([(CONNECTION_HEADER, connection_id)]))
+                        await self._posts.send(
+                            "DELETE", self._with_common([(CONNECTION_HEADER, connection_id)])
+                        )
         finally:
             await self._posts.aclose()
 

@@ -24,7 +24,9 @@ class SseDecoder:
     def __init__(self, max_event_size: int) -> None:
         self._max = max_event_size
         self._buf = b""
-        self._cr_pending = False  # the last chunk ended in CR: a LF that starts the next one belongs to it
+        self._cr_pending = (
+            False  # the last chunk ended in CR: a LF that starts the next one belongs to it
+        )
         self._started = False
 
     def feed(self, chunk: bytes) -> list[bytes]:

@@ -182,7 +182,7 @@ def _check(fd: int, name: str, *, read: bool) -> None:
 
 
 def _kind(fd: int) -> str:
-    """"pipe" or "socket" (the loop's pipe transports), "tty", or "file" (what epoll refuses)."""
+    """ "pipe" or "socket" (the loop's pipe transports), "tty", or "file" (what epoll refuses)."""
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode):
         return "pipe"
@@ -198,7 +198,9 @@ def _same_file(a: int, b: int) -> bool:
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
-async def _open_reader(loop: asyncio.AbstractEventLoop, fd: int, inbox: Inbox, kind: str) -> _Reader:
+async def _open_reader(
+    loop: asyncio.AbstractEventLoop, fd: int, inbox: Inbox, kind: str
+) -> _Reader:
     if kind == "file":
         return ThreadReader(fd, inbox, loop)
     if kind == "tty" or kind == "duplex":

@@ -155,8 +155,14 @@ class SubprocessTransport:
                 raise ValueError("empty agent command")
             process, _ = await loop.subprocess_exec(lambda: pipes, *argv, **common)
             shown = " ".join(argv)
-        return cls(process, pipes, stderr_callback=stderr_callback, stderr_tail=tail,
-                   shutdown_timeout=shutdown_timeout, description=description or shown)
+        return cls(
+            process,
+            pipes,
+            stderr_callback=stderr_callback,
+            stderr_tail=tail,
+            shutdown_timeout=shutdown_timeout,
+            description=description or shown,
+        )
 
     # -- the Transport interface -------------------------------------------------
 
@@ -239,7 +245,10 @@ class SubprocessTransport:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, sig)
             try:
-                await asyncio.wait_for(self._pipes.exited.wait(), self._shutdown_timeout if sig != signal.SIGKILL else 10)
+                await asyncio.wait_for(
+                    self._pipes.exited.wait(),
+                    self._shutdown_timeout if sig != signal.SIGKILL else 10,
+                )
             except TimeoutError:
                 continue
         # Children of the agent that outlived it.

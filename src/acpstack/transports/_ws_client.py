@@ -103,8 +103,12 @@ class WebSocketClientTransport:
         try:
             async with asyncio.timeout(self._timeout):
                 self._transport, self._pipe = await loop.create_connection(
-                    lambda: _Pipe(self), parts.hostname or "", parts.port or (443 if secure else 80),
-                    ssl=context, server_hostname=parts.hostname if context else None)
+                    lambda: _Pipe(self),
+                    parts.hostname or "",
+                    parts.port or (443 if secure else 80),
+                    ssl=context,
+                    server_hostname=parts.hostname if context else None,
+                )
                 self._flush()
                 response = await self._handshake
         except (OSError, TimeoutError) as exc:
@@ -113,8 +117,11 @@ class WebSocketClientTransport:
         if self._ws.handshake_exc is not None or response.status_code != 101:
             self._abort()
             body = (response.body or b"").decode("utf-8", "replace")[:500].strip()
-            raise RemoteError(f"the server refused the WebSocket: HTTP {response.status_code}" + (f": {body}" if body else ""),
-                              response.status_code)
+            raise RemoteError(
+                f"the server refused the WebSocket: HTTP {response.status_code}"
+                + (f": {body}" if body else ""),
+                response.status_code,
+            )
         store_cookies(self.cookies, self.url, response.headers.get_all("Set-Cookie"))
         self.connection_id = response.headers.get(CONNECTION_HEADER)
 
@@ -125,7 +132,9 @@ class WebSocketClientTransport:
         if self._compression:
             deflate: Any = require("websockets.extensions.permessage_deflate")
             extensions = [deflate.ClientPerMessageDeflateFactory()]
-        return client.ClientProtocol(uri.parse_uri(self.url), extensions=extensions, max_size=self._max)
+        return client.ClientProtocol(
+            uri.parse_uri(self.url), extensions=extensions, max_size=self._max
+        )
 
     # -- bytes in ----------------------------------------------------------------------
 
@@ -168,7 +177,9 @@ class WebSocketClientTransport:
             with contextlib.suppress(Exception):
                 self._ws.receive_eof()
         if self._handshake is not None and not self._handshake.done():
-            self._handshake.set_exception(ConnectionResetError("the server closed the connection during the handshake"))
+            self._handshake.set_exception(
+                ConnectionResetError("the server closed the connection during the handshake")
+            )
         self._end(f"the WebSocket closed ({_close_text(self._ws)})")
 
     def _end(self, reason: str) -> None:

@@ -54,7 +54,13 @@ _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 # What msgspec (or the interpreter under it) raises for input it cannot represent: nesting
 # deeper than the recursion limit, numbers out of range, integers past int_max_str_digits.
-UNDECODABLE = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, OverflowError)
+UNDECODABLE = (
+    msgspec.DecodeError,
+    msgspec.ValidationError,
+    RecursionError,
+    ValueError,
+    OverflowError,
+)
 
 
 def decode_envelope(frame: bytes) -> Envelope | Invalid:
@@ -81,14 +87,22 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
     except (ValueError, OverflowError) as exc:
         return Invalid(_PARSE_ERROR, _salvage_id(frame), f"unrepresentable JSON value: {exc}")
     if env.jsonrpc != "2.0":
-        return Invalid(_INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")')
+        return Invalid(
+            _INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")'
+        )
     if env.method is not UNSET:
         if env.result is not UNSET or env.error is not UNSET:
-            return Invalid(_INVALID_REQUEST, _known_id(env), "a message cannot carry both method and result/error")
+            return Invalid(
+                _INVALID_REQUEST,
+                _known_id(env),
+                "a message cannot carry both method and result/error",
+            )
         return env
     if env.id is not UNSET and (env.result is UNSET) != (env.error is UNSET):
         return env
-    return Invalid(_INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response")
+    return Invalid(
+        _INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response"
+    )
 
 
 def _known_id(env: Envelope) -> RequestId:

@@ -230,10 +230,18 @@ class ProtocolState:
         mine = {role, "both", "protocol"}
         peer = {"client" if role == "agent" else "agent", "both", "protocol"}
         # Method name -> spec, one table per direction and kind.
-        self._requests_in = {s.name: s for s in table if s.handled_by in mine and s.kind == "request"}
-        self._notifications_in = {s.name: s for s in table if s.handled_by in mine and s.kind == "notification"}
-        self._requests_out = {s.name: s for s in table if s.handled_by in peer and s.kind == "request"}
-        self._notifications_out = {s.name: s for s in table if s.handled_by in peer and s.kind == "notification"}
+        self._requests_in = {
+            s.name: s for s in table if s.handled_by in mine and s.kind == "request"
+        }
+        self._notifications_in = {
+            s.name: s for s in table if s.handled_by in mine and s.kind == "notification"
+        }
+        self._requests_out = {
+            s.name: s for s in table if s.handled_by in peer and s.kind == "request"
+        }
+        self._notifications_out = {
+            s.name: s for s in table if s.handled_by in peer and s.kind == "notification"
+        }
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
         self._send_mode: str | None = None if send_framing == "auto" else send_framing
@@ -312,7 +320,9 @@ class ProtocolState:
                 event = self._oversized(frame)
             else:
                 log.warning("framing error: %s", frame.detail)
-                self._queue_error(None, RequestError(PARSE_ERROR, "Parse error", {"detail": frame.detail}))
+                self._queue_error(
+                    None, RequestError(PARSE_ERROR, "Parse error", {"detail": frame.detail})
+                )
                 event = DroppedMessage("parse_error", frame.detail)
             if event is not None:
                 events.append(event)
@@ -323,13 +333,28 @@ class ProtocolState:
         text = f"message of at least {frame.size} bytes exceeds the limit of {self.max_message_size} bytes"
         detail = {"detail": text}
         log.warning("dropped a message: %s (method %s)", text, found.method)
-        return self._undecodable(found, frame.prefix, frame.size, "too_large", text,
-                                 RequestError(INVALID_REQUEST, "Invalid request: message too large", detail),
-                                 RequestError(INVALID_REQUEST, "Response too large", detail),
-                                 RequestError(PARSE_ERROR, "Parse error", detail))
+        return self._undecodable(
+            found,
+            frame.prefix,
+            frame.size,
+            "too_large",
+            text,
+            RequestError(INVALID_REQUEST, "Invalid request: message too large", detail),
+            RequestError(INVALID_REQUEST, "Response too large", detail),
+            RequestError(PARSE_ERROR, "Parse error", detail),
+        )
 
-    def _undecodable(self, found: Any, prefix: bytes, size: int, reason: str, text: str,
-                     answer: RequestError, failure: RequestError, unidentified: RequestError | None = None) -> Event | None:
+    def _undecodable(
+        self,
+        found: Any,
+        prefix: bytes,
+        size: int,
+        reason: str,
+        text: str,
+        answer: RequestError,
+        failure: RequestError,
+        unidentified: RequestError | None = None,
+    ) -> Event | None:
         """A message we cannot use. A response to one of our calls fails that call only (with
         `failure`); a request with a readable id gets `answer`; anything else is answered with
         `id: null` (JSON-RPC's rule for what cannot be identified; `unidentified`, default
@@ -372,12 +397,24 @@ class ProtocolState:
         message = "Parse error" if env.code == PARSE_ERROR else "Invalid request"
         error = RequestError(env.code, message, {"detail": env.detail})
         found = salvage(frame)
-        if env.id is not None and env.code == INVALID_REQUEST and not found.has_result and env.id not in self.pending:
+        if (
+            env.id is not None
+            and env.code == INVALID_REQUEST
+            and not found.has_result
+            and env.id not in self.pending
+        ):
             # It decoded as an object whose id we read: not a damaged response, so answer it.
             self._queue_error(env.id, error)
             return None
-        return self._undecodable(found, frame, len(frame), reason, env.detail, error,
-                                 RequestError(env.code, "Malformed response from peer", {"detail": env.detail}))
+        return self._undecodable(
+            found,
+            frame,
+            len(frame),
+            reason,
+            env.detail,
+            error,
+            RequestError(env.code, "Malformed response from peer", {"detail": env.detail}),
+        )
 
     def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
@@ -391,11 +428,29 @@ class ProtocolState:
             self._queue_error(rid, RequestError.method_not_found(method))
             return None
         if self.role == "agent" and not self.initialized and method != "initialize":
-            self._queue_error(rid, RequestError(INVALID_REQUEST, "Invalid request: `initialize` must be the first request", {"method": method}))
+            self._queue_error(
+                rid,
+                RequestError(
+                    INVALID_REQUEST,
+                    "Invalid request: `initialize` must be the first request",
+                    {"method": method},
+                ),
+            )
             return None
-        if spec.gate is not None and self._local_caps is not None and method not in self._accepted_gated:
+        if (
+            spec.gate is not None
+            and self._local_caps is not None
+            and method not in self._accepted_gated
+        ):
             if not capability_allows(self._local_caps, spec.gate):
-                self._queue_error(rid, RequestError(-32601, "Method not found", {"method": method, "reason": "capability not advertised"}))
+                self._queue_error(
+                    rid,
+                    RequestError(
+                        -32601,
+                        "Method not found",
+                        {"method": method, "reason": "capability not advertised"},
+                    ),
+                )
                 return None
             self._accepted_gated.add(method)
         try:
@@ -420,8 +475,14 @@ class ProtocolState:
         except RequestError as err:
             log.warning("dropped notification %s with invalid params: %s", method, err.data)
             raw = raw_params if isinstance(raw_params, msgspec.Raw) else b""
-            detail = str(err.data.get("detail", err.message)) if isinstance(err.data, dict) else err.message
-            return DroppedMessage("invalid_params", detail, method, salvage_session_id(bytes(raw)), len(raw))
+            detail = (
+                str(err.data.get("detail", err.message))
+                if isinstance(err.data, dict)
+                else err.message
+            )
+            return DroppedMessage(
+                "invalid_params", detail, method, salvage_session_id(bytes(raw)), len(raw)
+            )
         if method == CANCEL_REQUEST:
             return IncomingCancel(params.request_id)
         return IncomingNotification(method, spec, params)
@@ -438,7 +499,9 @@ class ProtocolState:
                 return IncomingResponse(call, result=_plain(raw_result))
             result = decode_typed(raw_result, call.result_type, call.method, result=True)
         except RequestError as err:
-            return IncomingResponse(call, error=RequestError(err.code, "Invalid result from peer", err.data))
+            return IncomingResponse(
+                call, error=RequestError(err.code, "Invalid result from peer", err.data)
+            )
         if call.method == "initialize" and self.role == "client":
             self.peer_capabilities = result.agent_capabilities
             self.initialized = True
@@ -454,7 +517,9 @@ class ProtocolState:
             return body + b"\n"  # the common case, without encode_frame's dispatch
         return encode_frame(body, self.send_mode)
 
-    def start_request(self, method: str, params: Any, *, check_gate: bool = True) -> tuple[RequestId, bytes, PendingCall]:
+    def start_request(
+        self, method: str, params: Any, *, check_gate: bool = True
+    ) -> tuple[RequestId, bytes, PendingCall]:
         spec = self._requests_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
@@ -462,7 +527,12 @@ class ProtocolState:
             self._check_gate(spec)
         rid = next(self._ids)
         session_id = getattr(params, "session_id", None)
-        call = PendingCall(rid, method, spec.result if spec else None, session_id if isinstance(session_id, str) else None)
+        call = PendingCall(
+            rid,
+            method,
+            spec.result if spec else None,
+            session_id if isinstance(session_id, str) else None,
+        )
         self.pending[rid] = call
         if method == "initialize" and self.role == "client":
             self.local_capabilities = getattr(params, "client_capabilities", None)
@@ -512,7 +582,9 @@ class ProtocolState:
             raise CapabilityError(f"cannot send {spec.name} before `initialize` has completed")
         if spec.gate is not None and not capability_allows(self._peer_caps, spec.gate):
             path = ".".join(spec.gate)
-            raise CapabilityError(f"the peer did not advertise `{path}`, so {spec.name} may not be sent")
+            raise CapabilityError(
+                f"the peer did not advertise `{path}`, so {spec.name} may not be sent"
+            )
         self._sendable.add(spec.name)
 
 
@@ -536,5 +608,7 @@ def _decode_error(raw: Any) -> RequestError:
     try:
         err = msgspec.json.decode(raw, type=_WireError)
     except UNDECODABLE as exc:
-        return RequestError(INTERNAL_ERROR, "Malformed error from peer", {"detail": _first_line(exc)})
+        return RequestError(
+            INTERNAL_ERROR, "Malformed error from peer", {"detail": _first_line(exc)}
+        )
     return RequestError(err.code, err.message, err.data)

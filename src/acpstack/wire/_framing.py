@@ -187,7 +187,12 @@ class FrameDecoder:
         if self._pending or self._discarding:
             return None
         line = data[:-1]
-        if 0 < len(line) <= self._max and b"\n" not in line and line[-1] != 13 and not line.isspace():
+        if (
+            0 < len(line) <= self._max
+            and b"\n" not in line
+            and line[-1] != 13
+            and not line.isspace()
+        ):
             return line
         return None
 

@@ -15,8 +15,13 @@ SERVER = str(Path(__file__).parent / "mcp_server.py")
 @contextmanager
 def mcp_http_server(kind: str = "http", **env: str) -> Iterator[str]:
     """Yields the server's URL once it listens (it prints its port then); stops it after."""
-    proc = subprocess.Popen([sys.executable, SERVER, kind], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, **env})
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, kind],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **env},
+    )
     try:
         assert proc.stdout is not None
         port = proc.stdout.readline().strip()  # returns at once with "" if the server died

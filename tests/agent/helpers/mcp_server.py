@@ -53,7 +53,13 @@ def with_token(app: Any, token: str) -> Any:
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope.get("headers") or [])
         if scope["type"] == "http" and headers.get(b"authorization") != f"Bearer {token}".encode():
-            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"0")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-length", b"0")],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         await app(scope, receive, send)
@@ -70,7 +76,9 @@ def serve_http(kind: str) -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections wait in the backlog until uvicorn accepts them
     print(sock.getsockname()[1], flush=True)
-    uvicorn.Server(uvicorn.Config(with_token(app, token) if token else app, log_level="warning", lifespan="on")).run(sockets=[sock])
+    uvicorn.Server(
+        uvicorn.Config(with_token(app, token) if token else app, log_level="warning", lifespan="on")
+    ).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -15,10 +15,16 @@ class McpAgent(SessionAgent):
         if turn.text == "tools":
             tools = await mcp.list_tools()
             errors = {name: err.message for name, err in mcp.errors.items()}
-            await turn.say(json.dumps({"tools": sorted(f"{t.server}.{t.name}" for t in tools), "errors": errors}))
+            await turn.say(
+                json.dumps(
+                    {"tools": sorted(f"{t.server}.{t.name}" for t in tools), "errors": errors}
+                )
+            )
             return "end_turn"
         server, tool_name, args = turn.text.split(" ", 2)
-        tool = await turn.start_tool(f"{server}.{tool_name}", kind="other", raw_input=json.loads(args))
+        tool = await turn.start_tool(
+            f"{server}.{tool_name}", kind="other", raw_input=json.loads(args)
+        )
         result = await mcp.call_tool(server, tool_name, json.loads(args))
         if result.is_error:
             await tool.fail(result.text)
@@ -29,4 +35,10 @@ class McpAgent(SessionAgent):
 
 
 if __name__ == "__main__":
-    serve_stdio(McpAgent(store=MemorySessionStore(), mcp=True, mcp_fail_fast=os.environ.get("MCP_FAIL_FAST") == "1"))
+    serve_stdio(
+        McpAgent(
+            store=MemorySessionStore(),
+            mcp=True,
+            mcp_fail_fast=os.environ.get("MCP_FAIL_FAST") == "1",
+        )
+    )

@@ -57,10 +57,20 @@ class CommandAgent(SessionAgent):
 
 
 def main() -> None:
-    auth = [acp.AuthMethodAgent(id="key", name="API key")] if os.environ.get("SESSION_AGENT_AUTH") == "1" else []
-    verbose = acp.SessionConfigOption(id="verbose", name="Verbose", type="boolean", current_value=False)
-    agent = CommandAgent(store=SqliteSessionStore(os.environ["SESSION_AGENT_DB"]), modes=[("ask", "Ask"), ("code", "Code")],
-                         config_options=[verbose], auth_methods=auth)
+    auth = (
+        [acp.AuthMethodAgent(id="key", name="API key")]
+        if os.environ.get("SESSION_AGENT_AUTH") == "1"
+        else []
+    )
+    verbose = acp.SessionConfigOption(
+        id="verbose", name="Verbose", type="boolean", current_value=False
+    )
+    agent = CommandAgent(
+        store=SqliteSessionStore(os.environ["SESSION_AGENT_DB"]),
+        modes=[("ask", "Ask"), ("code", "Code")],
+        config_options=[verbose],
+        auth_methods=auth,
+    )
     serve_stdio(agent, unstable=os.environ.get("SESSION_AGENT_UNSTABLE") == "1")
 
 

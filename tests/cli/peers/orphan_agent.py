@@ -16,11 +16,17 @@ class OrphanAgent(Agent):
         return acp.NewSessionResponse(session_id="s1")
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
-        shell = subprocess.run(["setsid", "sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"],
-                               capture_output=True, text=True, check=True)
+        shell = subprocess.run(
+            ["setsid", "sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         with open(os.environ["ORPHAN_PID_FILE"], "w") as out:
             out.write(shell.stdout.strip())
-        await self.client.session_update(params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text="left one")))
+        await self.client.session_update(
+            params.session_id, acp.AgentMessageChunk(content=acp.TextContent(text="left one"))
+        )
         return acp.PromptResponse(stop_reason="end_turn")
 
 

@@ -35,7 +35,11 @@ def write_all(data: bytes) -> None:
 
 def chunk_line(text: str) -> bytes:
     update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-    message = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}}
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s1", "update": update},
+    }
     return json.dumps(message).encode() + b"\n"
 
 
@@ -67,7 +71,13 @@ def main() -> None:
         message = json.loads(line)
         method, rid = message.get("method"), message.get("id")
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {"protocolVersion": 1, "agentCapabilities": {}},
+                }
+            )
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "s1"}})
         elif method == "session/prompt":

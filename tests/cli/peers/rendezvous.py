@@ -41,7 +41,9 @@ class Rendezvous:
         """Wait for checkpoint `name`; returns the pid that reached it."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
-            ready, _, _ = select.select([self._ready], [], [], max(0.0, deadline - time.monotonic()))
+            ready, _, _ = select.select(
+                [self._ready], [], [], max(0.0, deadline - time.monotonic())
+            )
             assert ready, f"checkpoint {name!r} not reached within {timeout} s"
             self._buffer += os.read(self._ready, 4096)
         line, self._buffer = self._buffer.split(b"\n", 1)

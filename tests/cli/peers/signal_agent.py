@@ -19,10 +19,18 @@ class TerminalAgent(Agent):
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         created = await self.client.terminal_create(
-            acp.CreateTerminalRequest(session_id=params.session_id, command="sleep", args=["600"]))
-        await self.client.session_update(params.session_id, acp.ToolCall(
-            tool_call_id="t1", title="sleep 600", kind="execute", status="in_progress",
-            content=[acp.Terminal(terminal_id=created.terminal_id)]))
+            acp.CreateTerminalRequest(session_id=params.session_id, command="sleep", args=["600"])
+        )
+        await self.client.session_update(
+            params.session_id,
+            acp.ToolCall(
+                tool_call_id="t1",
+                title="sleep 600",
+                kind="execute",
+                status="in_progress",
+                content=[acp.Terminal(terminal_id=created.terminal_id)],
+            ),
+        )
         checkpoint("terminal", wait=False)
         await asyncio.Event().wait()  # until the client goes away
         return acp.PromptResponse(stop_reason="end_turn")

@@ -16,13 +16,17 @@ class CoreAgent(Agent):
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         print("noise from initialize")  # must land on stderr, never on the wire
-        return acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities())
+        return acp.InitializeResponse(
+            protocol_version=1, agent_capabilities=acp.AgentCapabilities()
+        )
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         return acp.NewSessionResponse(session_id=os.environ.get("SESSION_ID") or f"s-{os.getpid()}")
 
     async def say(self, sid: str, text: str) -> None:
-        await self.client.session_update(sid, acp.AgentMessageChunk(content=acp.TextContent(text=text)))
+        await self.client.session_update(
+            sid, acp.AgentMessageChunk(content=acp.TextContent(text=text))
+        )
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         block = params.prompt[0]
@@ -45,11 +49,19 @@ class CoreAgent(Agent):
         elif verb == "boom":
             raise ValueError("secret-detail")
         elif verb == "ask":  # reverse requests while the prompt is pending
-            read = await self.client.fs_read_text_file(acp.ReadTextFileRequest(session_id=sid, path=arg))
+            read = await self.client.fs_read_text_file(
+                acp.ReadTextFileRequest(session_id=sid, path=arg)
+            )
             tool = acp.ToolCallUpdate(tool_call_id="t1", title="Do it")
             options = [acp.PermissionOption(option_id="ok", name="OK", kind="allow_once")]
-            answer = await self.client.session_request_permission(acp.RequestPermissionRequest(session_id=sid, tool_call=tool, options=options))
-            outcome = "selected" if isinstance(answer.outcome, acp.SelectedPermissionOutcome) else "cancelled"
+            answer = await self.client.session_request_permission(
+                acp.RequestPermissionRequest(session_id=sid, tool_call=tool, options=options)
+            )
+            outcome = (
+                "selected"
+                if isinstance(answer.outcome, acp.SelectedPermissionOutcome)
+                else "cancelled"
+            )
             await self.say(sid, f"{read.content}|{outcome}")
         elif verb == "stderr":
             for i in range(int(arg)):

@@ -13,9 +13,17 @@ MODES = [acp.SessionMode(id="code", name="Code"), acp.SessionMode(id="ask", name
 
 def config(mode: str, verbose: bool) -> list[acp.SessionConfigOption]:
     return [
-        acp.SessionConfigOption(id="mode", name="Mode", type="select", category="mode", current_value=mode,
-                                options=[acp.SessionConfigSelectOption(value=m.id, name=m.name) for m in MODES]),
-        acp.SessionConfigOption(id="verbose", name="Verbose", type="boolean", current_value=verbose),
+        acp.SessionConfigOption(
+            id="mode",
+            name="Mode",
+            type="select",
+            category="mode",
+            current_value=mode,
+            options=[acp.SessionConfigSelectOption(value=m.id, name=m.name) for m in MODES],
+        ),
+        acp.SessionConfigOption(
+            id="verbose", name="Verbose", type="boolean", current_value=verbose
+        ),
     ]
 
 
@@ -29,13 +37,23 @@ class FullAgent(Agent):
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         caps = acp.AgentCapabilities(
             load_session=True,
-            prompt_capabilities=acp.PromptCapabilities(image=True, audio=True, embedded_context=True),
-            session_capabilities=acp.SessionCapabilities(list=acp.SessionListCapabilities(), delete=acp.SessionDeleteCapabilities(),
-                                                         resume=acp.SessionResumeCapabilities(), close=acp.SessionCloseCapabilities()),
+            prompt_capabilities=acp.PromptCapabilities(
+                image=True, audio=True, embedded_context=True
+            ),
+            session_capabilities=acp.SessionCapabilities(
+                list=acp.SessionListCapabilities(),
+                delete=acp.SessionDeleteCapabilities(),
+                resume=acp.SessionResumeCapabilities(),
+                close=acp.SessionCloseCapabilities(),
+            ),
             auth=acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities()),
         )
-        return acp.InitializeResponse(protocol_version=1, agent_capabilities=caps, agent_info=acp.Implementation(name="full-agent", version="1"),
-                                      auth_methods=[acp.AuthMethodAgent(id="token", name="Token")])
+        return acp.InitializeResponse(
+            protocol_version=1,
+            agent_capabilities=caps,
+            agent_info=acp.Implementation(name="full-agent", version="1"),
+            auth_methods=[acp.AuthMethodAgent(id="token", name="Token")],
+        )
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
         if params.method_id != "token":
@@ -56,14 +74,19 @@ class FullAgent(Agent):
         self.counter += 1
         sid = f"s{self.counter:03d}"
         self.sessions[sid] = {"cwd": params.cwd, "mode": "code", "verbose": False, "history": []}
-        return acp.NewSessionResponse(session_id=sid, modes=acp.SessionModeState(current_mode_id="code", available_modes=MODES),
-                                      config_options=config("code", False))
+        return acp.NewSessionResponse(
+            session_id=sid,
+            modes=acp.SessionModeState(current_mode_id="code", available_modes=MODES),
+            config_options=config("code", False),
+        )
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         session = self._session(params.session_id)
         for update in session["history"]:  # type: ignore[attr-defined]
             await self.client.session_update(params.session_id, update)
-        return acp.LoadSessionResponse(modes=acp.SessionModeState(current_mode_id=str(session["mode"]), available_modes=MODES))
+        return acp.LoadSessionResponse(
+            modes=acp.SessionModeState(current_mode_id=str(session["mode"]), available_modes=MODES)
+        )
 
     async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
         self._session(params.session_id)
@@ -72,8 +95,10 @@ class FullAgent(Agent):
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         ids = sorted(self.sessions)
         start = int(params.cursor) if isinstance(params.cursor, str) else 0
-        page = ids[start:start + 2]
-        result = acp.ListSessionsResponse(sessions=[acp.SessionInfo(session_id=i, cwd=str(self.sessions[i]["cwd"])) for i in page])
+        page = ids[start : start + 2]
+        result = acp.ListSessionsResponse(
+            sessions=[acp.SessionInfo(session_id=i, cwd=str(self.sessions[i]["cwd"])) for i in page]
+        )
         if start + 2 < len(ids):
             result.next_cursor = str(start + 2)
         return result
@@ -88,20 +113,26 @@ class FullAgent(Agent):
             turn.cancel()
         return acp.CloseSessionResponse()
 
-    async def session_set_mode(self, params: acp.SetSessionModeRequest) -> acp.SetSessionModeResponse:
+    async def session_set_mode(
+        self, params: acp.SetSessionModeRequest
+    ) -> acp.SetSessionModeResponse:
         session = self._session(params.session_id)
         if params.mode_id not in {m.id for m in MODES}:
             raise RequestError.invalid_params({"modeId": params.mode_id})
         session["mode"] = params.mode_id
         return acp.SetSessionModeResponse()
 
-    async def session_set_config_option(self, params: acp.SetSessionConfigOptionRequest) -> acp.SetSessionConfigOptionResponse:
+    async def session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest
+    ) -> acp.SetSessionConfigOptionResponse:
         session = self._session(params.session_id)
         if params.config_id == "verbose":
             session["verbose"] = params.value
         elif params.config_id == "mode":
             session["mode"] = params.value
-        return acp.SetSessionConfigOptionResponse(config_options=config(str(session["mode"]), bool(session["verbose"])))
+        return acp.SetSessionConfigOptionResponse(
+            config_options=config(str(session["mode"]), bool(session["verbose"]))
+        )
 
     async def session_cancel(self, params: acp.CancelNotification) -> None:
         turn = self.turns.get(params.session_id)
@@ -138,53 +169,137 @@ class FullAgent(Agent):
         c = self.client
         try:
             if verb == "updates":
-                await self.send(sid, acp.UserMessageChunk(content=acp.TextContent(text="user says"), message_id="u1"))
-                await self.send(sid, acp.AgentThoughtChunk(content=acp.TextContent(text="thinking"), message_id="t1"))
-                await self.send(sid, acp.AgentMessageChunk(content=acp.TextContent(text="answer"), message_id="a1"))
-                await self.send(sid, acp.ToolCall(tool_call_id="tc", title="Read", kind="read", status="pending",
-                                                  locations=[acp.ToolCallLocation(path="/x", line=3)]))
-                await self.send(sid, acp.SessionUpdateToolCallUpdate(tool_call_id="tc", status="completed",
-                                                                     content=[acp.Content(content=acp.TextContent(text="ok"))]))
-                await self.send(sid, acp.Plan(entries=[acp.PlanEntry(content="step", priority="high", status="pending")]))
-                await self.send(sid, acp.AvailableCommandsUpdate(available_commands=[acp.AvailableCommand(name="go", description="Go")]))
+                await self.send(
+                    sid,
+                    acp.UserMessageChunk(
+                        content=acp.TextContent(text="user says"), message_id="u1"
+                    ),
+                )
+                await self.send(
+                    sid,
+                    acp.AgentThoughtChunk(
+                        content=acp.TextContent(text="thinking"), message_id="t1"
+                    ),
+                )
+                await self.send(
+                    sid,
+                    acp.AgentMessageChunk(content=acp.TextContent(text="answer"), message_id="a1"),
+                )
+                await self.send(
+                    sid,
+                    acp.ToolCall(
+                        tool_call_id="tc",
+                        title="Read",
+                        kind="read",
+                        status="pending",
+                        locations=[acp.ToolCallLocation(path="/x", line=3)],
+                    ),
+                )
+                await self.send(
+                    sid,
+                    acp.SessionUpdateToolCallUpdate(
+                        tool_call_id="tc",
+                        status="completed",
+                        content=[acp.Content(content=acp.TextContent(text="ok"))],
+                    ),
+                )
+                await self.send(
+                    sid,
+                    acp.Plan(
+                        entries=[acp.PlanEntry(content="step", priority="high", status="pending")]
+                    ),
+                )
+                await self.send(
+                    sid,
+                    acp.AvailableCommandsUpdate(
+                        available_commands=[acp.AvailableCommand(name="go", description="Go")]
+                    ),
+                )
                 await self.send(sid, acp.CurrentModeUpdate(current_mode_id="ask"))
                 await self.send(sid, acp.ConfigOptionUpdate(config_options=config("ask", True)))
-                await self.send(sid, acp.SessionInfoUpdate(title="Titled", updated_at="2026-11-22T00:00:00Z"))
-                await self.send(sid, acp.UsageUpdate(used=10, size=100, cost=acp.Cost(amount=0.5, currency="EUR")))
+                await self.send(
+                    sid, acp.SessionInfoUpdate(title="Titled", updated_at="2026-11-22T00:00:00Z")
+                )
+                await self.send(
+                    sid,
+                    acp.UsageUpdate(used=10, size=100, cost=acp.Cost(amount=0.5, currency="EUR")),
+                )
             elif verb == "fs":
-                await c.fs_write_text_file(acp.WriteTextFileRequest(session_id=sid, path=arg, content="a\nb\nc\n"))
-                read = await c.fs_read_text_file(acp.ReadTextFileRequest(session_id=sid, path=arg, line=2, limit=1))
+                await c.fs_write_text_file(
+                    acp.WriteTextFileRequest(session_id=sid, path=arg, content="a\nb\nc\n")
+                )
+                read = await c.fs_read_text_file(
+                    acp.ReadTextFileRequest(session_id=sid, path=arg, line=2, limit=1)
+                )
                 await self.say(sid, f"read={read.content!r}")
             elif verb == "terminal":
-                created = await c.terminal_create(acp.CreateTerminalRequest(session_id=sid, command=sys.executable,
-                                                                           args=["-c", "print('out'); import time; time.sleep(30)"]))
+                created = await c.terminal_create(
+                    acp.CreateTerminalRequest(
+                        session_id=sid,
+                        command=sys.executable,
+                        args=["-c", "print('out'); import time; time.sleep(30)"],
+                    )
+                )
                 tid = created.terminal_id
                 for _ in range(200):
-                    out = await c.terminal_output(acp.TerminalOutputRequest(session_id=sid, terminal_id=tid))
+                    out = await c.terminal_output(
+                        acp.TerminalOutputRequest(session_id=sid, terminal_id=tid)
+                    )
                     if "out" in out.output:
                         break
                     await asyncio.sleep(0.02)
                 await c.terminal_kill(acp.KillTerminalRequest(session_id=sid, terminal_id=tid))
-                exit_status = await c.terminal_wait_for_exit(acp.WaitForTerminalExitRequest(session_id=sid, terminal_id=tid))
-                out = await c.terminal_output(acp.TerminalOutputRequest(session_id=sid, terminal_id=tid))
-                await c.terminal_release(acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid))
+                exit_status = await c.terminal_wait_for_exit(
+                    acp.WaitForTerminalExitRequest(session_id=sid, terminal_id=tid)
+                )
+                out = await c.terminal_output(
+                    acp.TerminalOutputRequest(session_id=sid, terminal_id=tid)
+                )
+                await c.terminal_release(
+                    acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid)
+                )
                 try:
-                    await c.terminal_output(acp.TerminalOutputRequest(session_id=sid, terminal_id=tid))
+                    await c.terminal_output(
+                        acp.TerminalOutputRequest(session_id=sid, terminal_id=tid)
+                    )
                     released = "still there"
                 except RequestError as err:
                     released = str(err.code)
-                await self.say(sid, f"output={out.output.strip()} signal={exit_status.signal} exit={out.exit_status.signal if out.exit_status else None} released={released}")  # type: ignore[union-attr]
+                await self.say(
+                    sid,
+                    f"output={out.output.strip()} signal={exit_status.signal} exit={out.exit_status.signal if out.exit_status else None} released={released}",
+                )  # type: ignore[union-attr]
             elif verb == "permission":
-                options = [acp.PermissionOption(option_id="yes", name="Yes", kind="allow_once"),
-                           acp.PermissionOption(option_id="no", name="No", kind="reject_once")]
-                answer = await c.session_request_permission(acp.RequestPermissionRequest(
-                    session_id=sid, tool_call=acp.ToolCallUpdate(tool_call_id="p1", title="Do"), options=options))
+                options = [
+                    acp.PermissionOption(option_id="yes", name="Yes", kind="allow_once"),
+                    acp.PermissionOption(option_id="no", name="No", kind="reject_once"),
+                ]
+                answer = await c.session_request_permission(
+                    acp.RequestPermissionRequest(
+                        session_id=sid,
+                        tool_call=acp.ToolCallUpdate(tool_call_id="p1", title="Do"),
+                        options=options,
+                    )
+                )
                 outcome = answer.outcome
-                await self.say(sid, outcome.option_id if isinstance(outcome, acp.SelectedPermissionOutcome) else "cancelled")
+                await self.say(
+                    sid,
+                    outcome.option_id
+                    if isinstance(outcome, acp.SelectedPermissionOutcome)
+                    else "cancelled",
+                )
             elif verb == "elicit":
-                schema = acp.ElicitationSchema(properties={"name": acp.StringPropertySchema(title="Name")}, required=["name"])
-                answer = await c.elicitation_create(acp.CreateElicitationRequest(message="Who?", mode="form", requested_schema=schema, session_id=sid))
-                await c.elicitation_complete(acp.CompleteElicitationNotification(elicitation_id="e1"))
+                schema = acp.ElicitationSchema(
+                    properties={"name": acp.StringPropertySchema(title="Name")}, required=["name"]
+                )
+                answer = await c.elicitation_create(
+                    acp.CreateElicitationRequest(
+                        message="Who?", mode="form", requested_schema=schema, session_id=sid
+                    )
+                )
+                await c.elicitation_complete(
+                    acp.CompleteElicitationNotification(elicitation_id="e1")
+                )
                 await self.say(sid, f"{answer.action}:{answer.content}")
             elif verb == "wait":
                 await self.say(sid, "waiting")

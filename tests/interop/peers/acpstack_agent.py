@@ -25,20 +25,39 @@ class InteropAgent(SessionAgent):
         try:
             if verb == "stream":
                 for i in range(1, int(rest) + 1):
-                    await say(acp.AgentMessageChunk(content=acp.TextContent(text=f"chunk-{i:08d} ")))
+                    await say(
+                        acp.AgentMessageChunk(content=acp.TextContent(text=f"chunk-{i:08d} "))
+                    )
             elif verb == "permission":
-                await say(acp.ToolCall(tool_call_id="call-1", title="Edit file", kind="edit", status="pending"))
+                await say(
+                    acp.ToolCall(
+                        tool_call_id="call-1", title="Edit file", kind="edit", status="pending"
+                    )
+                )
                 tool = acp.ToolCallUpdate(tool_call_id="call-1", title="Edit file", kind="edit")
                 answer = await turn.client.session_request_permission(
-                    acp.RequestPermissionRequest(session_id=turn.session.session_id, tool_call=tool, options=OPTIONS))
+                    acp.RequestPermissionRequest(
+                        session_id=turn.session.session_id, tool_call=tool, options=OPTIONS
+                    )
+                )
                 outcome = answer.outcome
                 if isinstance(outcome, acp.SelectedPermissionOutcome):
-                    await say(acp.AgentMessageChunk(content=acp.TextContent(text=f"permission: selected {outcome.option_id}")))
+                    await say(
+                        acp.AgentMessageChunk(
+                            content=acp.TextContent(
+                                text=f"permission: selected {outcome.option_id}"
+                            )
+                        )
+                    )
                     status = "completed" if outcome.option_id.startswith("allow") else "failed"
                     await say(acp.SessionUpdateToolCallUpdate(tool_call_id="call-1", status=status))
                 else:
-                    await say(acp.AgentMessageChunk(content=acp.TextContent(text="permission: cancelled")))
-                    await say(acp.SessionUpdateToolCallUpdate(tool_call_id="call-1", status="failed"))
+                    await say(
+                        acp.AgentMessageChunk(content=acp.TextContent(text="permission: cancelled"))
+                    )
+                    await say(
+                        acp.SessionUpdateToolCallUpdate(tool_call_id="call-1", status="failed")
+                    )
                     return "cancelled"
             elif verb == "read":
                 content = await turn.read_file(rest)
@@ -53,7 +72,11 @@ class InteropAgent(SessionAgent):
             else:
                 await say(acp.AgentMessageChunk(content=acp.TextContent(text=f"echo: {turn.text}")))
         except RequestError as err:
-            await say(acp.AgentMessageChunk(content=acp.TextContent(text=f"error: {err.code} {err.message}")))
+            await say(
+                acp.AgentMessageChunk(
+                    content=acp.TextContent(text=f"error: {err.code} {err.message}")
+                )
+            )
         return "end_turn"
 
 

@@ -94,8 +94,12 @@ async def release(became: bool) -> dict[str, Any]:
         adopted = parent_and_state(pid) == (os.getpid(), "S")
         await asyncio.wait_for(manager.release(SESSION, tid), T)
         gone_at_once = not exists(pid, started)  # ended *and* reaped by release itself
-    return {"became": became, "adopted": adopted, "gone_at_once": gone_at_once,
-            "zombies": zombie_children()}
+    return {
+        "became": became,
+        "adopted": adopted,
+        "gone_at_once": gone_at_once,
+        "zombies": zombie_children(),
+    }
 
 
 async def kill_and_aclose(became: bool) -> dict[str, Any]:
@@ -103,7 +107,10 @@ async def kill_and_aclose(became: bool) -> dict[str, Any]:
     # kill: the terminal stays (its output too), what left its group is gone
     tid, first, first_started = await escapee(manager, [PY, "-c", ESCAPE])
     await asyncio.wait_for(manager.kill(SESSION, tid), T)
-    after_kill = {"gone": not exists(first, first_started), "output": manager.output(SESSION, tid).output.strip()}
+    after_kill = {
+        "gone": not exists(first, first_started),
+        "output": manager.output(SESSION, tid).output.strip(),
+    }
     # aclose: a terminal still running, which started an escapee that ignores SIGTERM
     script = (
         "import subprocess, sys, time; "
@@ -113,12 +120,18 @@ async def kill_and_aclose(became: bool) -> dict[str, Any]:
         "print(p.pid, flush=True); time.sleep(300)"
     )
     running = await manager.create(SESSION, PY, ["-c", script])
-    text = await asyncio.wait_for(manager._wait_for_output(SESSION, running, lambda t: "\n" in t), T)
+    text = await asyncio.wait_for(
+        manager._wait_for_output(SESSION, running, lambda t: "\n" in t), T
+    )
     stubborn = int(text.split()[0])
     stubborn_started = start_time(stubborn)
     await asyncio.wait_for(manager.aclose(), T)
-    return {"became": became, "after_kill": {**after_kill, "pid": str(first)},
-            "aclose_gone": not exists(stubborn, stubborn_started), "zombies": zombie_children()}
+    return {
+        "became": became,
+        "after_kill": {**after_kill, "pid": str(first)},
+        "aclose_gone": not exists(stubborn, stubborn_started),
+        "zombies": zombie_children(),
+    }
 
 
 async def shutdown(became: bool) -> dict[str, Any]:
@@ -131,9 +144,7 @@ async def shutdown(became: bool) -> dict[str, Any]:
         # a child we still own (asyncio reaps it): end_orphans must leave it alone
         kept = await asyncio.create_subprocess_exec("sleep", "300")
         # an adopted orphan that exits by itself: a zombie until end_orphans
-        _, quick, quick_started = await escapee(
-            manager, [PY, "-c", QUICK]
-        )
+        _, quick, quick_started = await escapee(manager, [PY, "-c", QUICK])
         await exited(quick)
         quick_was_zombie = parent_and_state(quick) == (os.getpid(), "Z")
         await asyncio.wait_for(manager.release(SESSION, tid), T)
@@ -161,7 +172,9 @@ async def shutdown(became: bool) -> dict[str, Any]:
 async def main(scenario: str) -> None:
     became = become_subreaper()
     assert is_subreaper() == became
-    result = await {"release": release, "kill_and_aclose": kill_and_aclose, "shutdown": shutdown}[scenario](became)
+    result = await {"release": release, "kill_and_aclose": kill_and_aclose, "shutdown": shutdown}[
+        scenario
+    ](became)
     print(json.dumps(result), flush=True)
 
 

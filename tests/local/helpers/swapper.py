@@ -24,7 +24,9 @@ _BATCH = 64
 
 
 def renameat2() -> Callable[..., int] | None:
-    function: Callable[..., int] | None = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    function: Callable[..., int] | None = getattr(
+        ctypes.CDLL(None, use_errno=True), "renameat2", None
+    )
     return function
 
 

@@ -39,38 +39,53 @@ class Client:
             self.texts.append(update.content.text)
             self.first_chunk.set()
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> RequestPermissionResponse:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **_: Any
+    ) -> RequestPermissionResponse:
         self.permission_requests += 1
         option = next(o for o in options if o.kind == "allow_once")
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
+        )
 
 
 async def main(url: str) -> dict[str, Any]:
-    transport = await create_websocket_stream(url) if url.startswith("ws") else create_http_stream(url)
+    transport = (
+        await create_websocket_stream(url) if url.startswith("ws") else create_http_stream(url)
+    )
     client = Client()
     conn = connect_to_agent(client, transport)
     report: dict[str, Any] = {"turns": []}
     try:
-        init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities(),
-                                     client_info=Implementation(name="py-remote-client", version="0.12.1"))
+        init = await conn.initialize(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="py-remote-client", version="0.12.1"),
+        )
         report["initialize"] = init.model_dump(mode="json", by_alias=True, exclude_none=True)
         session = await conn.new_session(cwd="/tmp", mcp_servers=[])
         report["sessionId"] = session.session_id
 
         def prompt(text: str) -> Any:
-            return conn.prompt(session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)])
+            return conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
+            )
 
         for text in ("permission", "stream 20"):
             client.texts.clear()
             result = await asyncio.wait_for(prompt(text), 30)
-            report["turns"].append({"prompt": text, "stopReason": result.stop_reason, "texts": list(client.texts)})
+            report["turns"].append(
+                {"prompt": text, "stopReason": result.stop_reason, "texts": list(client.texts)}
+            )
         client.texts.clear()
         client.first_chunk.clear()
         waiting = asyncio.ensure_future(prompt("wait"))
         await asyncio.wait_for(client.first_chunk.wait(), 30)
         await conn.cancel(session_id=session.session_id)
         result = await asyncio.wait_for(waiting, 30)
-        report["turns"].append({"prompt": "wait", "stopReason": result.stop_reason, "texts": list(client.texts)})
+        report["turns"].append(
+            {"prompt": "wait", "stopReason": result.stop_reason, "texts": list(client.texts)}
+        )
         report["permissionRequests"] = client.permission_requests
     finally:
         await conn.close()

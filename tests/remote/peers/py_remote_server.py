@@ -22,7 +22,9 @@ async def main(port: int) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     app = create_asgi_app(lambda _conn: ScriptedAgent())
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    )
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not serving.done():
         await asyncio.sleep(0.01)

@@ -35,7 +35,8 @@ class ScriptedAgent(Agent):
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         return acp.InitializeResponse(
-            protocol_version=1, agent_capabilities=acp.AgentCapabilities(),
+            protocol_version=1,
+            agent_capabilities=acp.AgentCapabilities(),
             agent_info=acp.Implementation(name="acpstack-scripted", version=str(os.getpid())),
         )
 
@@ -52,9 +53,16 @@ class ScriptedAgent(Agent):
         if text == "permission":
             await say(sid, _chunk("asking"))
             request = acp.RequestPermissionRequest(
-                session_id=sid, tool_call=acp.ToolCallUpdate(tool_call_id="call-1", title="demo", kind="edit"), options=OPTIONS)
+                session_id=sid,
+                tool_call=acp.ToolCallUpdate(tool_call_id="call-1", title="demo", kind="edit"),
+                options=OPTIONS,
+            )
             answer = await self.client.session_request_permission(request)
-            outcome = answer.outcome.option_id if isinstance(answer.outcome, acp.SelectedPermissionOutcome) else "cancelled"
+            outcome = (
+                answer.outcome.option_id
+                if isinstance(answer.outcome, acp.SelectedPermissionOutcome)
+                else "cancelled"
+            )
             await say(sid, _chunk(f"outcome: {outcome}"))
         elif text == "wait":
             event = self.cancelled.setdefault(sid, asyncio.Event())
