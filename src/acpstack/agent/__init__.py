@@ -14,6 +14,7 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
     from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "McpConnections": "_mcp",
+    "McpServerError": "_mcp",
+    "McpTool": "_mcp",
+    "McpToolResult": "_mcp",
     "SessionAgent": "_runtime",
     "Session": "_session",
     "MemorySessionStore": "_store",
@@ -62,6 +67,10 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "McpConnections",
+    "McpServerError",
+    "McpTool",
+    "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
     "Session",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from acpstack.rpc import Connection
 
 log = logging.getLogger("acpstack.agent")
+_encode = msgspec.json.Encoder().encode
 
 
 class ClientPeer:
@@ -34,13 +37,25 @@ class ClientPeer:
 
     @property
     def capabilities(self) -> acp.ClientCapabilities | None:
-        caps: acp.ClientCapabilities | None = self.connection.state.peer_capabilities
+        caps: acp.ClientCapabilities | None = self.connection.peer_capabilities
         return caps
 
+    @property
+    def unstable(self) -> bool:
+        """Whether the connection speaks ACP's unstable methods."""
+        return self.connection.unstable
+
     async def session_update(self, session_id: str, update: acp.SessionUpdate) -> None:
+        """Send one `session/update` notification."""
         await self.connection.notify(
             "session/update", acp.SessionNotification(session_id=session_id, update=update)
         )
+
+    async def session_update_encoded(self, session_id: str, update: bytes) -> None:
+        """Send one `session/update` whose update is already JSON (as a session store keeps
+        it): the same notification as `session_update`, without encoding it again."""
+        body = b'{"sessionId":' + _encode(session_id) + b',"update":' + update + b"}"
+        await self.connection.notify("session/update", msgspec.Raw(body))
 
     async def session_request_permission(
         self, params: acp.RequestPermissionRequest, *, timeout: float | None = None
@@ -217,8 +232,6 @@ class AgentDispatcher:
     async def handle_request(self, event: IncomingRequest) -> Any:
         if event.spec is None:
             return await self.agent.ext_method(event.method, event.params)
-        if event.method == "initialize" and self.connection is not None:
-            self.connection.state.record_peer_initialize(event.params)
         handler = getattr(self.agent, event.spec.handler, None)
         if handler is None:
             raise RequestError.method_not_found(event.method)

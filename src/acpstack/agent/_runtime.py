@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from acpstack import __version__
+from acpstack._version import __version__
 from acpstack.agent._agent import Agent
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
@@ -28,7 +28,7 @@ from acpstack.agent._turn import Turn
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import RequestError
+from acpstack.wire import INTERNAL_ERROR, RequestError
 
 log = logging.getLogger("acpstack.agent")
 
@@ -133,7 +133,7 @@ class SessionAgent(Agent):
             auth_methods=list(self.auth_methods),
             agent_info=acp.Implementation(name=self.name, version=self.version, title=self.title),
         )
-        if store.supports_fork and self.client.connection.state.unstable:
+        if store.supports_fork and self.client.unstable:
             result = _with_fork(result)
         return result
 
@@ -290,7 +290,9 @@ class SessionAgent(Agent):
                 await self._stop(session)
                 self.sessions.pop(session.session_id, None)
                 raise RequestError(
-                    -32603, f"MCP server failed to start: {exc}", {"reason": "mcp_server_failed"}
+                    INTERNAL_ERROR,
+                    f"MCP server failed to start: {exc}",
+                    {"reason": "mcp_server_failed"},
                 ) from None
             for name, error in errors.items():
                 if error is not None:

@@ -16,7 +16,6 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from acpstack import ConnectionClosed, RequestError
 from acpstack.cli._chat_input import (
     BUILTINS,
     HeadlessPolicy,
@@ -26,12 +25,12 @@ from acpstack.cli._chat_input import (
     quiet_when_gone,
 )
 from acpstack.cli._redact import Redactor
-from acpstack.client import ClientRuntime, connect_client
-from acpstack.client._runtime import ClientSession
+from acpstack.client import ClientRuntime, ClientSession, connect_client
 from acpstack.local import become_subreaper, end_orphans
+from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport
-from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError, RequestError
 
 log = logging.getLogger("acpstack.cli")
 
@@ -451,7 +450,7 @@ def run_chat(opts: ChatOptions) -> int:
 
 async def list_sessions(agent_command: Sequence[str], cwd: str | None) -> int:
     runtime = ClientRuntime()
-    from acpstack import spawn_agent
+    from acpstack.client import spawn_agent
 
     async with spawn_agent(list(agent_command), runtime) as _conn:
         await runtime.initialize()

@@ -32,7 +32,7 @@ class AgentPeer:
 
     @property
     def capabilities(self) -> acp.AgentCapabilities | None:
-        caps: acp.AgentCapabilities | None = self.connection.state.peer_capabilities
+        caps: acp.AgentCapabilities | None = self.connection.peer_capabilities
         return caps
 
     async def initialize(

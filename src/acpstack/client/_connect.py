@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from acpstack.client._client import AgentPeer, Client, ClientDispatcher
 from acpstack.rpc import Connection
-from acpstack.transports import SubprocessTransport, Transport
-from acpstack.transports._subprocess import StderrCallback
+from acpstack.transports import StderrCallback, SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
 

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from msgspec import UNSET
 
-from acpstack import __version__
+from acpstack._version import __version__
 from acpstack.client._client import Client
 from acpstack.client._permissions import (
     AskCallback,

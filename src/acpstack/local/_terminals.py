@@ -33,7 +33,7 @@ from typing import Any
 
 from acpstack.local._reaper import MARKER_VARIABLE, end_marked, marker_needle
 from acpstack.local._terminal import Terminal, TerminalExit, TerminalOutput, TerminalProtocol
-from acpstack.wire._errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
+from acpstack.wire import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
 
 __all__ = ["TerminalExit", "TerminalManager", "TerminalOutput"]
 

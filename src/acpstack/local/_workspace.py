@@ -40,7 +40,7 @@ from pathlib import Path
 
 from acpstack.local._errors import changed_error, not_found, os_error
 from acpstack.local._walk import Changed, Escape, RootReplaced, Roots, Walk, create_missing, walk
-from acpstack.wire._errors import RequestError
+from acpstack.wire import RequestError
 
 __all__ = ["Location", "Workspace"]
 

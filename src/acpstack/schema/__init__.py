@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET, UnsetType
 
 from acpstack.schema import _generated_v1 as v1
+from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
 from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate
 from acpstack.schema._generated_methods import STABLE_METHODS
 
 if TYPE_CHECKING:
     from acpstack.schema import _generated_v1_unstable as v1_unstable
     from acpstack.schema._generated_methods_unstable import UNSTABLE_METHODS
+    from acpstack.schema._lenient import lenient_convert
 
 PROTOCOL_VERSION = 1
 
@@ -31,6 +33,10 @@ __all__ = [
     "MethodSpec",
     "UnknownSessionUpdate",
     "UnsetType",
+    "lenient_convert",
+    "needs_normalizing",
+    "normalize_params",
+    "normalize_result",
     "v1",
     "v1_unstable",
 ]
@@ -41,6 +47,10 @@ def __getattr__(name: str) -> Any:
         from acpstack.schema import _generated_v1_unstable
 
         value: Any = _generated_v1_unstable
+    elif name == "lenient_convert":  # the slow decoding path loads on first use
+        from acpstack.schema._lenient import lenient_convert
+
+        value = lenient_convert
     elif name == "UNSTABLE_METHODS":
         from acpstack.schema._generated_methods_unstable import UNSTABLE_METHODS
 

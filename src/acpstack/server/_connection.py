@@ -24,8 +24,8 @@ import msgspec
 from acpstack.server._agents import AgentLink, AgentSource, start_agent
 from acpstack.server._limits import ServerLimits
 from acpstack.server._streams import OutboundStream
-from acpstack.transports._envelope import Envelope, RequestId, peek
-from acpstack.wire import FrameDecoder
+from acpstack.transports import Envelope, peek_envelope
+from acpstack.wire import FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.server")
 
@@ -107,7 +107,7 @@ class RemoteConnection:
 
     def _route(self, frame: bytes) -> None:
         try:
-            env = peek(frame)
+            env = peek_envelope(frame)
         except msgspec.DecodeError:
             log.warning("connection %s: the agent sent something that is not JSON", self.id)
             return
