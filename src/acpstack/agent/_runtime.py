@@ -208,7 +208,7 @@ class SessionAgent(Agent):
         cwd = params.cwd if isinstance(params.cwd, str) else None
         cursor = params.cursor if isinstance(params.cursor, str) else None
         try:
-            records, next_cursor = self.store.list(cwd=cwd, cursor=cursor)
+            records, next_cursor = self.store.list_sessions(cwd=cwd, cursor=cursor)
         except ValueError as exc:
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
         infos = []
