@@ -92,7 +92,7 @@ class Location:
     """
 
     def __init__(self, dir_fd: int, name: str, path: Path) -> None:
-        self.dir_fd = dir_fd
+        self.dir_fd: int = dir_fd
         self.name = name
         self.path = path
 

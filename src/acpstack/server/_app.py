@@ -52,9 +52,9 @@ class AgentServer:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.agent = agent
-        self.path = "/" + path.strip("/")
-        self.security = security or ServerSecurity()
-        self.limits = limits or ServerLimits()
+        self.path: str = "/" + path.strip("/")
+        self.security: ServerSecurity = security or ServerSecurity()
+        self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
         self.cwd = cwd
         self.env = env

@@ -69,7 +69,7 @@ class HttpClientTransport(MessageTransport):
         self._headers = [(k, v) for k, v in (headers or {}).items()]
         if token is not None:
             self._headers.append(("Authorization", f"Bearer {token}"))
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         self._timeout = timeout
         self._posts = Http1Connection(
             self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024

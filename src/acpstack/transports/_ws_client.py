@@ -68,7 +68,7 @@ class WebSocketClientTransport:
         self._headers = dict(headers or {})
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         self._ssl = ssl_context
         self._compression = compression
         self._timeout = timeout

@@ -104,10 +104,10 @@ class ProtocolState:
         self._peer_caps: Any = None
         self._accepted_gated: set[str] = set()  # gated methods we advertised
         self._sendable: set[str] = set()  # methods checked sendable
-        self.initialized = False
+        self.initialized: bool = False
         # Agent side: messages that arrive while `initialize` is being answered wait for it
         # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
-        self.deferring = False
+        self.deferring: bool = False
         self._initialize_id: RequestId = None
         self._deferred: list[bytes] = []
         self._deferred_size = 0
