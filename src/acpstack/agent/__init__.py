@@ -14,6 +14,7 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._local_access import Fallback, LocalAccess
     from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
@@ -32,11 +33,14 @@ if TYPE_CHECKING:
         ToolCallHandle,
         Turn,
         diff_content,
+        output_content,
         terminal_content,
         text_content,
     )
 
 _LAZY = {
+    "Fallback": "_local_access",
+    "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
     "Session": "_session",
     "MemorySessionStore": "_store",
@@ -52,6 +56,7 @@ _LAZY = {
     "ToolCallHandle": "_turn",
     "Turn": "_turn",
     "diff_content": "_turn",
+    "output_content": "_turn",
     "terminal_content": "_turn",
     "text_content": "_turn",
 }
@@ -62,6 +67,8 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "Fallback",
+    "LocalAccess",
     "MemorySessionStore",
     "PermissionDecision",
     "Session",
@@ -75,6 +82,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "output_content",
     "run_agent",
     "serve_stdio",
     "terminal_content",
