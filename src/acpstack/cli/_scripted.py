@@ -212,7 +212,7 @@ class ScriptedBrain:
         except (RequestError, ClientCapabilityMissing) as err:
             if isinstance(err, RequestError):  # a refusal failed the tool call already
                 await tool.fail(err.message)
-            await turn.say(f"I could not read `{path}`: {err.message}")
+            await turn.say(f"I could not read `{path}`: {err.message}\n")
             return None
         await tool.complete(content=[text_content(content[:2000])])
         if show:
@@ -229,7 +229,7 @@ class ScriptedBrain:
             except RequestError:
                 current = None
             except ClientCapabilityMissing as err:
-                await turn.say(f"I cannot edit `{path}`: {err.message}")
+                await turn.say(f"I cannot edit `{path}`: {err.message}\n")
                 return
         if old is None:  # append
             updated = (current or "") + new
@@ -254,7 +254,7 @@ class ScriptedBrain:
         except (RequestError, ClientCapabilityMissing) as err:
             if isinstance(err, RequestError):  # a refusal failed the tool call already
                 await tool.fail(err.message)
-            await turn.say(f"I could not write `{path}`: {err.message}")
+            await turn.say(f"I could not write `{path}`: {err.message}\n")
             return
         await tool.complete(content=[diff_content(full, current, updated)])
         await turn.say(f"Edited `{path}`.\n")
@@ -287,7 +287,7 @@ class ScriptedBrain:
         except (RequestError, ClientCapabilityMissing) as err:
             if isinstance(err, RequestError):  # a refusal failed the tool call already
                 await tool.fail(err.message)
-            await turn.say(f"`{command_line}` could not start: {err.message}")
+            await turn.say(f"`{command_line}` could not start: {err.message}\n")
             return None
         status = "completed" if result.exit_code == 0 else "failed"
         content = [text_content(f"```\n{result.output[-4000:]}\n```")]

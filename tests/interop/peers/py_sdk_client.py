@@ -279,7 +279,9 @@ class RecordingClient:
         await terminal.done.wait()
         return WaitForTerminalExitResponse(**terminal.status())
 
-    async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> KillTerminalResponse:
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> KillTerminalResponse:
         await self._terminal(terminal_id).kill()
         return KillTerminalResponse()
 
