@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from acpstack import RequestError
-from acpstack.agent import LocalAccess, MemorySessionStore, SessionAgent, Turn
+from acpstack.agent import (
+    CommandResult,
+    LocalAccess,
+    MemorySessionStore,
+    SessionAgent,
+    Turn,
+    output_content,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli" / "peers"))
 from procs import assert_ended  # noqa: E402
@@ -63,3 +70,28 @@ def test_an_unknown_policy_is_refused_at_once() -> None:
         SessionAgent(store=MemorySessionStore(), fallback="remote")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not 'Local'"):
         Turn(None, [], fallback="Local")  # type: ignore[arg-type]
+
+
+def result(output: str, **fields: object) -> CommandResult:
+    values: dict[str, object] = dict(
+        truncated=False, exit_code=0, signal=None, timed_out=False, terminal_id=""
+    )
+    values.update(fields)
+    return CommandResult(output=output, **values)  # type: ignore[arg-type]
+
+
+def test_output_content_shows_the_end_of_the_output_and_how_it_ended() -> None:
+    def text(r: CommandResult) -> str:
+        return output_content(r).content.text  # type: ignore[union-attr]
+
+    assert text(result("ok")) == "```\nok\n```\nexit code 0"
+    assert text(result("")) == "```\n```\nexit code 0"
+    # A fence longer than any run of backticks in the output, so it cannot end the block.
+    assert text(result("a ``` b ```` c\n")) == "`````\na ``` b ```` c\n`````\nexit code 0"
+    killed = result("x\n", exit_code=None, signal="SIGKILL", timed_out=True, truncated=True)
+    assert text(killed).endswith(
+        "killed by SIGKILL (timed out); the beginning of the output was dropped (output limit)"
+    )
+    long = text(result("a" * 70_000 + "END"))
+    assert long.startswith("```\n[... 6003 characters not shown]\naaa")
+    assert long.endswith("aEND\n```\nexit code 0") and len(long) < 64_100

@@ -97,10 +97,8 @@ def output_content(result: CommandResult) -> acp.Content:
     """A command's output and how it ended, as text (for a command with no client terminal)."""
     output = result.output
     if len(output) > SHOWN_OUTPUT_CHARS:
-        output = (
-            f"[... {len(output) - SHOWN_OUTPUT_CHARS} characters not shown]\n"
-            + (output[-SHOWN_OUTPUT_CHARS:])
-        )
+        hidden = len(output) - SHOWN_OUTPUT_CHARS
+        output = f"[... {hidden} characters not shown]\n" + output[-SHOWN_OUTPUT_CHARS:]
     fence = "```"
     while fence in output:
         fence += "`"
