@@ -44,9 +44,12 @@ class LocalAccess:
     ) -> None:
         self.session_id = session_id
         self._roots = (cwd, tuple(additional_directories))
+        self._max_terminals = max_terminals
+        # Made when first needed: most clients offer fs and terminals, so most sessions
+        # never use them (and each open session's memory counts).
         self._workspace: Workspace | None = None
-        self._fs = FileSystem()
-        self.terminals = TerminalManager(max_terminals=max_terminals)
+        self._fs: FileSystem | None = None
+        self._terminals: TerminalManager | None = None
 
     @property
     def workspace(self) -> Workspace:
@@ -56,15 +59,27 @@ class LocalAccess:
             self._workspace = Workspace(cwd, additional)
         return self._workspace
 
+    @property
+    def terminals(self) -> TerminalManager:
+        if self._terminals is None:
+            self._terminals = TerminalManager(max_terminals=self._max_terminals)
+        return self._terminals
+
     # -- files -------------------------------------------------------------------------
+
+    @property
+    def _files(self) -> FileSystem:
+        if self._fs is None:
+            self._fs = FileSystem()
+        return self._fs
 
     async def read_text_file(
         self, path: str, line: int | None = None, limit: int | None = None
     ) -> str:
-        return await self._fs.read_text_file(self.workspace, path, line, limit)
+        return await self._files.read_text_file(self.workspace, path, line, limit)
 
     async def write_text_file(self, path: str, content: str) -> None:
-        await self._fs.write_text_file(self.workspace, path, content)
+        await self._files.write_text_file(self.workspace, path, content)
 
     # -- terminals ---------------------------------------------------------------------
 
@@ -102,7 +117,7 @@ class LocalAccess:
         await self.terminals.release(self.session_id, terminal_id)
 
     async def aclose(self) -> None:
-        """End every command still running and wait until they are gone."""
+        """End every command still running and wait until they are gone; start no more."""
         await self.terminals.aclose()
 
 
