@@ -14,6 +14,7 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._local_access import Fallback, LocalAccess
     from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
     from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         ToolCallHandle,
         Turn,
         diff_content,
+        output_content,
         terminal_content,
         text_content,
     )
@@ -42,6 +44,8 @@ _LAZY = {
     "McpServerError": "_mcp",
     "McpTool": "_mcp",
     "McpToolResult": "_mcp",
+    "Fallback": "_local_access",
+    "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
     "Session": "_session",
     "MemorySessionStore": "_store",
@@ -57,6 +61,7 @@ _LAZY = {
     "ToolCallHandle": "_turn",
     "Turn": "_turn",
     "diff_content": "_turn",
+    "output_content": "_turn",
     "terminal_content": "_turn",
     "text_content": "_turn",
 }
@@ -67,6 +72,8 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "Fallback",
+    "LocalAccess",
     "McpConnections",
     "McpServerError",
     "McpTool",
@@ -84,6 +91,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "output_content",
     "run_agent",
     "serve_stdio",
     "terminal_content",

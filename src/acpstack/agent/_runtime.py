@@ -15,20 +15,21 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
-from msgspec import UNSET
 
 from acpstack._version import __version__
 from acpstack.agent._agent import Agent
+from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._requests import check_absolute, dirs, plain, select_values, with_fork
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
-from acpstack.agent._turn import Turn
+from acpstack.agent._turn import ClientCapabilityMissing, Turn
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import INTERNAL_ERROR, RequestError
+from acpstack.wire import INTERNAL_ERROR, CapabilityError, RequestError
 
 log = logging.getLogger("acpstack.agent")
 
@@ -47,6 +48,10 @@ class SessionAgent(Agent):
     - `mcp`: connect to the MCP servers of each session with the official `mcp` SDK
       (the `acpstack[mcp]` extra); failures are per server, see `Session.mcp`.
       `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers.
+    - `fallback`: what the turn helpers do for a client that does not offer `fs` or
+      `terminal`: "local" (default) reads, writes and runs commands in this process,
+      inside the session's roots; "refuse" fails that tool call (`ClientCapabilityMissing`).
+      A missing capability that ends a turn ends it with an explanation, never -32603.
     """
 
     name = "acpstack-agent"
@@ -65,7 +70,12 @@ class SessionAgent(Agent):
         mcp_sse: bool = False,
         mcp_fail_fast: bool = False,
         prompt_capabilities: acp.PromptCapabilities | None = None,
+        fallback: Fallback = "local",
     ) -> None:
+        if fallback not in get_args(Fallback):
+            raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
+        self.fallback: Fallback = fallback
+        self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
         self.modes = list(modes)
         self.extra_config_options = list(config_options)
@@ -97,7 +107,7 @@ class SessionAgent(Agent):
     def stored_mcp_server(self, server: Any) -> Any:
         """The JSON form of an MCP server configuration kept in the session record.
         Override to leave out secrets (header and environment values)."""
-        return _plain(server)
+        return plain(server)
 
     # -- initialize and auth -------------------------------------------------------------
 
@@ -134,7 +144,7 @@ class SessionAgent(Agent):
             agent_info=acp.Implementation(name=self.name, version=self.version, title=self.title),
         )
         if store.supports_fork and self.client.unstable:
-            result = _with_fork(result)
+            result = with_fork(result)
         return result
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
@@ -164,8 +174,8 @@ class SessionAgent(Agent):
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         self._require_auth()
-        _check_absolute(params.cwd, "cwd")
-        extra = _dirs(params.additional_directories)
+        check_absolute(params.cwd, "cwd")
+        extra = dirs(params.additional_directories)
         record = SessionRecord(
             session_id=uuid.uuid4().hex,
             cwd=params.cwd,
@@ -248,7 +258,7 @@ class SessionAgent(Agent):
         if self.store.get(params.session_id) is None:
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
-        extra = _dirs(params.additional_directories)
+        extra = dirs(params.additional_directories)
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
@@ -260,7 +270,7 @@ class SessionAgent(Agent):
     async def _reopen(
         self, session_id: str, cwd: str, additional: Any, servers: Sequence[Any]
     ) -> Session:
-        _check_absolute(cwd, "cwd")
+        check_absolute(cwd, "cwd")
         record = self.store.get(session_id)
         if record is None:
             raise RequestError.resource_not_found(session_id)
@@ -271,7 +281,7 @@ class SessionAgent(Agent):
         record = self.store.update(
             session_id,
             cwd=cwd,
-            additional_directories=_dirs(additional),
+            additional_directories=dirs(additional),
             mcp_servers=[self.stored_mcp_server(s) for s in servers],
         )
         session = Session.from_record(record, self.client, self.store)
@@ -318,6 +328,10 @@ class SessionAgent(Agent):
             with contextlib.suppress(Exception):
                 await session.mcp.aclose()
             session.mcp = None
+        local = self._local.pop(session.session_id, None)
+        if local is not None:  # ends the commands the agent still runs for the session
+            with contextlib.suppress(Exception):
+                await local.aclose()
 
     async def on_disconnect(self) -> None:
         for session in list(self.sessions.values()):
@@ -344,14 +358,25 @@ class SessionAgent(Agent):
         session.turn_task = task
         session.cancel_requested = False
         session.record_prompt(list(params.prompt))
+        local = self._local.get(session.session_id)
+        if local is None:
+            local = LocalAccess(session.session_id, session.cwd, session.additional_directories)
+            self._local[session.session_id] = local
+        turn = Turn(session, list(params.prompt), fallback=self.fallback, local=local)
         try:
-            stop = await self.prompt(Turn(session, list(params.prompt)))
+            stop = await self.prompt(turn)
         except asyncio.CancelledError:
             # session/cancel, $/cancel_request or shutdown: the turn ends as "cancelled".
             return acp.PromptResponse(stop_reason="cancelled")
+        except (ClientCapabilityMissing, CapabilityError) as exc:
+            if session.cancel_requested:
+                return acp.PromptResponse(stop_reason="cancelled")
+            stop = await _missing_capability(turn, exc)
         except Exception:
             if session.cancel_requested:
                 return acp.PromptResponse(stop_reason="cancelled")
+            with contextlib.suppress(Exception):  # none is left pending
+                await turn.fail_unfinished("The agent stopped on an error.")
             raise
         finally:
             session.turn_task = None
@@ -445,7 +470,7 @@ class SessionAgent(Agent):
                 raise RequestError.invalid_params(
                     {"configId": params.config_id}, "Wrong value type for this option"
                 )
-            if option.type == "select" and params.value not in _select_values(option):
+            if option.type == "select" and params.value not in select_values(option):
                 raise RequestError.invalid_params(
                     {"configId": params.config_id, "value": params.value},
                     "Unknown value for this option",
@@ -463,42 +488,13 @@ class SessionAgent(Agent):
         await session.send(acp.SessionInfoUpdate(title=title))
 
 
-def _with_fork(result: acp.InitializeResponse) -> Any:
-    """The same answer in the unstable types, advertising unstable `session/fork`."""
-    from acpstack.schema import v1_unstable as acpu
-
-    unstable = msgspec.json.decode(msgspec.json.encode(result), type=acpu.InitializeResponse)
-    caps = unstable.agent_capabilities
-    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(
-        caps.session_capabilities, acpu.SessionCapabilities
-    )
-    caps.session_capabilities.fork = acpu.SessionForkCapabilities()
-    return unstable
-
-
-def _select_values(option: acp.SessionConfigOption) -> set[str]:
-    values: set[str] = set()
-    for item in option.options if isinstance(option.options, list) else []:
-        if isinstance(item, acp.SessionConfigSelectGroup):
-            values.update(o.value for o in item.options)
-        else:
-            values.add(item.value)
-    return values
-
-
-def _check_absolute(path: str, what: str) -> None:
-    if not path.startswith("/") and not (len(path) > 2 and path[1] == ":" and path[2] in "\\/"):
-        raise RequestError.invalid_params(
-            {"path": f"$.params.{what}", "value": path}, f"{what} must be an absolute path"
-        )
-
-
-def _dirs(value: Any) -> list[str]:
-    dirs = list(value) if isinstance(value, list) else []
-    for d in dirs:
-        _check_absolute(d, "additionalDirectories")
-    return dirs
-
-
-def _plain(server: Any) -> Any:
-    return msgspec.to_builtins(server) if server is not UNSET else None
+async def _missing_capability(
+    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
+) -> acp.StopReason:
+    """A turn that needed something the client does not offer ends normally, and says why
+    (a client must not see -32603 for what it chose not to offer)."""
+    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
+    log.warning("session %s: %s", turn.session.session_id, message)
+    await turn.fail_unfinished(message)
+    await turn.say(f"\n\nI could not finish this: {message}\n")
+    return "end_turn"
