@@ -400,3 +400,24 @@ async def test_a_turn_that_raises_fails_its_unfinished_tool_calls(tmp_path: Path
     assert tool.status == "failed" and tool.content[0].content.text == (
         "The agent stopped on an error."
     )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+async def test_a_signal_to_the_agent_ends_its_local_commands(tmp_path: Path, sig: int) -> None:
+    # A client (or a supervisor) ends the agent with a signal: the agent closes the
+    # connection as at the end of input, so the commands it runs itself end with it.
+    ws, _, _ = workspace(tmp_path)
+    rv = Rendezvous(tmp_path)
+    client = Client()
+    try:
+        async with agent(tmp_path, client) as conn:
+            sid = (await client.new_session(str(ws))).session_id
+            turn, pids = await start_group(client, rv, sid)
+            os.kill(conn.transport.pid, sig)
+            code = await asyncio.wait_for(conn.transport.wait_exit(), 20)
+            assert code == 128 + sig
+            await asyncio.to_thread(assert_ended, pids)
+    finally:
+        rv.close()
+    turn.cancel()
+    await asyncio.gather(turn, return_exceptions=True)
