@@ -32,6 +32,7 @@ def formatted(outputs: dict[str, str]) -> dict[str, str]:
     """Run ruff format over the generated text so the files read well and diff cleanly."""
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in outputs.items():
+            Path(tmp, name).parent.mkdir(parents=True, exist_ok=True)
             Path(tmp, name).write_text(text, encoding="utf-8")
         subprocess.run(
             [
