@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tools.codegen.generate import GROUPS, VENDOR_DIR
