@@ -36,6 +36,8 @@ if TYPE_CHECKING:
         terminal_content,
         text_content,
     )
+    from acpstack.agent._turn_extras import Compaction, ElicitationAnswer
+    from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
     "McpConnections": "_mcp",
@@ -43,6 +45,9 @@ _LAZY = {
     "McpTool": "_mcp",
     "McpToolResult": "_mcp",
     "SessionAgent": "_runtime",
+    "ProviderSettings": "_unstable",
+    "ElicitationAnswer": "_turn_extras",
+    "Compaction": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
     "SessionRecord": "_store",
@@ -67,12 +72,15 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "Compaction",
+    "ElicitationAnswer",
     "McpConnections",
     "McpServerError",
     "McpTool",
     "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
+    "ProviderSettings",
     "Session",
     "SessionAgent",
     "SessionRecord",

@@ -321,7 +321,9 @@ class SessionAgent(UnstableSessionMethods):
             mcp_servers=[self.stored_mcp_server(s) for s in servers],
         )
         if system_prompt is not None:
-            record = self.store.update(session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
+            record = self.store.update(
+                session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt}
+            )
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, servers)
         return session

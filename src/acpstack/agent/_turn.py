@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from msgspec import UNSET
 
+from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
@@ -31,10 +32,6 @@ STANDARD_OPTIONS = (
     acp.PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     acp.PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
 )
-
-
-class ClientCapabilityMissing(RuntimeError):
-    """The client did not advertise what this helper needs (e.g. `fs.writeTextFile`)."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +134,9 @@ class ToolCallHandle:
         await self.turn.session.send(update)
 
 
-class Turn:
-    """One `session/prompt`: the prompt, and the helpers to answer it."""
+class Turn(TurnExtras):
+    """One `session/prompt`: the prompt, and the helpers to answer it (notices, compaction
+    and elicitation helpers: `TurnExtras`)."""
 
     def __init__(self, session: Session, prompt: list[acp.ContentBlock]) -> None:
         self.session = session

@@ -104,9 +104,7 @@ class UnstableSessionMethods(Agent):
         self.store.update(params.session_id, archived=False)
         return acpu.UnarchiveSessionResponse()
 
-    async def session_status(
-        self, params: acpu.SessionStatusRequest
-    ) -> acpu.SessionStatusResponse:
+    async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:
         from acpstack.schema import v1_unstable as acpu
 
         if params.session_id in self.sessions:
@@ -194,9 +192,7 @@ class UnstableSessionMethods(Agent):
             raise RequestError.method_not_found("providers/list")
         return self.providers
 
-    async def providers_list(
-        self, params: acpu.ListProvidersRequest
-    ) -> acpu.ListProvidersResponse:
+    async def providers_list(self, params: acpu.ListProvidersRequest) -> acpu.ListProvidersResponse:
         from acpstack.schema import v1_unstable as acpu
 
         return acpu.ListProvidersResponse(providers=self._providers().list_providers())
@@ -210,7 +206,9 @@ class UnstableSessionMethods(Agent):
                 params.provider_id, params.api_type, params.base_url, headers
             )
         except ValueError as exc:
-            raise RequestError.invalid_params({"providerId": params.provider_id}, str(exc)) from None
+            raise RequestError.invalid_params(
+                {"providerId": params.provider_id}, str(exc)
+            ) from None
         return acpu.SetProviderResponse()
 
     async def providers_disable(
@@ -221,7 +219,9 @@ class UnstableSessionMethods(Agent):
         try:
             self._providers().disable_provider(params.provider_id)
         except ValueError as exc:
-            raise RequestError.invalid_params({"providerId": params.provider_id}, str(exc)) from None
+            raise RequestError.invalid_params(
+                {"providerId": params.provider_id}, str(exc)
+            ) from None
         return acpu.DisableProviderResponse()
 
     # -- MCP over ACP (this agent is the consumer) ------------------------------------------
