@@ -123,6 +123,8 @@ class SessionState:
 
     def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
         speaker = _CHUNK_SPEAKERS.get(type(update))
+        if speaker is None and isinstance(update, acp.ContentChunk):  # an unstable subclass
+            speaker = next(v for k, v in _CHUNK_SPEAKERS.items() if isinstance(update, k))
         if speaker is not None:
             assert isinstance(update, acp.ContentChunk)
             self._chunk(speaker, update)
