@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         terminal_content,
         text_content,
     )
+    from acpstack.agent._turn_extras import Compaction, ElicitationAnswer
+    from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
     "McpConnections": "_mcp",
@@ -47,6 +49,9 @@ _LAZY = {
     "Fallback": "_local_access",
     "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
+    "ProviderSettings": "_unstable",
+    "ElicitationAnswer": "_turn_extras",
+    "Compaction": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
     "SessionRecord": "_store",
@@ -74,12 +79,15 @@ __all__ = [
     "CommandResult",
     "Fallback",
     "LocalAccess",
+    "Compaction",
+    "ElicitationAnswer",
     "McpConnections",
     "McpServerError",
     "McpTool",
     "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
+    "ProviderSettings",
     "Session",
     "SessionAgent",
     "SessionRecord",

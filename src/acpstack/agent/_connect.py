@@ -21,14 +21,22 @@ def connect_agent(
     transport: Transport,
     *,
     unstable: bool = False,
+    extensions: tuple[str, ...] = (),
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     framing: str = "auto",
     max_inbound_requests: int = 512,
     max_waiting_requests: int = 8192,
 ) -> Connection:
-    """Wire `agent` to a transport. Start it with `async with` (or `.start()`)."""
+    """Wire `agent` to a transport. Start it with `async with` (or `.start()`).
+
+    `unstable=True` speaks ACP's unstable methods too; `extensions=("nes",)` adds the
+    frozen `nes/*` and `document/*` methods (needs `unstable`)."""
     state = ProtocolState(
-        "agent", unstable=unstable, max_message_size=max_message_size, framing=framing
+        "agent",
+        unstable=unstable,
+        max_message_size=max_message_size,
+        framing=framing,
+        extensions=extensions,
     )
     dispatcher = AgentDispatcher(agent)
     connection = Connection(
@@ -40,7 +48,7 @@ def connect_agent(
         on_close=agent.on_disconnect,
     )
     dispatcher.connection = connection
-    agent.on_connect(ClientPeer(connection))
+    agent.on_connect(ClientPeer(connection, extensions))
     return connection
 
 

@@ -41,6 +41,9 @@ class Session:
     mode_id: str | None = None
     config_values: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    # The client's `systemPrompt` ({"mode": "append"|..., "text": ...}), for the author's
+    # model: added to (or replacing) the agent's own instructions. None: not given.
+    system_prompt: dict[str, str] | None = None
     mcp: McpConnections | None = None
     turn_task: asyncio.Task[Any] | None = None
     start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
@@ -101,4 +104,5 @@ class Session:
             mode_id=record.mode_id,
             config_values=dict(record.config_values),
             title=record.title,
+            system_prompt=record.meta.get("system_prompt"),
         )

@@ -25,6 +25,7 @@ from msgspec import UNSET
 
 from acpstack.agent._client_terminals import ClientTerminals, Terminals
 from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
@@ -43,15 +44,6 @@ STANDARD_OPTIONS = (
 
 SHOWN_OUTPUT_CHARS = 64_000
 """How much of a local command's output its tool call shows (the end of it)."""
-
-
-class ClientCapabilityMissing(RuntimeError):
-    """The client does not offer what a helper needs (e.g. `fs.writeTextFile`) and the
-    turn's policy is ``"refuse"``. `message` says what could not be done and why."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -182,8 +174,9 @@ class ToolCallHandle:
         await self.turn.session.send(update)
 
 
-class Turn:
-    """One `session/prompt`: the prompt, and the helpers to answer it."""
+class Turn(TurnExtras):
+    """One `session/prompt`: the prompt, and the helpers to answer it (notices, compaction
+    and elicitation helpers: `TurnExtras`)."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
-from acpstack.schema import STABLE_METHODS, MethodSpec
+from acpstack.schema import METHOD_ALIASES, MethodSpec, method_table
 from acpstack.wire._codec import (
     Invalid,
     RequestId,
@@ -92,6 +92,7 @@ class ProtocolState:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         framing: str = "auto",
         send_framing: str = "auto",
+        extensions: tuple[str, ...] = (),
     ) -> None:
         self.role = role
         self.unstable = unstable
@@ -113,11 +114,8 @@ class ProtocolState:
         self._deferred_size = 0
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
-        table = STABLE_METHODS
-        if unstable:
-            from acpstack.schema import UNSTABLE_METHODS
-
-            table = UNSTABLE_METHODS
+        table = method_table(unstable, extensions)
+        self.extensions = extensions
         mine = {role, "both", "protocol"}
         peer = {"client" if role == "agent" else "agent", "both", "protocol"}
         # Method name -> spec, one table per direction and kind.
@@ -309,6 +307,9 @@ class ProtocolState:
 
     def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
+        if spec is None and method in METHOD_ALIASES:  # a known unofficial spelling
+            spec = self._requests_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         if spec is None:
             if method.startswith("_") and len(method) > 1:
                 try:
@@ -359,6 +360,9 @@ class ProtocolState:
 
     def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
+        if spec is None and method in METHOD_ALIASES:
+            spec = self._notifications_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         try:
             if spec is None:
                 if method.startswith("_") and len(method) > 1:

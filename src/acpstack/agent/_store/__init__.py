@@ -24,6 +24,8 @@ calls it straight from the event loop.
 
 from acpstack.agent._store._memory import MemorySessionStore
 from acpstack.agent._store._records import (
+    ARCHIVE_FILTERS,
+    ArchiveFilter,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -32,7 +34,9 @@ from acpstack.agent._store._records import (
 from acpstack.agent._store._sqlite import SCHEMA_VERSION, SqliteSessionStore
 
 __all__ = [
+    "ARCHIVE_FILTERS",
     "SCHEMA_VERSION",
+    "ArchiveFilter",
     "MemorySessionStore",
     "SessionRecord",
     "SessionStore",
