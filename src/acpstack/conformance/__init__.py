@@ -1,0 +1,37 @@
+"""Conformance checks for ACP peers: `acpstack check agent` and `acpstack check client`.
+
+`check_agent` runs a suite of cases against any agent (a command on stdio, or a remote
+URL). Each case cites the rule it checks and ends pass, fail, warn or skip; a failure says
+what was expected, which frames came back and how to fix it. `MessageValidator` checks
+single messages against the vendored official JSON Schema (needs the `check` extra:
+`jsonschema`).
+"""
+
+from acpstack.conformance._catalog import GROUPS, all_cases
+from acpstack.conformance._context import CheckOptions
+from acpstack.conformance._model import Case, CaseResult, Rule, Verdict
+from acpstack.conformance._report import render_json, render_junit, render_text
+from acpstack.conformance._runner import Report, check_agent, select_cases
+from acpstack.conformance._schema import MessageValidator, SchemaUnavailable, Violation
+from acpstack.conformance._target import AgentTarget, TargetUnavailable
+
+__all__ = [
+    "GROUPS",
+    "AgentTarget",
+    "Case",
+    "CaseResult",
+    "CheckOptions",
+    "MessageValidator",
+    "Report",
+    "Rule",
+    "SchemaUnavailable",
+    "TargetUnavailable",
+    "Verdict",
+    "Violation",
+    "all_cases",
+    "check_agent",
+    "render_json",
+    "render_junit",
+    "render_text",
+    "select_cases",
+]
