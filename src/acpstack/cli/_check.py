@@ -77,10 +77,23 @@ def add_parser(sub: Any) -> None:
 
 def run_check(args: argparse.Namespace, agent_command: list[str] | None) -> int:
     if args.check_kind == "client":
-        from acpstack.cli._check_client import run_check_client
-
-        return run_check_client(args.report)
+        return _check_client(args.report)
     return _check_agent(args, agent_command)
+
+
+def _check_client(report: str | None) -> int:
+    from acpstack.conformance import ClientCheckAgent, serve_client_check
+    from acpstack.transports import StdioError
+
+    agent = ClientCheckAgent(report_path=Path(report).resolve() if report else None)
+    try:
+        asyncio.run(serve_client_check(agent))
+    except StdioError as exc:
+        sys.stderr.write(f"acpstack check client: cannot serve ACP on stdio: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> int:

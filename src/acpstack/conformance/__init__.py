@@ -4,12 +4,18 @@
 URL). Each case cites the rule it checks and ends pass, fail, warn or skip; a failure says
 what was expected, which frames came back and how to fix it. `MessageValidator` checks
 single messages against the vendored official JSON Schema (needs the `check` extra:
-`jsonschema`).
+`jsonschema`). `ClientCheckAgent` is the agent of `check client`: prompted, it exercises
+the client that runs it and reports what the client did. `Probe` is the raw JSON-RPC end
+both use (and `acpstack replay`): it keeps every frame and never waits without a timeout.
 """
 
 from acpstack.conformance._catalog import GROUPS, all_cases
+from acpstack.conformance._client_check import ClientCheckAgent, serve_client_check
+from acpstack.conformance._client_sim import Answer
 from acpstack.conformance._context import CheckOptions
+from acpstack.conformance._frames import Frame
 from acpstack.conformance._model import Case, CaseResult, Rule, Verdict
+from acpstack.conformance._probe import Probe, Reply, Responder
 from acpstack.conformance._report import render_json, render_junit, render_text
 from acpstack.conformance._runner import Report, check_agent, select_cases
 from acpstack.conformance._schema import MessageValidator, SchemaUnavailable, Violation
@@ -18,11 +24,17 @@ from acpstack.conformance._target import AgentTarget, TargetUnavailable
 __all__ = [
     "GROUPS",
     "AgentTarget",
+    "Answer",
     "Case",
     "CaseResult",
     "CheckOptions",
+    "ClientCheckAgent",
+    "Frame",
     "MessageValidator",
+    "Probe",
+    "Reply",
     "Report",
+    "Responder",
     "Rule",
     "SchemaUnavailable",
     "TargetUnavailable",
@@ -34,4 +46,5 @@ __all__ = [
     "render_junit",
     "render_text",
     "select_cases",
+    "serve_client_check",
 ]

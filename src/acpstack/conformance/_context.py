@@ -149,7 +149,7 @@ class Context:
     async def initialize(self, conn: Connection, protocol_version: Any = 1) -> Reply:
         params = {
             "protocolVersion": protocol_version,
-            "clientCapabilities": conn.probe.client.capabilities,
+            "clientCapabilities": conn.client.capabilities,
             "clientInfo": CLIENT_INFO,
         }
         return await conn.request("initialize", params, timeout=self.options.timeout)
@@ -172,7 +172,7 @@ class Context:
     # -- steps --------------------------------------------------------------------------
 
     def workspace(self, conn: Connection) -> Path:
-        return conn.probe.client.workspace
+        return conn.client.workspace
 
     async def new_session(self, conn: Connection, **extra: Any) -> str:
         reply = await self.new_session_reply(conn, **extra)

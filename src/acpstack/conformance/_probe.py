@@ -14,11 +14,11 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from acpstack.conformance._client_sim import SimulatedClient
+from acpstack.conformance._client_sim import Answer, SimulatedClient
 from acpstack.conformance._frames import KEEP_LIMIT, NOT_JSON, Frame, encode, parse
-from acpstack.conformance._schema import MessageValidator, Violation
+from acpstack.conformance._schema import MessageValidator, Sender, Violation
 from acpstack.transports import Transport
 from acpstack.wire import FrameDecoder, FramingError, Oversized
 
@@ -29,6 +29,17 @@ MAX_FRAMES = 20_000
 
 Predicate = Callable[[Frame], bool]
 BAD_INPUT = "(bad input)"
+
+
+class Responder(Protocol):
+    """Answers the requests the peer sends (the checker's simulated client, or the agent of
+    `check client`)."""
+
+    async def answer(self, frame: Frame) -> Answer: ...
+
+    def cancel_session(self, session_id: str) -> None: ...
+
+    def release_held(self) -> None: ...
 
 
 @dataclass
@@ -92,12 +103,22 @@ def id_key(value: Any) -> str:
 
 
 class Probe:
+    """One end of a connection. `peer` is the side at the other end ("agent" for the
+    checker, "client" for `check client`): its messages are the ones validated."""
+
     def __init__(
-        self, transport: Transport, client: SimulatedClient, validator: MessageValidator
+        self,
+        transport: Transport,
+        responder: Responder,
+        validator: MessageValidator | None,
+        *,
+        peer: Sender = "agent",
     ) -> None:
         self.transport = transport
-        self.client = client
+        self.responder = responder
         self.validator = validator
+        self.peer: Sender = peer
+        client = responder if isinstance(responder, SimulatedClient) else None
         self.log = ProbeLog(client=client)
         self.closed = asyncio.Event()
         self._decoder = FrameDecoder(MAX_LINE, "ndjson")
@@ -150,7 +171,7 @@ class Probe:
 
     def notify(self, method: str, params: Any) -> Frame:
         if method == "session/cancel" and isinstance(params, dict):
-            self.client.cancel_session(str(params.get("sessionId")))
+            self.responder.cancel_session(str(params.get("sessionId")))
         return self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def reply(self, rid: Any, *, timeout: float) -> Reply:
@@ -210,7 +231,7 @@ class Probe:
         return self._seq
 
     async def close(self) -> None:
-        self.client.release_held()
+        self.responder.release_held()
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(Exception):
@@ -281,17 +302,18 @@ class Probe:
                 self.log.duplicates.append(frame)
             else:
                 self._answered[key] = frame
-        for violation in self.validator.validate(
-            frame.message, sender="agent", answered_method=answered
-        ):
-            self.log.schema.append(SchemaProblem(frame, violation))
+        if self.validator is not None:
+            for violation in self.validator.validate(
+                frame.message, sender=self.peer, answered_method=answered
+            ):
+                self.log.schema.append(SchemaProblem(frame, violation))
         if frame.is_request:
             task = asyncio.get_running_loop().create_task(self._answer(frame))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def _answer(self, frame: Frame) -> None:
-        kind, value = await self.client.answer(frame)
+        kind, value = await self.responder.answer(frame)
         if self.closed.is_set():
             return
         self.send({"jsonrpc": "2.0", "id": frame.message["id"], kind: value})

@@ -72,6 +72,7 @@ class Connection:
     """One connection to the agent, with the probe that records and answers on it."""
 
     target: AgentTarget
+    client: SimulatedClient
     probe: Probe
     transport: Transport
     initialize: dict[str, Any] = field(default_factory=dict)  # the initialize result
@@ -130,4 +131,4 @@ async def open_connection(
     transport = await target.open(client.workspace, shutdown_timeout=shutdown_timeout)
     probe = Probe(transport, client, validator)
     probe.start()
-    return Connection(target, probe, transport)
+    return Connection(target, client, probe, transport)
