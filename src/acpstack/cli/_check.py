@@ -146,6 +146,7 @@ def _usage_error(args: argparse.Namespace, command: list[str] | None, only: tupl
 
 async def _run(target: AgentTarget, options: CheckOptions, args: argparse.Namespace) -> int:
     from acpstack.conformance import (
+        MessageValidator,
         SchemaUnavailable,
         TargetUnavailable,
         all_cases,
@@ -157,6 +158,11 @@ async def _run(target: AgentTarget, options: CheckOptions, args: argparse.Namesp
 
     width = max(len(c.id) for c in all_cases())
     progress = None if args.json else (lambda r: _say(result_line(r, width)))
+    try:
+        MessageValidator(unstable=options.unstable)  # fails early without the `check` extra
+    except SchemaUnavailable as exc:
+        sys.stderr.write(f"acpstack check agent: {exc}\n")
+        return 2
     if not args.json:
         _say(f"acpstack check agent: {target.describe()}\n")
     try:

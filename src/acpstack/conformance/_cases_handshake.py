@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import Context
@@ -30,16 +30,16 @@ NEGOTIATION_FIX = (
 UNKNOWN_SESSION = "acpstack-check-no-such-session"
 
 
-async def _negotiate(ctx: Context, requested: int) -> tuple[Connection, Any, list[str]]:
+async def _negotiate(ctx: Context, requested: int) -> tuple[Connection, dict[str, Any], list[str]]:
     conn = await ctx.open()
     reply = await ctx.initialize(conn, requested)
     got = ctx.show(conn, reply)
     if reply.status != "result" or not isinstance(reply.result, dict):
         raise CaseFail(f"initialize with protocolVersion {requested} got {reply.describe()}", got)
-    return conn, reply.result.get("protocolVersion"), got
+    return conn, reply.result, got
 
 
-def _is_version(value: Any) -> bool:
+def _is_version(value: Any) -> TypeGuard[int]:
     return type(value) is int and 0 <= value <= 65535
 
 
@@ -53,7 +53,8 @@ def _is_version(value: Any) -> bool:
     fix=NEGOTIATION_FIX,
 )
 async def protocol_v1(ctx: Context) -> Outcome:
-    _, version, got = await _negotiate(ctx, 1)
+    _, result, got = await _negotiate(ctx, 1)
+    version = result.get("protocolVersion")
     if version == 1:
         return passed("answered protocolVersion 1")
     return failed(f"answered protocolVersion {version!r} to a v1 client", got)
@@ -69,17 +70,23 @@ async def protocol_v1(ctx: Context) -> Outcome:
     fix=NEGOTIATION_FIX,
 )
 async def protocol_v2(ctx: Context) -> Outcome:
-    conn, version, got = await _negotiate(ctx, 2)
+    conn, result, got = await _negotiate(ctx, 2)
+    version = result.get("protocolVersion")
     if version == 1:
         return passed("answered 1: a v1-only agent downgrades correctly")
     if version == 2:
-        return await _v2_checks(ctx, conn)
+        return await _v2_checks(ctx, conn, result, got)
     return failed(f"answered protocolVersion {version!r} to a request for 2", got)
 
 
-async def _v2_checks(ctx: Context, conn: Connection) -> Outcome:
+async def _v2_checks(
+    ctx: Context, conn: Connection, result: dict[str, Any], got: list[str]
+) -> Outcome:
     # V2 HOOK: acpstack has no protocol v2 model yet. When it does, the v2 cases (state
     # updates, auth/login, upsert semantics, ...) run here on `conn`, which has negotiated 2.
+    # Until then only the shape of the answer is checked: v2 requires `info`.
+    if "info" not in result:
+        return failed("answered 2 with a v1-shaped result (no `info`, required in v2)", got)
     return passed("answered 2: the agent speaks protocol v2 (v2 cases are not written yet)")
 
 
@@ -93,7 +100,8 @@ async def _v2_checks(ctx: Context, conn: Connection) -> Outcome:
     fix=NEGOTIATION_FIX,
 )
 async def protocol_future(ctx: Context) -> Outcome:
-    _, version, got = await _negotiate(ctx, 99)
+    _, result, got = await _negotiate(ctx, 99)
+    version = result.get("protocolVersion")
     if version == 99:
         return failed("answered 99: the agent echoes a version that does not exist", got)
     if _is_version(version) and version < 99:

@@ -56,6 +56,9 @@ class SimulatedClient:
     #: terminal id -> released?
     terminals: dict[str, bool] = field(default_factory=dict)
     _held: dict[str, list[asyncio.Future[Answer]]] = field(default_factory=dict)
+    #: sessions whose turn was cancelled: later permission requests of that turn are
+    #: answered `cancelled` at once
+    _cancelled: set[str] = field(default_factory=set)
     permission_asked: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def answer(self, frame: Frame) -> Answer:
@@ -79,8 +82,12 @@ class SimulatedClient:
             self.custom_methods.append(frame)
         return _error(-32601, f"method not found: {method}")
 
+    def turn_started(self, session_id: str) -> None:
+        self._cancelled.discard(session_id)
+
     def cancel_session(self, session_id: str) -> None:
         """The turn of `session_id` was cancelled: pending permissions end `cancelled`."""
+        self._cancelled.add(session_id)
         for future in self._held.pop(session_id, []):
             if not future.done():
                 future.set_result(("result", {"outcome": {"outcome": "cancelled"}}))
@@ -110,6 +117,8 @@ class SimulatedClient:
         self.permission_asked.set()
         options = params.get("options")
         options = [o for o in options if isinstance(o, dict)] if isinstance(options, list) else []
+        if str(params.get("sessionId")) in self._cancelled:
+            return "result", {"outcome": {"outcome": "cancelled"}}
         if self.permission == "hold":
             future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
             self._held.setdefault(str(params.get("sessionId")), []).append(future)

@@ -135,9 +135,6 @@ class Context:
         if reply.status != "result" or not isinstance(reply.result, dict):
             raise CaseFail(f"initialize got {reply.describe()}", self.show(conn, reply))
         conn.initialize = reply.result
-        info = reply.result.get("agentInfo")
-        if self.agent_info is None and isinstance(info, dict):
-            self.agent_info = info
         if self.options.auth_method:
             auth = await conn.request(
                 "authenticate", {"methodId": self.options.auth_method}, timeout=self.options.timeout
@@ -152,7 +149,11 @@ class Context:
             "clientCapabilities": conn.client.capabilities,
             "clientInfo": CLIENT_INFO,
         }
-        return await conn.request("initialize", params, timeout=self.options.timeout)
+        reply = await conn.request("initialize", params, timeout=self.options.timeout)
+        info = reply.result.get("agentInfo") if isinstance(reply.result, dict) else None
+        if self.agent_info is None and isinstance(info, dict):
+            self.agent_info = info
+        return reply
 
     async def close_all(self) -> None:
         for conn in self.connections:
@@ -208,6 +209,7 @@ class Context:
         if prompt is None or isinstance(prompt, str):
             prompt = [{"type": "text", "text": prompt or self.options.prompt}]
         probe = conn.probe
+        conn.client.turn_started(session_id)
         rid = probe.next_id()
         params = {"sessionId": session_id, "prompt": prompt}
         request = probe.send(

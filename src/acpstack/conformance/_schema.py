@@ -115,12 +115,12 @@ class MessageValidator:
             }
             validator = self._jsonschema.Draft202012Validator(schema)
             self._validators[definition] = validator
-        found = []
+        found: list[tuple[str, str]] = []
         errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
-        for error in errors[:_MAX_ERRORS]:
-            deepest = _deepest(self._jsonschema, error)
-            found.append((_path(prefix, deepest.absolute_path), _shorten(deepest.message)))
-        return found
+        for error in errors:
+            for path, text in _explain(self._jsonschema, error):
+                found.append((_path(prefix, path), _shorten(text)))
+        return found[:_MAX_ERRORS]
 
     def validate(
         self, message: Any, *, sender: Sender, answered_method: str | None = None
@@ -191,13 +191,39 @@ def _is_request_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or type(value) is int
 
 
-def _deepest(jsonschema: Any, error: Any) -> Any:
-    """For a failed union, the most specific reason (jsonschema's own heuristic)."""
-    if error.context:
-        best = jsonschema.exceptions.best_match(error.context)
-        if best is not None and len(best.absolute_path) >= len(error.absolute_path):
-            return _deepest(jsonschema, best)
-    return error
+def _explain(jsonschema: Any, error: Any) -> list[tuple[Any, str]]:
+    """(path, message) pairs that say why `error` happened. A failed union of tagged
+    variants (a `sessionUpdate`, a content block `type`...) is explained by the variant
+    the tag selects, not by whichever variant jsonschema finds most relevant."""
+    if not error.context:
+        return [(error.absolute_path, error.message)]
+    arms = error.validator_value if isinstance(error.validator_value, list) else []
+    tags = [_tags(arm) for arm in arms]
+    instance = error.instance
+    if isinstance(instance, dict) and tags and all(tags):
+        chosen = [
+            i for i, tag in enumerate(tags) if all(instance.get(k) == v for k, v in tag.items())
+        ]
+        if len(chosen) == 1:
+            inner = [e for e in error.context if e.relative_schema_path[0] == chosen[0]]
+            return [found for e in inner for found in _explain(jsonschema, e)]
+        if not chosen:
+            key = next(iter(tags[0]))
+            known = ", ".join(str(t.get(key)) for t in tags)
+            got = repr(instance[key]) if key in instance else "missing"
+            return [(error.absolute_path, f"`{key}` is {got}; expected one of: {known}")]
+    best = jsonschema.exceptions.best_match(error.context)
+    if best is not None and len(best.absolute_path) >= len(error.absolute_path):
+        return _explain(jsonschema, best)
+    return [(error.absolute_path, error.message)]
+
+
+def _tags(arm: Any) -> dict[str, Any]:
+    """The constant properties that select a variant of a tagged union (its tag)."""
+    properties = arm.get("properties") if isinstance(arm, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {k: v["const"] for k, v in properties.items() if isinstance(v, dict) and "const" in v}
 
 
 def _path(prefix: str, parts: Iterable[Any]) -> str:
