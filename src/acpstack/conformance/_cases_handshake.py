@@ -119,6 +119,7 @@ async def protocol_future(ctx: Context) -> Outcome:
     expected="an error for session/new sent first; then a normal initialize",
     fix="Answer requests that arrive before initialize with an error (e.g. -32600) and keep "
     "reading: the client will initialize next.",
+    stdio_only=True,  # remote transports decide this themselves (a WebSocket closes)
 )
 async def before_initialize(ctx: Context) -> Outcome:
     conn = await ctx.open()
