@@ -79,11 +79,15 @@ def normalize(value: Any, ids: dict[str, dict[Any, str]] | None = None, key: str
 
 
 def stream_items(frames: Sequence[Any]) -> dict[str, list[Any]]:
-    """Per session, what the agent sent (updates and requests), chunks joined."""
+    """Per session, what the agent sent (updates and requests), chunks joined. Prompts of
+    the client in `frames` mark where a turn starts (chunks never join across turns)."""
     items: dict[str, list[Any]] = defaultdict(list)
     for message in frames:
         params = obj(message.get("params"))
         session = str(params.get("sessionId", ""))
+        if message.get("method") == "session/prompt":
+            items[session].append({"turn": "a session/prompt of the client"})
+            continue
         update = params.get("update")
         if message.get("method") == "session/update" and isinstance(update, dict):
             kind = update.get("sessionUpdate")
@@ -135,7 +139,8 @@ class _Recorded:
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)  # id key -> response
     answered_at: dict[str, int] = field(default_factory=dict)  # id key -> position
     agent_before: list[int] = field(default_factory=list)  # agent messages before position
-    agent_sent: list[dict[str, Any]] = field(default_factory=list)
+    #: what the agent sent (requests, notifications) and the client's prompts, in order
+    stream: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _key(value: Any) -> str:
@@ -154,6 +159,8 @@ def _split(records: Sequence[Record]) -> _Recorded:
         if record.side == "client":
             if is_call:
                 rec.client.append((position, message))
+                if message.get("method") == "session/prompt":
+                    rec.stream.append(message)
             elif _key(message.get("id")) in agent_requests:
                 method = agent_requests.pop(_key(message.get("id")))
                 kind = "error" if "error" in message else "result"
@@ -161,7 +168,7 @@ def _split(records: Sequence[Record]) -> _Recorded:
             continue
         count += 1
         if is_call:
-            rec.agent_sent.append(message)
+            rec.stream.append(message)
             if "id" in message:
                 agent_requests[_key(message["id"])] = message["method"]
         else:
@@ -297,8 +304,12 @@ def _compare(
             _swap({k: v for k, v in got.items() if k not in strip}, back), ids_replayed
         )
         found += diff(before, after, where)
-    sent = [_swap(f.message, back) for f in probe.frames if f.direction == "in" and f.method]
-    streams_before, streams_after = stream_items(rec.agent_sent), stream_items(sent)
+    sent = [
+        _swap(f.message, back)
+        for f in probe.frames
+        if (f.direction == "in" and f.method) or f.method == "session/prompt"
+    ]
+    streams_before, streams_after = stream_items(rec.stream), stream_items(sent)
     for session in [*streams_before, *(s for s in streams_after if s not in streams_before)]:
         where = f"what the agent sent for session {session or '(none)'}"
         a = normalize(streams_before.get(session, []), ids_recorded)
