@@ -247,15 +247,18 @@ class Context:
             if reply.frame is not None:
                 shown.append(reply.frame.show())
         if not conn.alive:
-            shown.append(f"(the agent is gone: {conn.exit_description()})")
+            shown.append(f"(the agent is gone: {conn.exit_description().splitlines()[0]})")
             shown += [f"   stderr: {line}" for line in conn.stderr_tail()]
-        return shown[:limit]
+        return shown[: limit + 12]
 
     def require_alive(self, conn: Connection, after: str) -> None:
         if not conn.alive:
             raise CaseFail(
                 f"the agent went away after {after}",
-                [conn.exit_description(), *(f"stderr: {x}" for x in conn.stderr_tail())],
+                [
+                    conn.exit_description().splitlines()[0],
+                    *(f"stderr: {x}" for x in conn.stderr_tail()),
+                ],
                 expected="the agent keeps serving",
             )
 
