@@ -52,6 +52,14 @@ def test_a_failure_shows_expected_got_and_fix_and_exits_1(tmp_path: Path) -> Non
     assert failure is not None and "stopReason 'done'" in failure.get("message", "")
 
 
+def test_the_docs_list_every_case() -> None:
+    from acpstack.conformance import all_cases
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "check.md").read_text()
+    missing = [case.id for case in all_cases() if f"| `{case.id}` |" not in docs]
+    assert missing == []
+
+
 def test_list_names_every_case() -> None:
     done = subprocess.run([*CHECK, "--list"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
