@@ -89,8 +89,12 @@ async def test_the_correct_raw_agent_passes_every_case() -> None:
         ),
         (
             "stdout_garbage.py",
-            ("session.unique-ids", "wire.stdout-only-frames"),
-            {"session.unique-ids": "fail", "wire.stdout-only-frames": "fail"},
+            ("session.unique-ids", "wire.stdout-only-frames", "wire.responses-match"),
+            {
+                "session.unique-ids": "fail",
+                "wire.stdout-only-frames": "fail",
+                "wire.responses-match": "fail",
+            },
         ),
         (
             "echoes_version.py",

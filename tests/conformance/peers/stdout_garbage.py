@@ -1,4 +1,5 @@
-"""Broken: prints a log line to stdout, and answers session/new with the same id twice."""
+"""Broken: prints a log line to stdout, gives every session the same id, and answers
+initialize twice."""
 
 import sys
 from typing import Any
@@ -14,6 +15,11 @@ class StdoutGarbage(RawAgent):
 
     def new_session_id(self) -> str:
         return "the-only-session"
+
+    async def handle(self, rid: Any, method: str, params: dict[str, Any]) -> None:
+        await super().handle(rid, method, params)
+        if method == "initialize":
+            self.reply(rid, {"protocolVersion": 1})  # a second answer to the same request
 
 
 main(StdoutGarbage)
