@@ -11,7 +11,11 @@ USAGE = """acpstack chat [--url URL [--token-env NAME]] [--cwd DIR] [-p PROMPT] 
        acpstack sessions [--cwd DIR] [-- AGENT COMMAND ...]
        acpstack agent [--model NAME] [--base-url URL] [--api-key-env NAME] [--context-window TOKENS] [--images] [--unstable] [--store PATH]
        acpstack serve [--host H] [--port P] [--token-env NAME | --token T] [--allow-origin O ...] [-- AGENT COMMAND ...]
-       acpstack demo [--yes]"""
+       acpstack demo [--yes]
+       acpstack check agent [--json | --junit FILE] [--only IDS] [--unstable] [--url URL] [-- AGENT COMMAND ...]
+       acpstack check client [--report FILE]
+       acpstack inspect [--record FILE] [--web [PORT]] -- AGENT COMMAND ...
+       acpstack replay FILE [--json] -- AGENT COMMAND ..."""
 
 
 def _split_agent(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -111,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from acpstack.cli._serve import add_parser as add_serve_parser
 
     add_serve_parser(sub)
+    _add_tool_parsers(sub)
 
     demo = sub.add_parser(
         "demo", help="watch the client and the built-in agent work on a sample project"
@@ -136,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         from acpstack.cli._serve import run_serve
 
         return run_serve(args, agent_command)
+    if args.command in TOOL_COMMANDS:
+        return _run_tool(args, agent_command)
     if args.command == "demo":
         from acpstack.cli._demo import run_demo
 
@@ -166,3 +173,26 @@ def main(argv: list[str] | None = None) -> int:
         ask_user=not headless,
     )
     return run_chat(opts)
+
+
+TOOL_COMMANDS = ("check", "inspect", "replay")
+
+
+def _add_tool_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from acpstack.cli._check import add_parser as add_check_parser
+    from acpstack.cli._inspect import add_parsers as add_inspect_parsers
+
+    add_check_parser(sub)
+    add_inspect_parsers(sub)
+
+
+def _run_tool(args: argparse.Namespace, agent_command: list[str] | None) -> int:
+    if args.command == "check":
+        from acpstack.cli._check import run_check
+
+        return run_check(args, agent_command)
+    from acpstack.cli._inspect import run_inspect, run_replay
+
+    if args.command == "inspect":
+        return run_inspect(args, agent_command)
+    return run_replay(args, agent_command)
