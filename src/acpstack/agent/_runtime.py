@@ -376,8 +376,10 @@ class SessionAgent(UnstableSessionMethods):
             log.exception("on_session_start failed for session %s", session.session_id)
 
     async def _stop(self, session: Session) -> None:
-        if session.start_task is not None and not session.start_task.done():
-            session.start_task.cancel()
+        start, session.start_task = session.start_task, None
+        if start is not None and not start.done():
+            start.cancel()  # the hook is owned by the session: cancelled and awaited here
+            await asyncio.wait([start])  # (its cancellation is not ours: wait, don't await)
         await self._cancel_turn(session)
         if session.mcp is not None:
             with contextlib.suppress(Exception):
