@@ -14,8 +14,7 @@ from typing import Any
 
 import msgspec
 
-from acpstack.transports import Transport
-from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.transports import DataCallback, EofCallback, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized
 
 log = logging.getLogger("acpstack.cli")

@@ -152,7 +152,7 @@ class ClientRuntime(Client):
         if additional_directories:
             params.additional_directories = list(additional_directories)
         result = await self._with_auth(lambda: self.agent.session_new(params))
-        self.register_session(result.session_id, cwd, additional_directories)
+        self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
         return result
 
     async def load_session(
@@ -170,7 +170,9 @@ class ClientRuntime(Client):
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_load(params))
+        result = await self._with_auth(lambda: self.agent.session_load(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def resume_session(
         self,
@@ -186,7 +188,9 @@ class ClientRuntime(Client):
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_resume(params))
+        result = await self._with_auth(lambda: self.agent.session_resume(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def prompt(
         self,
