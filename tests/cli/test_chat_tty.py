@@ -62,7 +62,8 @@ class Session:
     def prompts(self) -> list[dict[str, Any]]:
         if not self.log.exists():
             return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
+        entries = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [entry for entry in entries if "text" in entry]
 
     def close(self) -> None:
         self.term.close()

@@ -12,8 +12,10 @@
 - `fail`: an error answer to the prompt;
 - `plan`, `usage`: a plan, a usage report; anything else: the prompt echoed back.
 
-Every prompt is appended to $PEER_LOG (one JSON line) when it is set. The session offers
-modes (ask, code) and a boolean config option; `session/load` knows no session.
+Every prompt, and the client's capabilities, MCP servers, mode and config changes, are
+appended to $PEER_LOG (one JSON line each) when it is set. The session offers modes (ask,
+code) and a boolean config option; `session/load` knows no session. With PEER_AUTH=1,
+session/new needs `authenticate` with the method "key" first.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import asyncio
 import json
 import os
 import random
+
+import msgspec
 
 from acpstack import Agent, RequestError, serve_stdio
 from acpstack.schema import v1 as acp
@@ -52,14 +56,32 @@ class ChatAgent(Agent):
         super().__init__()
         self.cancelled: dict[str, asyncio.Event] = {}
 
+    def log(self, **entry: object) -> None:
+        if os.environ.get("PEER_LOG"):
+            with open(os.environ["PEER_LOG"], "a") as log:
+                log.write(json.dumps(entry) + "\n")
+
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        return acp.InitializeResponse(
+        caps = params.client_capabilities
+        self.log(fs=caps.fs.read_text_file if caps.fs else None, terminal=caps.terminal)
+        response = acp.InitializeResponse(
             protocol_version=1,
             agent_capabilities=acp.AgentCapabilities(load_session=True),
             agent_info=acp.Implementation(name="chat-agent", version="1.0"),
         )
+        if os.environ.get("PEER_AUTH"):
+            response.auth_methods = [acp.AuthMethodAgent(id="key", name="API key")]
+        return response
+
+    async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
+        self.log(authenticate=params.method_id)
+        self.authenticated = params.method_id == "key"
+        return acp.AuthenticateResponse()
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        if os.environ.get("PEER_AUTH") and not getattr(self, "authenticated", False):
+            raise RequestError.auth_required()
+        self.log(mcp=[msgspec.to_builtins(server) for server in params.mcp_servers])
         modes = acp.SessionModeState(
             current_mode_id="ask",
             available_modes=[
@@ -82,11 +104,13 @@ class ChatAgent(Agent):
     async def session_set_mode(
         self, params: acp.SetSessionModeRequest
     ) -> acp.SetSessionModeResponse:
+        self.log(mode=params.mode_id)
         return acp.SetSessionModeResponse()
 
     async def session_set_config_option(
         self, params: acp.SetSessionConfigOptionRequest
     ) -> acp.SetSessionConfigOptionResponse:
+        self.log(config={params.config_id: params.value})
         option = acp.SessionConfigOption(
             id="verbose", name="Verbose", type="boolean", current_value=params.value is True
         )
@@ -102,10 +126,8 @@ class ChatAgent(Agent):
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         text = "".join(b.text for b in params.prompt if isinstance(b, acp.TextContent))
-        if os.environ.get("PEER_LOG"):
-            links = [b.uri for b in params.prompt if isinstance(b, acp.ResourceLink)]
-            with open(os.environ["PEER_LOG"], "a") as log:
-                log.write(json.dumps({"text": text, "links": links}) + "\n")
+        links = [b.uri for b in params.prompt if isinstance(b, acp.ResourceLink)]
+        self.log(text=text, links=links)
         verb, _, arg = text.strip().partition(" ")
         sid = params.session_id
         self.cancelled[sid] = asyncio.Event()
