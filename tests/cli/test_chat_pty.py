@@ -109,3 +109,15 @@ def test_ctrl_c_cancels_a_long_turn_and_the_chat_goes_on(chat: Tmux) -> None:
     assert "# Readme" in screen
     chat.keys("C-d")
     assert chat.exit_code() == 0
+
+
+def test_load_shows_the_history_once(chat: Tmux) -> None:
+    send(chat, "/read README.md")
+    send(chat, "/sessions")
+    [session_id] = [line.split()[1] for line in chat.screen().splitlines() if line.startswith("* ")]
+    screen = send(chat, "/new")
+    assert "new session" in screen
+    screen = send(chat, f"/load {session_id}")
+    loaded = screen[screen.index(f"loading session {session_id}") :]
+    assert loaded.count("you: /read README.md") == 1  # the replayed history, shown once
+    assert loaded.count("# Readme") == 1

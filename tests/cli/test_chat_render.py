@@ -181,3 +181,16 @@ def test_an_unknown_update_is_said() -> None:
 
     renderer.on_update("s", UnknownSessionUpdate(session_update="future_thing", data={}))
     assert "not understood by this client" in out.getvalue() and "future_thing" in out.getvalue()
+
+
+def test_the_live_area_never_grows_past_the_screen() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=30, height=6, force_terminal=True, color_system=None)
+    view = LiveView(console)
+    from rich.text import Text
+
+    for index in range(8):  # more running tool calls than the screen has rows
+        view.tool_live(f"t{index}", [Text(f"tool {index} running"), Text("  output")])
+    assert 0 < view._rows <= console.height - 1  # a cursor cannot go above the screen
+    view.close()
+    assert view._rows == 0

@@ -185,3 +185,22 @@ def test_an_unusable_state_directory_is_one_line(ws: Path, tmp_path: Path) -> No
     )
     assert listing.returncode == 1 and len(listing.stderr.strip().splitlines()) == 1
     assert "cannot use the state directory" in listing.stderr
+
+
+def test_a_home_that_is_not_a_directory_is_one_line_each(ws: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home-file"
+    home.write_text("not a directory")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env["HOME"] = str(home)
+    agent = [sys.executable, str(PEERS / "chat_agent.py")]
+    done = subprocess.run(
+        [*ACPSTACK, "chat", "-p", "hi", "--", *agent],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr  # no config, no records: the chat still works
+    assert "echo: hi" in done.stdout and "Traceback" not in done.stderr
+    assert done.stderr.count("cannot use the state directory") == 1

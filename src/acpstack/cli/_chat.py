@@ -26,7 +26,6 @@ from acpstack.cli._chat_book import SessionBook, usage_of
 from acpstack.cli._errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    EXIT_NO_SESSION,
     EXIT_TIMEOUT,
     EXIT_USAGE,
     CliError,
@@ -40,7 +39,7 @@ from acpstack.client import ClientRuntime, ClientSession
 from acpstack.local import become_subreaper, end_orphans
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport, Transport
-from acpstack.wire import AUTH_REQUIRED, DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
 
 log = logging.getLogger("acpstack.cli")
 
@@ -142,11 +141,11 @@ class Chat:
         if self.input is not None and self.input.active:  # the prompt is on screen
             from prompt_toolkit.application import run_in_terminal
 
-            shown = asyncio.ensure_future(
-                run_in_terminal(lambda: renderer.on_update(session_id, update))
+            self.keep(
+                asyncio.ensure_future(
+                    run_in_terminal(lambda: renderer.on_update(session_id, update))
+                )
             )
-            self._pending_output.add(shown)
-            shown.add_done_callback(self._pending_output.discard)
             return
         renderer.on_update(session_id, update)
 
@@ -159,6 +158,11 @@ class Chat:
             self.renderer.view.print(note)
         else:
             self.err.print(note)
+
+    def keep(self, task: asyncio.Future[Any]) -> None:
+        """Hold a fire-and-forget task until it is done (the loop keeps only weak references)."""
+        self._pending_output.add(task)
+        task.add_done_callback(self._pending_output.discard)
 
     async def _ask_permission(self, request: acp.RequestPermissionRequest) -> Any:
         from acpstack.cli._input import Interrupted
@@ -424,8 +428,10 @@ class Chat:
                 else ""
             )
             self.say(Text(f"connected to {name}{hint}", style="dim"))
+        from acpstack.cli._chat_session import apply_settings
+
         await self.open_session()
-        await self._apply_settings()
+        await apply_settings(self)
         if self.headless:
             from acpstack.cli._chat_headless import single_turn
 
@@ -441,77 +447,19 @@ class Chat:
         return self.runtime.sessions[self.session_id]
 
     async def open_session(self) -> None:
-        book = self.opts.book
-        wanted = self.opts.session or (book.known_session_id if book is not None else None)
-        if wanted is not None:
-            try:
-                await self.load_session(wanted)
-                return
-            except RequestError as err:
-                if err.code == AUTH_REQUIRED or self.opts.session is not None:
-                    raise CliError(
-                        f"no such session {wanted!r}: the agent answered {err.message!r}",
-                        EXIT_NO_SESSION,
-                    ) from None
-                self.err.print(
-                    Text(
-                        f"the agent no longer has session {wanted}; starting a new one",
-                        style="yellow",
-                    )
-                )
-        await self.new_session()
+        from acpstack.cli._chat_session import open_session
+
+        await open_session(self)
 
     async def new_session(self, *, switched: bool = False) -> None:
-        cwd = os.path.abspath(self.opts.cwd)
-        response = await self.runtime.new_session(cwd, mcp_servers=self.opts.mcp_servers)
-        self.session_id = response.session_id
-        if self.opts.book is not None:
-            self.opts.book.opened(response.session_id, switched=switched)
+        from acpstack.cli._chat_session import new_session
+
+        await new_session(self, switched=switched)
 
     async def load_session(self, session_id: str, *, switched: bool = False) -> None:
-        """Load (or resume) a session; its history is shown when we are at a terminal."""
-        cwd = os.path.abspath(self.opts.cwd)
-        caps = self.runtime.agent.capabilities
-        session_caps = caps.session_capabilities if caps is not None else None
-        can_resume = isinstance(session_caps, acp.SessionCapabilities) and isinstance(
-            session_caps.resume, acp.SessionResumeCapabilities
-        )
-        can_load = caps is not None and caps.load_session is True
-        if not can_load and not can_resume:
-            raise CliError("the agent can neither load nor resume sessions", EXIT_ERROR)
-        if self.opts.book is not None:
-            self.opts.book.lock_session(session_id)
-        self.replaying = True
-        try:
-            if can_load and not (self.headless and can_resume):
-                await self.runtime.load_session(session_id, cwd, mcp_servers=self.opts.mcp_servers)
-            else:
-                await self.runtime.resume_session(
-                    session_id, cwd, mcp_servers=self.opts.mcp_servers
-                )
-        finally:
-            self.replaying = False
-            if self.renderer is not None and self.headless:
-                self.renderer.skip_shown(session_id)  # the history was not shown
-            elif self.renderer is not None:
-                self.renderer.end_turn(session_id)
-        self.session_id = session_id
-        if self.opts.book is not None:
-            self.opts.book.opened(session_id, switched=switched)
+        from acpstack.cli._chat_session import load_session
 
-    async def _apply_settings(self) -> None:
-        """--mode (or the profile's mode) and each --config KEY=VALUE, checked against what
-        the session offers."""
-        from acpstack.cli._commands import set_config, set_mode
-
-        mode = self.opts.mode or (self.opts.launch.mode if self.opts.launch else None)
-        try:
-            if mode is not None:
-                await set_mode(self, mode)
-            for key, value in self.opts.config:
-                await set_config(self, key, value)
-        except ValueError as exc:
-            raise CliError(f"error: {exc}", EXIT_USAGE) from None
+        await load_session(self, session_id, switched=switched)
 
 
 async def _end_orphans(subreaper: bool) -> None:

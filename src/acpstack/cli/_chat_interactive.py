@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -110,9 +110,7 @@ def _turn_timeout(chat: Chat) -> None:
         chat.say(
             Text(f"\nthe turn took over {chat.opts.timeout:g} s: cancelling it", style="yellow")
         )
-        task: Any = asyncio.get_running_loop().create_task(chat.runtime.cancel(chat.session_id))
-        chat._pending_output.add(task)
-        task.add_done_callback(chat._pending_output.discard)
+        chat.keep(asyncio.get_running_loop().create_task(chat.runtime.cancel(chat.session_id)))
 
 
 async def _poll_terminals(chat: Chat, session_id: str) -> None:

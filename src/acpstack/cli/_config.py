@@ -48,7 +48,7 @@ def load_config(path: Path) -> Config:
     """The config at `path` (an empty one when the file does not exist)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no config file: nothing configured
         return Config(path=None)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read {path}: {exc}", EXIT_USAGE) from None

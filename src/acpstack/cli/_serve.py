@@ -30,9 +30,6 @@ def add_parser(sub: Any) -> None:
         "or a Python Agent (--agent FILE.py:NAME).",
     )
     serve.add_argument(
-        "agent_name", nargs="?", metavar="AGENT", help="an agent by name (profile or registry id)"
-    )
-    serve.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1; others need a token)",
@@ -98,8 +95,15 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="log connections (and agents' stderr) to stderr",
     )
+    _add_agent_choice(serve)
+
+
+def _add_agent_choice(serve: argparse.ArgumentParser) -> None:
     from acpstack.cli._args import with_agent_command
 
+    serve.add_argument(
+        "agent_name", nargs="?", metavar="AGENT", help="an agent by name (profile or registry id)"
+    )
     with_agent_command(serve, "a stdio agent's command line, one process per connection")
     serve.set_defaults(run=lambda args: run_serve(args, args.agent_command))
 
