@@ -6,7 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
+import pexpect
 import pytest
 
 ACPSTACK = [sys.executable, "-m", "acpstack"]
@@ -61,7 +63,6 @@ def test_a_command_is_required() -> None:
 @pytest.mark.parametrize(
     ("missing", "args", "extra"),
     [
-        ("prompt_toolkit", ["chat", "-p", "hi"], "cli"),
         ("rich", ["chat", "-p", "hi"], "cli"),
         ("platformdirs", ["sessions", "list"], "cli"),
         ("platformdirs", ["agents"], "cli"),
@@ -83,3 +84,31 @@ def test_a_missing_extra_is_one_line_with_the_fix(
         f"needs the `{extra}` extra" in done.stderr
         and f"pip install 'acpstack[{extra}]'" in done.stderr
     )
+
+
+def test_the_line_editor_is_needed_only_at_a_terminal(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['prompt_toolkit'] = None\n"
+        "from acpstack.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    agent = [sys.executable, str(Path(__file__).parent / "peers" / "chat_agent.py")]
+    headless = subprocess.run(
+        [sys.executable, "-c", code, "chat", "-p", "hi", "--", *agent],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert headless.returncode == 0 and "echo: hi" in headless.stdout, headless.stderr
+    child = pexpect.spawn(
+        sys.executable,
+        ["-c", code, "chat", "--", *agent],
+        encoding="utf-8",
+        timeout=30,
+        cwd=str(tmp_path),
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, child.before
+    assert "Traceback" not in child.before and "needs the `cli` extra" in child.before
+    assert "prompt_toolkit is not installed" in child.before

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acpstack.cli import _cmd_agent, _cmd_agents, _cmd_chat, _cmd_demo, _cmd_sessions, _serve
-from acpstack.cli._args import split_agent_command, version
+from acpstack.cli._args import VersionAction, split_agent_command
 from acpstack.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, missing_extra
 
 SUBCOMMANDS: list[Callable[[Any], None]] = [
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The Agent Client Protocol stack: chat with any ACP agent, run one, serve one.",
         epilog="`acpstack COMMAND --help` tells more about each command.",
     )
-    parser.add_argument("--version", action="version", version=f"acpstack {version()}")
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
         add(sub)

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
+import sys
+from typing import Any
 
 
 def version() -> str:
+    from importlib import metadata  # only for --version: it is slow to import
+
     try:
         return metadata.version("acpstack")
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
         from acpstack import __version__
 
         return __version__
+
+
+class VersionAction(argparse.Action):
+    """`--version`: prints the installed package's version (read only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str = "version", **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        sys.stdout.write(f"acpstack {version()}\n")
+        parser.exit()
 
 
 def split_agent_command(argv: list[str]) -> tuple[list[str], list[str] | None]:

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -40,6 +40,9 @@ from acpstack.local import become_subreaper, end_orphans
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
+
+if TYPE_CHECKING:
+    from acpstack.cli._input import ChatInput
 
 log = logging.getLogger("acpstack.cli")
 
@@ -92,9 +95,7 @@ class Chat:
         self.out = quiet_when_gone(sys.stdout)
         self.console = Console(file=self.out if human else sys.stderr, highlight=False)
         self.err = Console(file=quiet_when_gone(sys.stderr), highlight=False, soft_wrap=True)
-        from acpstack.cli._input import ChatInput
-
-        self.input: ChatInput | None = None
+        self.input: ChatInput | None = None  # the keyboard, when someone is at it
         self.policy = ChatPolicy(
             rules=opts.rules,
             ask=self._ask_permission if opts.ask_user else None,
@@ -400,7 +401,7 @@ class Chat:
                 await self._cancel_turn_on_exit()
         return EXIT_ERROR
 
-    def _make_input(self) -> Any:
+    def _make_input(self) -> ChatInput:
         from pathlib import Path
 
         from acpstack.cli._commands import command_names

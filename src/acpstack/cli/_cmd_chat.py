@@ -140,6 +140,8 @@ def build_options(args: argparse.Namespace) -> ChatOptions:
     if args.json and args.format not in (None, "json"):
         raise CliError(f"--json and --format {args.format} contradict each other", EXIT_USAGE)
     headless = args.prompt is not None or not sys.stdin.isatty()
+    if not headless:
+        import prompt_toolkit  # noqa: F401  (the line editor: the `cli` extra, checked up front)
     if output is not None and not headless:
         raise CliError(f"--format {output} is for headless runs: give -p PROMPT", EXIT_USAGE)
     if args.session and args.session_name:

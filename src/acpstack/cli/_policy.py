@@ -53,9 +53,7 @@ class ChatPolicy:
     report: Report | None  # where decisions made without the user are announced
     deny_all: bool = False
     counts: PermissionCounts = field(default_factory=PermissionCounts)
-    fallback_reason: str = (
-        "no rule allows it (give --approve-all, --allow KIND or --permissions FILE)"
-    )
+    fallback_reason: str = "no --approve-all, --allow KIND or --permissions rule allows it"
 
     def __post_init__(self) -> None:
         fallback: PermissionPolicy = _AskUser(self.ask) if self.ask is not None else DenyAll()
