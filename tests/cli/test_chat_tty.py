@@ -52,9 +52,9 @@ class Session:
         self.width, self.height = width, height
         self.term = Tmux(tmp_path, width, height)
 
-    def start(self, *, rendezvous: bool = False) -> Tmux:
+    def start(self, *flags: str, rendezvous: bool = False) -> Tmux:
         env = dict(self.env, **self.rendezvous.env) if rendezvous else self.env
-        self.term.start(CHAT, self.workspace, env)
+        self.term.start([*CHAT[:4], *flags, *CHAT[4:]], self.workspace, env)
         self.term.wait_for("connected to chat-agent")
         self.term.wait_for(at_prompt)
         return self.term
@@ -217,3 +217,30 @@ def test_completion_of_commands_and_files(session: Session) -> None:
     [prompt] = session.prompts()
     assert prompt["text"] == "look at @notes-for-you.md"
     assert prompt["links"] == [(session.workspace / "notes-for-you.md").as_uri()]
+
+
+def test_thoughts_are_shown_apart_from_the_answer(session: Session) -> None:
+    term = session.start()
+    screen = send(term, "think")
+    assert screen.count("thinking:") == 1 and "weighing the options" in screen
+    assert "decided" in screen
+
+
+def test_an_update_while_the_prompt_waits_is_shown_above_it(session: Session) -> None:
+    term = session.start()
+    send(term, "late")
+    term.type("half typed")
+    screen = term.wait_for("session: LATE-TITLE")
+    assert screen.rstrip().endswith("> half typed")  # the prompt, and what was typed, stay
+    term.keys("Enter")
+    term.wait_for("echo: half typed")
+
+
+def test_a_turn_over_the_timeout_is_cancelled_and_the_chat_goes_on(session: Session) -> None:
+    term = session.start("--timeout", "1")
+    term.type("hang")
+    term.keys("Enter")
+    screen = term.wait_for(lambda s: "turn ended: cancelled" in s and at_prompt(s))
+    assert "the turn took over 1 s: cancelling it" in screen
+    send(term, "still here")
+    assert [p["text"] for p in session.prompts()] == ["hang", "still here"]

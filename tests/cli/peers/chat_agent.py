@@ -10,7 +10,9 @@
 - `hang`: a client terminal running `sleep 600`, then waits until the turn is cancelled;
 - `stubborn`: waits for ever, ignoring `session/cancel`;
 - `fail`: an error answer to the prompt;
-- `plan`, `usage`: a plan, a usage report; anything else: the prompt echoed back.
+- `plan`, `usage`: a plan, a usage report; `think`: thoughts, then a message;
+- `late`: ends the turn, then sends a session title half a second later;
+- anything else: the prompt echoed back.
 
 Every prompt, and the client's capabilities, MCP servers, mode and config changes, are
 appended to $PEER_LOG (one JSON line each) when it is set. The session offers modes (ask,
@@ -231,6 +233,23 @@ class ChatAgent(Agent):
     async def _stubborn(self, sid: str, arg: str) -> acp.PromptResponse:
         await self.say(sid, "not stopping\n")
         await asyncio.Event().wait()  # ignores session/cancel: only the end of the connection
+        return acp.PromptResponse(stop_reason="end_turn")
+
+    async def _think(self, sid: str, arg: str) -> acp.PromptResponse:
+        for part in ("weighing ", "the options"):
+            await self.client.session_update(
+                sid, acp.AgentThoughtChunk(content=acp.TextContent(text=part))
+            )
+        await self.say(sid, "decided")
+        return acp.PromptResponse(stop_reason="end_turn")
+
+    async def _late(self, sid: str, arg: str) -> acp.PromptResponse:
+        async def later() -> None:
+            await asyncio.sleep(0.5)  # the agent's own timing: after the turn has ended
+            await self.client.session_update(sid, acp.SessionInfoUpdate(title="LATE-TITLE"))
+
+        self.later = asyncio.ensure_future(later())
+        await self.say(sid, "see you")
         return acp.PromptResponse(stop_reason="end_turn")
 
     async def _fail(self, sid: str, arg: str) -> acp.PromptResponse:
