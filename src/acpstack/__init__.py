@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from acpstack._version import __version__
 
 _EXPORTS = {
     "Agent": "acpstack.agent",

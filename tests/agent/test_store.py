@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acpstack.agent import _store
 from acpstack.agent._store import (
     SCHEMA_VERSION,
     MemorySessionStore,
@@ -29,6 +28,7 @@ from acpstack.agent._store import (
     StoredEvent,
     default_store_path,
 )
+from acpstack.agent._store import _sqlite as sqlite_backend
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -334,7 +334,7 @@ def _page_all(store: SessionStore, limit: int, cwd: str | None = None) -> list[l
     pages: list[list[str]] = []
     cursor = None
     while True:
-        page, cursor = store.list(cwd=cwd, cursor=cursor, limit=limit)
+        page, cursor = store.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
         pages.append([r.session_id for r in page])
         if cursor is None:
             return pages
@@ -354,29 +354,29 @@ def test_list_pages_1000_sessions(store: SessionStore) -> None:
     for cwd in ("/p/alpha", "/p/beta", "/p/gamma"):
         flat = [sid for p in _page_all(store, 37, cwd=cwd) for sid in p]
         assert flat == _expected_order([r for r in records if r.cwd == cwd])
-    assert store.list(cwd="/p/none") == ([], None)
+    assert store.list_sessions(cwd="/p/none") == ([], None)
 
     # Full records come back, not just ids.
-    first, _ = store.list(limit=1)
+    first, _ = store.list_sessions(limit=1)
     assert first == [store.get(first[0].session_id)]
 
 
 def test_list_end_and_limits(store: SessionStore) -> None:
-    assert store.list() == ([], None)
+    assert store.list_sessions() == ([], None)
     for i in range(4):
         store.create(SessionRecord(f"s{i}", "/x", updated_at=_ts(i)))
-    page, cursor = store.list(limit=4)
+    page, cursor = store.list_sessions(limit=4)
     assert [r.session_id for r in page] == ["s3", "s2", "s1", "s0"] and cursor is None
-    page, cursor = store.list(limit=2)
+    page, cursor = store.list_sessions(limit=2)
     assert [r.session_id for r in page] == ["s3", "s2"] and cursor is not None
-    page, cursor = store.list(limit=2, cursor=cursor)
+    page, cursor = store.list_sessions(limit=2, cursor=cursor)
     assert [r.session_id for r in page] == [
         "s1",
         "s0",
     ] and cursor is None  # exact fit: no empty page
     for bad in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="limit"):
-            store.list(limit=bad)  # type: ignore[arg-type]
+            store.list_sessions(limit=bad)  # type: ignore[arg-type]
 
 
 def test_list_stable_under_concurrent_inserts(store: SessionStore) -> None:
@@ -385,7 +385,7 @@ def test_list_stable_under_concurrent_inserts(store: SessionStore) -> None:
     cursor = None
     pages = 0
     while True:
-        page, cursor = store.list(cursor=cursor, limit=37)
+        page, cursor = store.list_sessions(cursor=cursor, limit=37)
         seen += [r.session_id for r in page]
         pages += 1
         # Newer sessions keep arriving while the client pages (default timestamp: now).
@@ -394,19 +394,19 @@ def test_list_stable_under_concurrent_inserts(store: SessionStore) -> None:
         if cursor is None:
             break
     assert seen == _expected_order(records)
-    assert len(store.list(limit=10_000)[0]) == 1000 + 5 * pages
+    assert len(store.list_sessions(limit=10_000)[0]) == 1000 + 5 * pages
 
 
 def test_list_updated_session_is_not_repeated(store: SessionStore) -> None:
     records = _populate(store, 100)
-    page, cursor = store.list(limit=10)
+    page, cursor = store.list_sessions(limit=10)
     store.update(page[0].session_id, title="touched")  # already seen: moves to the front
     store.append_event(page[5].session_id, "update", b"x")
     rest = [r.session_id for p in _page_all_from(store, cursor, 10) for r in p]
     seen = [r.session_id for r in page] + rest
     assert len(seen) == len(set(seen)) == 100
     assert seen == _expected_order(records)
-    newest, _ = store.list(limit=2)
+    newest, _ = store.list_sessions(limit=2)
     assert [r.session_id for r in newest] == [page[5].session_id, page[0].session_id]
 
 
@@ -415,7 +415,7 @@ def _page_all_from(
 ) -> list[list[SessionRecord]]:
     out = []
     while cursor is not None:
-        page, cursor = store.list(cursor=cursor, limit=limit)
+        page, cursor = store.list_sessions(cursor=cursor, limit=limit)
         out.append(page)
     return out
 
@@ -436,7 +436,7 @@ def _page_all_from(
 def test_list_invalid_cursor(store: SessionStore, cursor: str) -> None:
     store.create(SessionRecord("a", "/x"))
     with pytest.raises(ValueError, match="cursor"):
-        store.list(cursor=cursor)
+        store.list_sessions(cursor=cursor)
 
 
 def test_cursor_is_opaque_and_portable_between_stores(tmp_path: Path) -> None:
@@ -445,11 +445,11 @@ def test_cursor_is_opaque_and_portable_between_stores(tmp_path: Path) -> None:
         for s in (mem, sql):
             for i in range(5):
                 s.create(SessionRecord(f"s{i}", "/x", updated_at=_ts(i)))
-        _, c1 = mem.list(limit=2)
-        _, c2 = sql.list(limit=2)
+        _, c1 = mem.list_sessions(limit=2)
+        _, c2 = sql.list_sessions(limit=2)
         assert c1 == c2 and c1 is not None
         assert all(ch.isalnum() or ch in "-_" for ch in c1)  # URL-safe, no padding
-        assert [r.session_id for r in sql.list(cursor=c1)[0]] == ["s2", "s1", "s0"]
+        assert [r.session_id for r in sql.list_sessions(cursor=c1)[0]] == ["s2", "s1", "s0"]
 
 
 # --------------------------------------------------------------------------- delete / fork
@@ -464,7 +464,7 @@ def test_delete(store: SessionStore) -> None:
     store.delete("d")
     assert store.get("d") is None
     assert list(store.events("d")) == []
-    assert [r.session_id for r in store.list()[0]] == ["keep"]
+    assert [r.session_id for r in store.list_sessions()[0]] == ["keep"]
     store.delete("d")  # idempotent
     store.delete("never-existed")
     with pytest.raises(KeyError):
@@ -578,13 +578,13 @@ def test_sqlite_persists_across_reopen(tmp_path: Path) -> None:
         first.append_event("gone", "update", b"x")
         first.delete("gone")
         evs = list(first.events("p"))
-        listing = first.list()
+        listing = first.list_sessions()
     second = SqliteSessionStore(path)
     try:
         assert second.get("p") == rec
         assert list(second.events("p")) == evs
         assert list(second.events("p2")) == evs
-        assert second.list() == listing
+        assert second.list_sessions() == listing
         assert second.get("gone") is None
         assert second.append_event("p", "update", b"after reopen") == 51
         orphan_count = (
@@ -651,29 +651,29 @@ def test_sqlite_migration_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         store.create(SessionRecord("old", "/x"))
     calls: list[int] = []
 
-    def migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    def migrate_2_to_3(conn: sqlite3.Connection) -> None:
         calls.append(1)
         conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
 
-    monkeypatch.setattr(_store, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(_store.MIGRATIONS, 1, migrate_1_to_2)
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 2, migrate_2_to_3)
     with SqliteSessionStore(path) as store:
         assert store.get("old") is not None
     with SqliteSessionStore(path) as store:  # already migrated: hook not run again
-        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 3
     assert calls == [1]
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("migration failed")
 
-    monkeypatch.setattr(_store, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(_store.MIGRATIONS, 2, broken)
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 4)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 3, broken)
     with pytest.raises(RuntimeError, match="migration failed"):
         SqliteSessionStore(path)
     conn = sqlite3.connect(path)
     try:  # rolled back as a whole
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert (
             conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone()
             is None
@@ -846,7 +846,7 @@ def _apply(store: SessionStore, op: tuple[Any, ...]) -> Any:
                 ids: list[str] = []
                 cursor = None
                 while True:
-                    page, cursor = store.list(cwd=cwd, cursor=cursor, limit=limit)
+                    page, cursor = store.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
                     ids += [r.session_id for r in page]
                     if cursor is None:
                         return sorted(ids)
@@ -865,3 +865,52 @@ def test_memory_and_sqlite_agree(ops: list[tuple[Any, ...]]) -> None:
         for sid in "abcd":
             assert _strip(mem.get(sid)) == _strip(sql.get(sid))
             assert _strip(list(mem.events(sid))) == _strip(list(sql.events(sid)))
+
+
+def test_a_version_1_store_gains_the_archived_flag(tmp_path: Path) -> None:
+    # A file written before session/archive existed: schema version 1, no `archived` column.
+    path = tmp_path / "v1.sqlite3"
+    conn = sqlite3.connect(path)
+    sqlite_backend._migrate_0_to_1(conn)
+    conn.execute(
+        "INSERT INTO sessions VALUES ('old', '/w', '[]', '[]', NULL, '{}', 'kept', "
+        "'2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', '{}')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with SqliteSessionStore(path) as store:
+        record = store.get("old")
+        assert record is not None and record.title == "kept" and record.archived is False
+        assert [r.session_id for r in store.list_sessions()[0]] == ["old"]
+        store.update("old", archived=True)
+    with SqliteSessionStore(path) as store:
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store.list_sessions() == ([], None)
+        assert [r.session_id for r in store.list_sessions(archived="only")[0]] == ["old"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_archived_sessions_leave_the_list_unless_asked_for(tmp_path: Path, kind: str) -> None:
+    store: SessionStore = (
+        SqliteSessionStore(tmp_path / "a.sqlite3") if kind == "sqlite" else MemorySessionStore()
+    )
+    with store:  # type: ignore[attr-defined]
+        for sid in ("a", "b", "c"):
+            store.create(SessionRecord(sid, "/w"))
+        store.update("b", archived=True)
+        ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
+        assert sorted(ids("exclude")) == ["a", "c"]
+        assert ids("only") == ["b"]
+        assert sorted(ids("include")) == ["a", "b", "c"]
+        assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
+        # Paging over only the archived ones, and a fork of an archived session is live.
+        store.update("c", archived=True)
+        page, cursor = store.list_sessions(limit=1, archived="only")
+        rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
+        assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
+        assert store.fork("b", "f").archived is False
+        with pytest.raises(ValueError, match="archived must be one of"):
+            store.list_sessions(archived="everything")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="archived must be a bool"):
+            store.update("a", archived="yes")

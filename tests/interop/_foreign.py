@@ -31,7 +31,9 @@ Peers (``tests/interop/peers/``; see each file's header for details):
   ``ts_client_cmd(agent_argv, *options)``: spawn ``agent_argv``, run a scenario
   and print one JSON report on stdout.  Options: ``--scenario prompts|cancel``,
   ``--cwd DIR``, ``--permission allow|reject|cancel|hold``, ``--prompt TEXT``
-  (repeatable), ``--timeout SECONDS`` (default 60).  Report::
+  (repeatable), ``--timeout SECONDS`` (default 60), ``--caps all|fs|none`` (what the
+  client advertises: fs and terminals, fs only (the default), nothing; terminals are
+  real processes).  Report::
 
       {"initialize": {...raw result...}, "sessionId": "...",
        "turns": [{"prompt", "stopReason", "updates": [raw update objects in wire order],
@@ -40,7 +42,7 @@ Peers (``tests/interop/peers/``; see each file's header for details):
        "permissionRequests": [raw params], "fsReads": [{"path", "line", "limit"}],
        "fsWrites": [{"path", "content"}],
        "lateUpdates": [raw updates received while no prompt was outstanding],
-       "agentExitCode": int | null}
+       "terminals": [{"command", "args", "cwd"}], "agentExitCode": int | null}
 """
 
 from __future__ import annotations

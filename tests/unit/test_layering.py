@@ -106,6 +106,9 @@ def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
         "acpstack.agent._runtime",
         "acpstack.agent._store",
         "sqlite3",
+        "acpstack.transports._remote_base",
+        "acpstack.transports._envelope",
+        "acpstack.transports._sse",
     )
     code = f"import sys; from acpstack import Agent, serve_stdio; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run(
@@ -118,3 +121,55 @@ def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "True"
+
+
+def from_imports(path: Path) -> list[str]:
+    """The modules a file imports from, absolute `from X import ...` and `import X` alike."""
+    tree = ast.parse(path.read_text(), str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def package_modules() -> list[Path]:
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if p.parent != PACKAGE]
+
+
+def test_no_layer_imports_the_facade() -> None:
+    # `acpstack/__init__` re-exports the layers: importing it from one of them would be an
+    # arrow running back up. `acpstack._version` is the one top-level module they may use.
+    problems = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in package_modules()
+        for name in from_imports(path)
+        if name == "acpstack"
+    ]
+    assert problems == []
+
+
+def test_no_private_module_is_imported_from_outside_its_package() -> None:
+    problems = []
+    for path in package_modules():
+        own = path.relative_to(PACKAGE).parts[0]
+        for name in from_imports(path):
+            parts = name.split(".")
+            if parts[0] != "acpstack" or len(parts) < 3:
+                continue
+            private = any(part.startswith("_") for part in parts[2:])
+            if private and parts[1] != own:
+                problems.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert problems == []
+
+
+def test_only_rpc_reaches_into_the_protocol_state() -> None:
+    # Capabilities, the unstable flag and sending go through Connection and the peers.
+    problems = [
+        str(path.relative_to(PACKAGE))
+        for path in package_modules()
+        if path.relative_to(PACKAGE).parts[0] != "rpc" and "connection.state" in path.read_text()
+    ]
+    assert problems == []

@@ -28,7 +28,6 @@ def agent() -> ProtocolState:
         b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
     )
     assert isinstance(event, IncomingRequest)
-    state.record_peer_initialize(event.params)
     state.result(
         0,
         "initialize",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from acpstack.server import ServerSecurity, is_loopback
 from acpstack.transports._cookies import cookie_header, store_cookies
-from acpstack.transports._envelope import compact, peek
+from acpstack.transports._envelope import peek_envelope, single_line
 from acpstack.transports._sse import SseDecoder, SseError, encode_event
 
 MESSAGES = [
@@ -68,22 +68,26 @@ def test_sse_event_over_the_limit_is_an_error() -> None:
 
 def test_envelope_kinds_sessions_and_odd_input() -> None:
     assert (
-        peek(b'{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}}').kind
+        peek_envelope(
+            b'{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}}'
+        ).kind
         == "request"
     )
-    note = peek(
+    note = peek_envelope(
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}'
     )
     assert (note.kind, note.session_id, note.id) == ("notification", "s", None)
-    answer = peek(b'{"jsonrpc":"2.0","id":"x","result":{"sessionId":"new"}}')
+    answer = peek_envelope(b'{"jsonrpc":"2.0","id":"x","result":{"sessionId":"new"}}')
     assert (answer.kind, answer.id, answer.result_session_id) == ("response", "x", "new")
     assert (
-        peek(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}').kind
+        peek_envelope(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}').kind
         == "response"
     )
-    assert peek(b'{"jsonrpc":"2.0","id":1,"result":null}').kind == "response"
-    assert peek(b'{"jsonrpc":"2.0","method":"x","params":[1,2]}').kind == "notification"
-    assert peek(b'{"jsonrpc":"2.0","method":"x","params":{"sessionId":5}}').session_id is None
+    assert peek_envelope(b'{"jsonrpc":"2.0","id":1,"result":null}').kind == "response"
+    assert peek_envelope(b'{"jsonrpc":"2.0","method":"x","params":[1,2]}').kind == "notification"
+    assert (
+        peek_envelope(b'{"jsonrpc":"2.0","method":"x","params":{"sessionId":5}}').session_id is None
+    )
     for odd in (
         b"[]",
         b"3",
@@ -92,11 +96,11 @@ def test_envelope_kinds_sessions_and_odd_input() -> None:
         b'{"method":5}',
         b'{"id":1}',
     ):
-        assert peek(odd).kind == "invalid", odd
+        assert peek_envelope(odd).kind == "invalid", odd
     with pytest.raises(msgspec.DecodeError):
-        peek(b"{not json")
-    assert compact(b'{\n  "a": 1\n}\n') == b'{"a":1}'
-    assert compact(b' {"a":1} ') == b'{"a":1}'
+        peek_envelope(b"{not json")
+    assert single_line(b'{\n  "a": 1\n}\n') == b'{"a":1}'
+    assert single_line(b' {"a":1} ') == b'{"a":1}'
 
 
 def test_host_origin_and_token_checks() -> None:

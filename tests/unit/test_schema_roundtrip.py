@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from acpstack.schema import STABLE_METHODS, UNSTABLE_METHODS, MethodSpec
-from acpstack.wire._connection import decode_typed
+from acpstack.wire._decode import decode_typed
 
 from ._schema_strategies import SchemaStrategies
 

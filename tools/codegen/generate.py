@@ -7,6 +7,7 @@ Anything the generator cannot map is an error, never a silent guess.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 import re
@@ -17,7 +18,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "vendor" / "acp-schema" / "v1"
-OUT_DIR = ROOT / "src" / "acpstack" / "schema"
+OUT_DIR = ROOT / "src" / "acpstack"  # generated files are named relative to it
 
 # JSON-RPC envelope unions: the wire layer handles envelopes itself.
 ENVELOPE_DEFS = {
@@ -28,7 +29,9 @@ ENVELOPE_DEFS = {
     "ClientResponse",
     "ClientNotification",
     "ProtocolLevelNotification",
-    "Error",
+    "ProxyRequest",
+    "ProxyResponse",
+    "ProxyNotification",
 }
 # Extension payloads are arbitrary JSON.
 ANY_DEFS = {"ExtRequest", "ExtResponse", "ExtNotification"}
@@ -50,6 +53,14 @@ GATES: dict[str, tuple[str, ...] | None] = {
     "session/resume": ("session_capabilities", "resume"),
     "session/close": ("session_capabilities", "close"),
     "session/fork": ("session_capabilities", "fork"),
+    "session/archive": ("session_capabilities", "archive"),
+    "session/unarchive": ("session_capabilities", "archive"),
+    "session/status": ("session_capabilities", "status"),
+    "session/set_title": ("session_capabilities", "title"),
+    "auth/status": ("auth", "status"),
+    "auth/status_update": None,  # sent by agents that advertise auth.status; clients need nothing
+    "proxy/initialize": None,
+    "proxy/successor": None,
     "session/set_mode": None,
     "session/set_config_option": None,
     "session/prompt": None,
@@ -80,9 +91,14 @@ GATES: dict[str, tuple[str, ...] | None] = {
     "document/didSave": ("nes", "events", "document", "did_save"),
     "document/didFocus": ("nes", "events", "document", "did_focus"),
     "mcp/connect": None,
-    "mcp/message": None,
+    "mcp/message": None,  # whoever declared an `acp` MCP server answers for it
     "mcp/disconnect": None,
 }
+
+# Proxy-chain methods (the `proxyMethods` group) between a conductor and a proxy. On the
+# proxy's upstream connection the conductor is the client side and the proxy the agent
+# side: the conductor sends `proxy/initialize`; `proxy/successor` goes both ways.
+PROXY_SIDES: dict[str, str] = {"proxy/initialize": "agent", "proxy/successor": "both"}
 
 INT_FORMATS = {
     "uint16": (0, 2**16 - 1),
@@ -185,6 +201,8 @@ class Module:
     aliases: dict[str, str] = field(
         default_factory=dict
     )  # name -> annotation (emitted before classes)
+    # Another name for a generated struct (emitted after the classes), e.g. proxy/initialize.
+    struct_aliases: dict[str, str] = field(default_factory=dict)
     unions: dict[str, list[str]] = field(
         default_factory=dict
     )  # tagged msgspec unions (emitted after classes)
@@ -228,10 +246,19 @@ def is_other_arm(arm: dict[str, Any]) -> bool:
 
 class Generator:
     def __init__(
-        self, schema: dict[str, Any], module_name: str, stable: Generator | None = None
+        self,
+        schema: dict[str, Any],
+        module_name: str,
+        stable: Generator | None = None,
+        *,
+        parent_module: str = "_generated_v1",
+        only: set[str] | None = None,
     ) -> None:
         self.m = Module(schema=schema, defs=schema["$defs"])
         self.module_name = module_name
+        self.parent_module = parent_module
+        # Generate only these $defs (the others are looked up, and imported by `emit`).
+        self.only = only
         # For the unstable module: its structs subclass the stable ones of the same name, so
         # `isinstance(x, v1.TextContent)` holds whichever module decoded `x`.
         self.stable = stable
@@ -353,6 +380,8 @@ class Generator:
         if has_props and union_key is not None:
             return "flat_struct"
         if union_key is None:
+            if single_ref(d) is not None and "properties" not in d:
+                return "alias"  # e.g. InitializeProxyRequest: the same as InitializeRequest
             t = d.get("type")
             if t in ("string", "integer", "number", "boolean", "array", "object") or "$ref" in d:
                 return "alias"
@@ -372,17 +401,22 @@ class Generator:
             return "alias"  # a union of plain JSON types, which msgspec decodes natively
         tags = [arm_tag(a) for a in arms]
         tagged = [t for t in tags if t is not None]
+        if not tagged and all(
+            a.get("type") == "object" and "properties" in a and "$ref" not in a for a in arms
+        ):
+            return "flat_struct"  # e.g. MessageMcpResponse: one of several property sets
         if tagged and len(tagged) == len(arms) and len({t[0] for t in tagged}) == 1:
             return "tagged_union"
         return "custom_union"
 
     # ---- building ---------------------------------------------------------
     def build(self) -> None:
-        for name in self.m.defs:
+        names = [n for n in self.m.defs if self.only is None or n in self.only]
+        for name in names:
             kind = self.classify(name)
             if kind == "custom_union":
                 self.build_custom_union(name)
-        for name in self.m.defs:
+        for name in names:
             kind = self.classify(name)
             if kind in ("skip", "custom_union"):
                 continue
@@ -396,7 +430,8 @@ class Generator:
                 if name not in self.m.structs:
                     self.m.structs[name] = self.struct_from(name, self.m.defs[name])
             elif kind == "flat_struct":
-                self.build_flat_struct(name)
+                if name not in self.m.structs:  # (a tagged variant is built with its union)
+                    self.build_flat_struct(name)
             elif kind == "tagged_union":
                 self.build_tagged_union(name)
             else:
@@ -404,6 +439,12 @@ class Generator:
 
     def build_alias(self, name: str) -> None:
         d = self.m.defs[name]
+        target = single_ref(d)
+        if target is not None and "properties" not in d and "type" not in d:
+            if self.classify(target) not in ("struct", "flat_struct"):
+                raise CodegenError(f"{name}: alias of non-struct {target}")
+            self.m.struct_aliases[name] = target
+            return
         arms = d.get("anyOf") or d.get("oneOf")
         if arms is not None:  # e.g. RequestId = null | integer | string
             parts = []
@@ -496,7 +537,16 @@ class Generator:
         extra_props = {k: v for k, v in arm.get("properties", {}).items() if k != tag[0]}
         if ref is not None and not extra_props:
             target = self.m.defs[ref]
-            if self.classify(ref) != "struct":
+            kind = self.classify(ref)
+            if kind == "flat_struct" and self.m.ref_counts[ref] == 1:
+                # A variant whose payload is itself one of several property sets.
+                self.build_flat_struct(ref)
+                sd = self.m.structs[ref]
+                sd.tag_field, sd.tag = tag
+                sd.fields = [f for f in sd.fields if f.json_name != tag[0]]
+                self.m.variant_names[(union, tag[1])] = ref
+                return ref
+            if kind != "struct":
                 raise CodegenError(f"{union}: variant {tag[1]} refers to non-struct {ref}")
             if self.m.ref_counts[ref] == 1:
                 # Payload used only here: the $def itself becomes the tagged variant.
@@ -668,7 +718,13 @@ class Generator:
             "from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields"
         )
         if self.stable is not None:
-            out.append("from acpstack.schema import _generated_v1 as _v1")
+            out.append(f"from acpstack.schema import {self.parent_module} as _v1")
+        if self.only is not None:
+            external = sorted(self.external_names())
+            if external:
+                out.append(f"from acpstack.schema.{self.parent_module} import (")
+                out.extend(f"    {n}," for n in external)
+                out.append(")")
         out.append("")
         out.append("if TYPE_CHECKING:")
         out.append("    from typing import TypeAlias")
@@ -676,6 +732,7 @@ class Generator:
         out.append("__all__ = [")
         names = sorted(
             set(self.m.aliases)
+            | set(self.m.struct_aliases)
             | set(self.m.structs)
             | set(self.m.unions)
             | set(self.m.custom_unions)
@@ -708,6 +765,9 @@ class Generator:
         for sd in self.ordered_structs():
             out.extend(self.emit_struct(sd))
         out.append("")
+        for name, target in self.m.struct_aliases.items():
+            out.append(f"{name} = {target}")
+        out.append("")
         for name, members in self.m.unions.items():
             if name in OPEN_ON_RECEIVE:
                 unknown = OPEN_ON_RECEIVE[name]
@@ -721,6 +781,8 @@ class Generator:
         out.append(
             "_CUSTOM_UNIONS: dict[str, tuple[str | None, dict[str, type], tuple[Any, ...], bool]] = {"
         )
+        if self.only is not None:
+            out.append("    **_v1._CUSTOM_UNIONS,")
         for name, cu in self.m.custom_unions.items():
             tagged = ", ".join(f"{t!r}: {v}" for t, v in cu.tagged)
             ordered = "".join(f"{self.runtime_type(o)}, " for o in cu.ordered)
@@ -730,6 +792,19 @@ class Generator:
         out.append("}")
         out.append("")
         return "\n".join(out)
+
+    def external_names(self) -> set[str]:
+        """$defs this (partial) module refers to but takes from its parent module."""
+        local = (
+            set(self.m.aliases)
+            | set(self.m.struct_aliases)
+            | set(self.m.structs)
+            | set(self.m.unions)
+            | set(self.m.custom_unions)
+        )
+        counter: Counter[str] = Counter()
+        count_refs([self.m.defs[n] for n in self.only or ()], counter)
+        return {n for n in counter if n not in local and self.classify(n) != "skip"}
 
     @staticmethod
     def quote_union_member(t: str) -> str:
@@ -850,8 +925,36 @@ class MethodRow:
     unstable: bool
 
 
+GROUPS = (
+    ("agentMethods", "agent"),
+    ("clientMethods", "client"),
+    ("protocolMethods", "protocol"),
+    ("proxyMethods", None),  # sides from PROXY_SIDES
+)
+
+
+def method_sides(meta: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Method name -> (handler name, handled_by), in the map's order. A method listed for
+    both the agent and the client (`mcp/message`) is handled by "both"."""
+    found: dict[str, tuple[str, str]] = {}
+    for group, group_side in GROUPS:
+        for handler, method in meta.get(group, {}).items():
+            side = group_side
+            if side is None:
+                if method not in PROXY_SIDES:
+                    raise CodegenError(f"proxy method {method} has no entry in PROXY_SIDES")
+                side = PROXY_SIDES[method]
+            if method in found and found[method][1] != side:
+                side = "both"
+            found[method] = (found.get(method, (handler, side))[0], side)
+    return found
+
+
 def method_rows(
-    schema: dict[str, Any], meta: dict[str, Any], stable_names: set[str]
+    schema: dict[str, Any],
+    meta: dict[str, Any],
+    stable_names: set[str],
+    only: set[str] | None = None,
 ) -> list[MethodRow]:
     defs = schema["$defs"]
     rows = []
@@ -859,75 +962,55 @@ def method_rows(
     for name, d in defs.items():
         if "x-method" in d:
             by_method.setdefault(d["x-method"], []).append(name)
-    groups = [
-        ("agentMethods", "agent"),
-        ("clientMethods", "client"),
-        ("protocolMethods", "protocol"),
-    ]
-    for group, default_side in groups:
-        for handler, method in meta[group].items():
-            names = by_method.get(method)
-            if not names:
-                raise CodegenError(f"method {method} has no x-method definitions")
-            params = [n for n in names if n.endswith(("Request", "Notification"))]
-            results = [n for n in names if n.endswith("Response")]
-            side = defs[params[0]].get("x-side", default_side)
-            if method not in GATES:
-                raise CodegenError(f"method {method} has no capability gate entry in GATES")
-            unstable = method not in stable_names
-            notifications = [p for p in params if p.endswith("Notification")]
-            requests = [p for p in params if p.endswith("Request")]
-            if requests:
-                if not results:
-                    raise CodegenError(f"request {method} has no response definition")
-                rows.append(
-                    MethodRow(
-                        method,
-                        handler,
-                        side,
-                        "request",
-                        requests[0],
-                        results[0],
-                        GATES[method],
-                        unstable,
-                    )
-                )
-            if notifications:
-                rows.append(
-                    MethodRow(
-                        method,
-                        handler,
-                        side,
-                        "notification",
-                        notifications[0],
-                        None,
-                        GATES[method],
-                        unstable,
-                    )
-                )
+    for method, (handler, side) in method_sides(meta).items():
+        if only is not None and method not in only:
+            continue
+        names = by_method.get(method)
+        if not names:
+            raise CodegenError(f"method {method} has no x-method definitions")
+        if method not in GATES:
+            raise CodegenError(f"method {method} has no capability gate entry in GATES")
+        results = [n for n in names if n.endswith("Response")]
+        unstable = method not in stable_names
+        both_kinds = any(n.endswith("Request") for n in names) and any(
+            n.endswith("Notification") for n in names
+        )
+        for kind, suffix in (("request", "Request"), ("notification", "Notification")):
+            params = [n for n in names if n.endswith(suffix)]
+            if not params:
+                continue
+            if kind == "notification" and both_kinds:
+                handler += "_notification"  # e.g. mcp/message: a request and a notification
+            if kind == "request" and not results:
+                raise CodegenError(f"request {method} has no response definition")
+            result = results[0] if kind == "request" else None
+            rows.append(
+                MethodRow(method, handler, side, kind, params[0], result, GATES[method], unstable)
+            )
     return rows
 
 
-def emit_methods(var: str, module: str, alias: str, rows: list[MethodRow], header: str) -> str:
+def emit_methods(
+    var: str, modules: list[tuple[str, str, set[str] | None]], rows: list[MethodRow], header: str
+) -> str:
     """The method table of one schema (the unstable one is a separate module, imported
-    only by connections that opt in, so a stable agent's cold start skips its types)."""
-    out = [
-        header,
-        "",
-        "from __future__ import annotations",
-        "",
-        f"from acpstack.schema import {module} as {alias}",
-        "from acpstack.schema._base import MethodSpec",
-        "",
-        f"__all__ = [{var!r}]",
-        "",
-    ]
+    only by connections that opt in, so a stable agent's cold start skips its types).
+    `modules`: (module, alias, the names it provides or None for all), first match wins."""
+    out = [header, "", "from __future__ import annotations", ""]
+    for module, alias, _ in modules:
+        out.append(f"from acpstack.schema import {module} as {alias}")
+    out += ["from acpstack.schema._base import MethodSpec", "", f"__all__ = [{var!r}]", ""]
+
+    def ref(name: str) -> str:
+        alias = next(a for _, a, names in modules if names is None or name in names)
+        return f"{alias}.{name}"
+
     out.append(f"{var}: tuple[MethodSpec, ...] = (")
     for r in rows:
-        result = f"{alias}.{r.result}" if r.result else "None"
+        result = ref(r.result) if r.result else "None"
         out.append(
             f"    MethodSpec(name={r.name!r}, handler={r.handler!r}, handled_by={r.side!r}, kind={r.kind!r}, "
-            f"params={alias}.{r.params}, result={result}, gate={r.gate!r}, unstable={r.unstable}),"
+            f"params={ref(r.params)}, result={result}, gate={r.gate!r}, unstable={r.unstable}),"
         )
     out.append(")")
     out.append("")
@@ -937,49 +1020,130 @@ def emit_methods(var: str, module: str, alias: str, rows: list[MethodRow], heade
 HEADER = (
     "# Generated by tools/codegen from vendor/acp-schema/{src} ({sha}); do not edit.\n# ruff: noqa"
 )
+VENDOR_DIR = ROOT / "vendor" / "acp-schema"
+# The frozen extensions: name -> (folder, schema, meta, the methods it keeps).
+EXTENSIONS = {
+    "nes": (
+        "frozen-nes",
+        "schema.unstable.v1.21.0.json",
+        "meta.unstable.v1.21.0.json",
+        ("nes/", "document/"),
+    ),
+}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def generate_version(version: str = "v1") -> dict[str, str]:
+    """The generated modules of one protocol version folder (`vendor/acp-schema/<version>`)."""
+    folder = VENDOR_DIR / version
+    stable_schema = load(folder / "schema.json")
+    unstable_schema = load(folder / "schema.unstable.json")
+    stable_meta = load(folder / "meta.json")
+    unstable_meta = load(folder / "meta.unstable.json")
+    stable_mod, unstable_mod = f"_generated_{version}", f"_generated_{version}_unstable"
+    outputs: dict[str, str] = {}
+    stable_gen = Generator(stable_schema, f"{stable_mod}.py")
+    stable_gen.build()
+    outputs["schema/" + f"{stable_mod}.py"] = stable_gen.emit(
+        HEADER.format(src=f"{version}/schema.json", sha=sha(folder / "schema.json"))
+    )
+    unstable_gen = Generator(
+        unstable_schema, f"{unstable_mod}.py", stable=stable_gen, parent_module=stable_mod
+    )
+    unstable_gen.build()
+    outputs["schema/" + f"{unstable_mod}.py"] = unstable_gen.emit(
+        HEADER.format(
+            src=f"{version}/schema.unstable.json", sha=sha(folder / "schema.unstable.json")
+        )
+    )
+    stable_names = set(method_sides(stable_meta))
+    suffix = "" if version == "v1" else f"_{version}"
+    outputs["schema/" + f"_generated_methods{suffix}.py"] = emit_methods(
+        "STABLE_METHODS",
+        [(stable_mod, version, None)],
+        method_rows(stable_schema, stable_meta, stable_names),
+        HEADER.format(src=f"{version}/meta.json", sha=sha(folder / "meta.json")),
+    )
+    unstable_rows = method_rows(unstable_schema, unstable_meta, stable_names)
+    outputs["schema/" + f"_generated_methods{suffix}_unstable.py"] = emit_methods(
+        "UNSTABLE_METHODS",
+        [(unstable_mod, f"{version}u", None)],
+        unstable_rows,
+        HEADER.format(src=f"{version}/meta.unstable.json", sha=sha(folder / "meta.unstable.json")),
+    )
+    for name in EXTENSIONS:
+        outputs.update(generate_extension(name, unstable_schema, unstable_gen, unstable_rows))
+    if version == "v1":
+        outputs.update(generate_peers(stable_names, unstable_schema, unstable_rows))
+    return outputs
+
+
+def generate_peers(
+    stable_names: set[str], unstable_schema: dict[str, Any], unstable_rows: list[MethodRow]
+) -> dict[str, str]:
+    """`agent/_generated_peer.py` and `client/_generated_peer.py` (see tools/codegen/peers.py)."""
+    from tools.codegen.peers import collect, emit_side
+
+    rows = list(unstable_rows)
+    groups = {r.name: "stable" if r.name in stable_names else "unstable" for r in rows}
+    defs = dict(unstable_schema["$defs"])
+    for name, (folder, schema_file, meta_file, prefixes) in EXTENSIONS.items():
+        frozen = load(VENDOR_DIR / folder / schema_file)
+        meta = load(VENDOR_DIR / folder / meta_file)
+        methods = {m for m in method_sides(meta) if m.startswith(prefixes)}
+        rows += method_rows(frozen, meta, set(), only=methods)
+        groups.update((m, name) for m in methods)
+        defs.update((k, v) for k, v in frozen["$defs"].items() if k not in defs)
+    methods = collect(rows, groups, defs)
+    header = HEADER.format(
+        src="v1/meta.unstable.json and the frozen extensions",
+        sha=sha(VENDOR_DIR / "v1" / "meta.unstable.json"),
+    )
+    return {
+        "agent/_generated_peer.py": emit_side("agent", "client", methods, defs, header),
+        "client/_generated_peer.py": emit_side("client", "agent", methods, defs, header),
+    }
+
+
+def generate_extension(
+    name: str, current: dict[str, Any], current_gen: Generator, current_rows: list[MethodRow]
+) -> dict[str, str]:
+    """A frozen extension (see tools/codegen/extension.py): its types and its method table,
+    which is the current unstable table with the extension's methods added."""
+    from tools.codegen.extension import extension_defs
+
+    folder, schema_file, meta_file, prefixes = EXTENSIONS[name]
+    frozen = load(VENDOR_DIR / folder / schema_file)
+    meta = load(VENDOR_DIR / folder / meta_file)
+    methods = {m for m in method_sides(meta) if m.startswith(prefixes)}
+    schema, own = extension_defs(frozen, current, methods)
+    module = f"_generated_v1_{name}"
+    gen = Generator(
+        schema,
+        f"{module}.py",
+        stable=current_gen,
+        parent_module="_generated_v1_unstable",
+        only=own,
+    )
+    gen.build()
+    src = f"{folder}/{schema_file}"
+    rows = current_rows + method_rows(frozen, meta, set(), only=methods)
+    return {
+        f"schema/{module}.py": gen.emit(
+            HEADER.format(src=src, sha=sha(VENDOR_DIR / folder / schema_file))
+        ),
+        f"schema/_generated_methods_{name}.py": emit_methods(
+            f"{name.upper()}_METHODS",
+            [(module, name, own), ("_generated_v1_unstable", "v1u", None)],
+            rows,
+            HEADER.format(src=f"{folder}/{meta_file}", sha=sha(VENDOR_DIR / folder / meta_file)),
+        ),
+    }
 
 
 def generate_all() -> dict[str, str]:
-    import hashlib
-
-    outputs: dict[str, str] = {}
-    stable_schema = load(SCHEMA_DIR / "schema.json")
-    unstable_schema = load(SCHEMA_DIR / "schema.unstable.json")
-    stable_meta = load(SCHEMA_DIR / "meta.json")
-    unstable_meta = load(SCHEMA_DIR / "meta.unstable.json")
-
-    def sha(p: str) -> str:
-        return hashlib.sha256((SCHEMA_DIR / p).read_bytes()).hexdigest()[:12]
-
-    stable_gen = Generator(stable_schema, "_generated_v1.py")
-    stable_gen.build()
-    outputs["_generated_v1.py"] = stable_gen.emit(
-        HEADER.format(src="v1/schema.json", sha=sha("schema.json"))
-    )
-    unstable_gen = Generator(unstable_schema, "_generated_v1_unstable.py", stable=stable_gen)
-    unstable_gen.build()
-    outputs["_generated_v1_unstable.py"] = unstable_gen.emit(
-        HEADER.format(src="v1/schema.unstable.json", sha=sha("schema.unstable.json"))
-    )
-    stable_names = {
-        m
-        for g in ("agentMethods", "clientMethods", "protocolMethods")
-        for m in stable_meta[g].values()
-    }
-    stable_rows = method_rows(stable_schema, stable_meta, stable_names)
-    unstable_rows = method_rows(unstable_schema, unstable_meta, stable_names)
-    outputs["_generated_methods.py"] = emit_methods(
-        "STABLE_METHODS",
-        "_generated_v1",
-        "v1",
-        stable_rows,
-        HEADER.format(src="v1/meta.json", sha=sha("meta.json")),
-    )
-    outputs["_generated_methods_unstable.py"] = emit_methods(
-        "UNSTABLE_METHODS",
-        "_generated_v1_unstable",
-        "v1u",
-        unstable_rows,
-        HEADER.format(src="v1/meta.unstable.json", sha=sha("meta.unstable.json")),
-    )
-    return outputs
+    # v2 is generated side by side later: `generate_version("v2")` once its modules are wanted.
+    return generate_version("v1")

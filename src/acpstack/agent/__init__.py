@@ -14,6 +14,8 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._local_access import Fallback, LocalAccess
+    from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
     from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
@@ -32,12 +34,24 @@ if TYPE_CHECKING:
         ToolCallHandle,
         Turn,
         diff_content,
+        output_content,
         terminal_content,
         text_content,
     )
+    from acpstack.agent._turn_extras import Compaction, ElicitationAnswer
+    from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
+    "McpConnections": "_mcp",
+    "McpServerError": "_mcp",
+    "McpTool": "_mcp",
+    "McpToolResult": "_mcp",
+    "Fallback": "_local_access",
+    "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
+    "ProviderSettings": "_unstable",
+    "ElicitationAnswer": "_turn_extras",
+    "Compaction": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
     "SessionRecord": "_store",
@@ -52,6 +66,7 @@ _LAZY = {
     "ToolCallHandle": "_turn",
     "Turn": "_turn",
     "diff_content": "_turn",
+    "output_content": "_turn",
     "terminal_content": "_turn",
     "text_content": "_turn",
 }
@@ -62,8 +77,17 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "Fallback",
+    "LocalAccess",
+    "Compaction",
+    "ElicitationAnswer",
+    "McpConnections",
+    "McpServerError",
+    "McpTool",
+    "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
+    "ProviderSettings",
     "Session",
     "SessionAgent",
     "SessionRecord",
@@ -75,6 +99,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "output_content",
     "run_agent",
     "serve_stdio",
     "terminal_content",

@@ -15,27 +15,37 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import msgspec
-from msgspec import UNSET
 
-from acpstack import __version__
-from acpstack.agent._agent import Agent
+from acpstack._version import __version__
+from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._requests import check_absolute, dirs, plain, select_values
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
 from acpstack.agent._turn import Turn
+from acpstack.agent._turn_extras import ClientCapabilityMissing
+from acpstack.agent._unstable import (
+    SYSTEM_PROMPT,
+    ProviderSettings,
+    UnstableSessionMethods,
+    unstable_capabilities,
+)
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import RequestError
+from acpstack.wire import INTERNAL_ERROR, CapabilityError, RequestError
+
+if TYPE_CHECKING:
+    from acpstack.schema import v1_unstable as acpu
 
 log = logging.getLogger("acpstack.agent")
 
 MODE_CONFIG_ID = "mode"
 
 
-class SessionAgent(Agent):
+class SessionAgent(UnstableSessionMethods):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -46,7 +56,16 @@ class SessionAgent(Agent):
       (override `check_authentication` to verify), and `logout` is supported.
     - `mcp`: connect to the MCP servers of each session with the official `mcp` SDK
       (the `acpstack[mcp]` extra); failures are per server, see `Session.mcp`.
-      `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers.
+      `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers; MCP
+      servers a client offers over ACP (`{"type": "acp"}`) on unstable connections.
+    - `fallback`: what the turn helpers do for a client that does not offer `fs` or
+      `terminal`: "local" (default) reads, writes and runs commands in this process,
+      inside the session's roots; "refuse" fails that tool call (`ClientCapabilityMissing`).
+      A missing capability that ends a turn ends it with an explanation, never -32603.
+    - unstable connections also get `session/set_title`, `archive`/`unarchive`, `status`,
+      `fork`, `auth/status` (+ `auth/status_update`), `systemPrompt` (`append`, plus
+      `system_prompt_modes`; see `Session.system_prompt`) and, with `providers`,
+      `providers/*` (see `_unstable.py`).
     """
 
     name = "acpstack-agent"
@@ -65,7 +84,14 @@ class SessionAgent(Agent):
         mcp_sse: bool = False,
         mcp_fail_fast: bool = False,
         prompt_capabilities: acp.PromptCapabilities | None = None,
+        fallback: Fallback = "local",
+        providers: ProviderSettings | None = None,
+        system_prompt_modes: Sequence[str] = ("append",),
     ) -> None:
+        if fallback not in get_args(Fallback):
+            raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
+        self.fallback: Fallback = fallback
+        self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
         self.modes = list(modes)
         self.extra_config_options = list(config_options)
@@ -78,6 +104,8 @@ class SessionAgent(Agent):
         self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
             embedded_context=True
         )
+        self.providers = providers
+        self.system_prompt_modes = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 
@@ -97,7 +125,7 @@ class SessionAgent(Agent):
     def stored_mcp_server(self, server: Any) -> Any:
         """The JSON form of an MCP server configuration kept in the session record.
         Override to leave out secrets (header and environment values)."""
-        return _plain(server)
+        return plain(server)
 
     # -- initialize and auth -------------------------------------------------------------
 
@@ -133,8 +161,16 @@ class SessionAgent(Agent):
             auth_methods=list(self.auth_methods),
             agent_info=acp.Implementation(name=self.name, version=self.version, title=self.title),
         )
-        if store.supports_fork and self.client.connection.state.unstable:
-            result = _with_fork(result)
+        if self.client.unstable:
+            result = unstable_capabilities(
+                result,
+                fork=store.supports_fork,
+                archive=store.supports_list,
+                auth_status=True,
+                providers=self.providers is not None,
+                system_prompt_modes=self.system_prompt_modes,
+                mcp_acp=self.use_mcp,
+            )
         return result
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
@@ -145,12 +181,14 @@ class SessionAgent(Agent):
         if not await self.check_authentication(params.method_id):
             raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
         self.authenticated = True
+        await self.report_auth_status()
         return acp.AuthenticateResponse()
 
     async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
         if not self.auth_methods:
             raise RequestError.method_not_found("logout")
         self.authenticated = False
+        await self.report_auth_status()
         return acp.LogoutResponse()
 
     def _require_auth(self) -> None:
@@ -164,8 +202,9 @@ class SessionAgent(Agent):
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         self._require_auth()
-        _check_absolute(params.cwd, "cwd")
-        extra = _dirs(params.additional_directories)
+        check_absolute(params.cwd, "cwd")
+        extra = dirs(params.additional_directories)
+        system_prompt = self.system_prompt_of(params)
         record = SessionRecord(
             session_id=uuid.uuid4().hex,
             cwd=params.cwd,
@@ -173,6 +212,7 @@ class SessionAgent(Agent):
             mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
             mode_id=self.modes[0][0] if self.modes else None,
             config_values=self._default_config_values(),
+            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
         self.store.create(record)
         session = Session.from_record(record, self.client, self.store)
@@ -186,7 +226,11 @@ class SessionAgent(Agent):
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         self._require_auth()
         session = await self._reopen(
-            params.session_id, params.cwd, params.additional_directories, params.mcp_servers
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            params.mcp_servers,
+            self.system_prompt_of(params),
         )
         await session.replay()  # the whole history goes out before the response
         return acp.LoadSessionResponse(
@@ -197,7 +241,11 @@ class SessionAgent(Agent):
         self._require_auth()
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         session = await self._reopen(
-            params.session_id, params.cwd, params.additional_directories, servers
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            servers,
+            self.system_prompt_of(params),
         )
         return acp.ResumeSessionResponse(
             modes=self._mode_state(session), config_options=self._config_options(session)
@@ -207,15 +255,16 @@ class SessionAgent(Agent):
         self._require_auth()
         cwd = params.cwd if isinstance(params.cwd, str) else None
         cursor = params.cursor if isinstance(params.cursor, str) else None
+        archived: Any = self.archive_filter(params)
         try:
-            records, next_cursor = self.store.list(cwd=cwd, cursor=cursor)
+            records, next_cursor = self.store.list_sessions(
+                cwd=cwd, cursor=cursor, archived=archived
+            )
         except ValueError as exc:
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
         infos = []
         for r in records:
-            info = acp.SessionInfo(
-                session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=r.updated_at or None
-            )
+            info = self.session_info(r)
             if r.additional_directories:
                 info.additional_directories = list(r.additional_directories)
             infos.append(info)
@@ -240,7 +289,7 @@ class SessionAgent(Agent):
         self.store.delete(params.session_id)
         return acp.DeleteSessionResponse()
 
-    async def session_fork(self, params: Any) -> Any:
+    async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
         from acpstack.schema import v1_unstable as acpu
 
@@ -248,19 +297,27 @@ class SessionAgent(Agent):
         if self.store.get(params.session_id) is None:
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
-        extra = _dirs(params.additional_directories)
+        extra = dirs(params.additional_directories)
+        system_prompt = self.system_prompt_of(params)
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
+        if system_prompt is not None:
+            record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
         session = Session.from_record(record, self.client, self.store)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
         return acpu.ForkSessionResponse(session_id=new_id)
 
     async def _reopen(
-        self, session_id: str, cwd: str, additional: Any, servers: Sequence[Any]
+        self,
+        session_id: str,
+        cwd: str,
+        additional: Any,
+        servers: Sequence[Any],
+        system_prompt: dict[str, str] | None = None,
     ) -> Session:
-        _check_absolute(cwd, "cwd")
+        check_absolute(cwd, "cwd")
         record = self.store.get(session_id)
         if record is None:
             raise RequestError.resource_not_found(session_id)
@@ -271,9 +328,13 @@ class SessionAgent(Agent):
         record = self.store.update(
             session_id,
             cwd=cwd,
-            additional_directories=_dirs(additional),
+            additional_directories=dirs(additional),
             mcp_servers=[self.stored_mcp_server(s) for s in servers],
         )
+        if system_prompt is not None:
+            record = self.store.update(
+                session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt}
+            )
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, servers)
         return session
@@ -283,14 +344,20 @@ class SessionAgent(Agent):
         if self.use_mcp and servers:
             from acpstack.agent._mcp import McpConnections
 
-            session.mcp = McpConnections(allow_http=self.mcp_http, allow_sse=self.mcp_sse)
+            session.mcp = McpConnections(
+                allow_http=self.mcp_http,
+                allow_sse=self.mcp_sse,
+                acp_client=self.client if self.client.unstable else None,
+            )
             try:
                 errors = await session.mcp.start(list(servers), fail_fast=self.mcp_fail_fast)
             except Exception as exc:
                 await self._stop(session)
                 self.sessions.pop(session.session_id, None)
                 raise RequestError(
-                    -32603, f"MCP server failed to start: {exc}", {"reason": "mcp_server_failed"}
+                    INTERNAL_ERROR,
+                    f"MCP server failed to start: {exc}",
+                    {"reason": "mcp_server_failed"},
                 ) from None
             for name, error in errors.items():
                 if error is not None:
@@ -316,6 +383,10 @@ class SessionAgent(Agent):
             with contextlib.suppress(Exception):
                 await session.mcp.aclose()
             session.mcp = None
+        local = self._local.pop(session.session_id, None)
+        if local is not None:  # ends the commands the agent still runs for the session
+            with contextlib.suppress(Exception):
+                await local.aclose()
 
     async def on_disconnect(self) -> None:
         for session in list(self.sessions.values()):
@@ -342,14 +413,25 @@ class SessionAgent(Agent):
         session.turn_task = task
         session.cancel_requested = False
         session.record_prompt(list(params.prompt))
+        local = self._local.get(session.session_id)
+        if local is None:
+            local = LocalAccess(session.session_id, session.cwd, session.additional_directories)
+            self._local[session.session_id] = local
+        turn = Turn(session, list(params.prompt), fallback=self.fallback, local=local)
         try:
-            stop = await self.prompt(Turn(session, list(params.prompt)))
+            stop = await self.prompt(turn)
         except asyncio.CancelledError:
             # session/cancel, $/cancel_request or shutdown: the turn ends as "cancelled".
             return acp.PromptResponse(stop_reason="cancelled")
+        except (ClientCapabilityMissing, CapabilityError) as exc:
+            if session.cancel_requested:
+                return acp.PromptResponse(stop_reason="cancelled")
+            stop = await _missing_capability(turn, exc)
         except Exception:
             if session.cancel_requested:
                 return acp.PromptResponse(stop_reason="cancelled")
+            with contextlib.suppress(Exception):  # none is left pending
+                await turn.fail_unfinished("The agent stopped on an error.")
             raise
         finally:
             session.turn_task = None
@@ -443,7 +525,7 @@ class SessionAgent(Agent):
                 raise RequestError.invalid_params(
                     {"configId": params.config_id}, "Wrong value type for this option"
                 )
-            if option.type == "select" and params.value not in _select_values(option):
+            if option.type == "select" and params.value not in select_values(option):
                 raise RequestError.invalid_params(
                     {"configId": params.config_id, "value": params.value},
                     "Unknown value for this option",
@@ -461,42 +543,13 @@ class SessionAgent(Agent):
         await session.send(acp.SessionInfoUpdate(title=title))
 
 
-def _with_fork(result: acp.InitializeResponse) -> Any:
-    """The same answer in the unstable types, advertising unstable `session/fork`."""
-    from acpstack.schema import v1_unstable as acpu
-
-    unstable = msgspec.json.decode(msgspec.json.encode(result), type=acpu.InitializeResponse)
-    caps = unstable.agent_capabilities
-    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(
-        caps.session_capabilities, acpu.SessionCapabilities
-    )
-    caps.session_capabilities.fork = acpu.SessionForkCapabilities()
-    return unstable
-
-
-def _select_values(option: acp.SessionConfigOption) -> set[str]:
-    values: set[str] = set()
-    for item in option.options if isinstance(option.options, list) else []:
-        if isinstance(item, acp.SessionConfigSelectGroup):
-            values.update(o.value for o in item.options)
-        else:
-            values.add(item.value)
-    return values
-
-
-def _check_absolute(path: str, what: str) -> None:
-    if not path.startswith("/") and not (len(path) > 2 and path[1] == ":" and path[2] in "\\/"):
-        raise RequestError.invalid_params(
-            {"path": f"$.params.{what}", "value": path}, f"{what} must be an absolute path"
-        )
-
-
-def _dirs(value: Any) -> list[str]:
-    dirs = list(value) if isinstance(value, list) else []
-    for d in dirs:
-        _check_absolute(d, "additionalDirectories")
-    return dirs
-
-
-def _plain(server: Any) -> Any:
-    return msgspec.to_builtins(server) if server is not UNSET else None
+async def _missing_capability(
+    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
+) -> acp.StopReason:
+    """A turn that needed something the client does not offer ends normally, and says why
+    (a client must not see -32603 for what it chose not to offer)."""
+    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
+    log.warning("session %s: %s", turn.session.session_id, message)
+    await turn.fail_unfinished(message)
+    await turn.say(f"\n\nI could not finish this: {message}\n")
+    return "end_turn"

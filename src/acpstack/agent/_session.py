@@ -41,13 +41,15 @@ class Session:
     mode_id: str | None = None
     config_values: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    # The client's `systemPrompt` ({"mode": "append"|..., "text": ...}), for the author's
+    # model: added to (or replacing) the agent's own instructions. None: not given.
+    system_prompt: dict[str, str] | None = None
     mcp: McpConnections | None = None
     turn_task: asyncio.Task[Any] | None = None
     start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
     cancel_requested: bool = False
-    state: dict[str, Any] = field(
-        default_factory=dict
-    )  # free for the author's own per-session data
+    # Free for the author's own per-session data.
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def roots(self) -> list[str]:
@@ -58,9 +60,7 @@ class Session:
         """Record `update` in the store, then send it to the client."""
         payload = _encode(update)
         self.store.append_event(self.session_id, UPDATE, payload)
-        await self.client.connection.notify(
-            "session/update", msgspec.Raw(_notification(self.session_id, payload))
-        )
+        await self.client.session_update_encoded(self.session_id, payload)
 
     def record_prompt(self, blocks: list[acp.ContentBlock]) -> None:
         mid = uuid.uuid4().hex
@@ -77,9 +77,7 @@ class Session:
         for event in self.store.events(self.session_id):
             if event.kind not in (UPDATE, PROMPT):
                 continue
-            await self.client.connection.notify(
-                "session/update", msgspec.Raw(_notification(self.session_id, event.payload))
-            )
+            await self.client.session_update_encoded(self.session_id, event.payload)
             count += 1
         return count
 
@@ -106,8 +104,5 @@ class Session:
             mode_id=record.mode_id,
             config_values=dict(record.config_values),
             title=record.title,
+            system_prompt=record.meta.get("system_prompt"),
         )
-
-
-def _notification(session_id: str, update_payload: bytes) -> bytes:
-    return b'{"sessionId":' + _encode(session_id) + b',"update":' + update_payload + b"}"

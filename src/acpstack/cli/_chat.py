@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from acpstack import ConnectionClosed, RequestError
+from acpstack.rpc import ConnectionClosed
+from acpstack.wire import RequestError
 from acpstack.cli._chat_book import SessionBook, usage_of
 from acpstack.cli._errors import (
     EXIT_ERROR,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from acpstack import RequestError
+from acpstack.wire import RequestError
 from acpstack.cli._chat_headless import run_turn
 from acpstack.cli._commands import CommandError, builtin_for
 from acpstack.cli._errors import EXIT_OK, CliError

@@ -19,8 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from acpstack.agent import Session, Turn, text_content
-from acpstack.agent._mcp import McpServerError, McpTool
+from acpstack.agent import McpServerError, McpTool, Session, Turn, text_content
 from acpstack.cli._redact import Redactor, is_secret_name, url_secrets
 from acpstack.schema import v1 as acp
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from acpstack import ConnectionClosed, RequestError
+from acpstack.rpc import ConnectionClosed
+from acpstack.wire import RequestError
 from acpstack.cli._errors import EXIT_ERROR, CliError
 from acpstack.client import ClientRuntime, spawn_agent
 from acpstack.schema import v1 as acp

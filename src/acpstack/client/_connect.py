@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from acpstack.client._client import AgentPeer, Client, ClientDispatcher
 from acpstack.rpc import Connection
-from acpstack.transports import SubprocessTransport, Transport
-from acpstack.transports._subprocess import StderrCallback
+from acpstack.transports import StderrCallback, SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
 
@@ -28,6 +27,7 @@ def connect_client(
     transport: Transport,
     *,
     unstable: bool = False,
+    extensions: tuple[str, ...] = (),
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     framing: str = "auto",
     max_inbound_requests: int = 512,
@@ -35,7 +35,11 @@ def connect_client(
 ) -> ClientConnection:
     """Wire `client` to a transport. Start it with `async with conn.connection` (or `.start()`)."""
     state = ProtocolState(
-        "client", unstable=unstable, max_message_size=max_message_size, framing=framing
+        "client",
+        unstable=unstable,
+        max_message_size=max_message_size,
+        framing=framing,
+        extensions=extensions,
     )
     connection = Connection(
         transport,
@@ -45,7 +49,7 @@ def connect_client(
         max_waiting_requests=max_waiting_requests,
         on_close=client.on_disconnect,
     )
-    peer = AgentPeer(connection)
+    peer = AgentPeer(connection, extensions)
     client.on_connect(peer)
     return ClientConnection(peer, connection, transport)
 

@@ -12,12 +12,18 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from msgspec import UNSET
 
-from acpstack import __version__
-from acpstack.client._client import Client
+from acpstack._version import __version__
+from acpstack.client._elicitation import (
+    AskElicitation,
+    DeclineElicitations,
+    ElicitationAsk,
+    ElicitationPolicy,
+)
+from acpstack.client._mcp_host import McpHost
 from acpstack.client._permissions import (
     AskCallback,
     AskUser,
@@ -25,6 +31,7 @@ from acpstack.client._permissions import (
     PermissionPolicy,
     reject_option,
 )
+from acpstack.client._runtime_unstable import AuthStatusCallback, RuntimeExtras
 from acpstack.client._state import SessionState
 from acpstack.local import (
     BufferProvider,
@@ -54,9 +61,10 @@ class ClientSession:
     workspace: Workspace
     state: SessionState
     pending_permissions: set[asyncio.Task[acp.PermissionOption | None]] = field(default_factory=set)
+    pending_elicitations: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
-class ClientRuntime(Client):
+class ClientRuntime(RuntimeExtras):
     """A ready-to-use client. Everything the agent asks for is checked and done for real.
 
     - fs: absolute paths only, inside the session's cwd/additionalDirectories unless the
@@ -65,6 +73,12 @@ class ClientRuntime(Client):
       session closes or the connection ends.
     - permissions: `permission_policy`, or `AskUser(ask)` when only `ask` is given, or
       `DenyAll` when neither is: nothing is approved without the user.
+    - elicitation: `elicitation_policy`, or `AskElicitation(ask_elicitation)`; without
+      either, nothing is advertised and every elicitation is declined. Never answered
+      without the user (see `_elicitation.py`). Accepted URL elicitations wait in
+      `SessionState.open_elicitations` until `elicitation/complete`.
+    - `auth_state` / `on_auth_status`: the agent's authentication state (`auth/status`,
+      `auth/status_update`); `mcp_host`: MCP servers offered to the agent over ACP.
     """
 
     def __init__(
@@ -83,10 +97,25 @@ class ClientRuntime(Client):
         on_write: WriteObserver | None = None,
         max_terminals: int = 16,
         client_name: str = "acpstack",
+        ask_elicitation: ElicitationAsk | None = None,
+        elicitation_policy: ElicitationPolicy | None = None,
+        on_auth_status: AuthStatusCallback | None = None,
+        on_elicitation_complete: Callable[[str], None] | None = None,
     ) -> None:
         if permission_policy is None:
             permission_policy = AskUser(ask) if ask is not None else DenyAll()
         self.permission_policy = permission_policy
+        if elicitation_policy is None:
+            elicitation_policy = (
+                AskElicitation(ask_elicitation)
+                if ask_elicitation is not None
+                else DeclineElicitations()
+            )
+        self.elicitation_policy = elicitation_policy
+        self.on_auth_status = on_auth_status
+        self.on_elicitation_complete = on_elicitation_complete
+        self.auth_accounts = []
+        self.mcp_host = McpHost()
         self.on_update = on_update
         self.on_dropped = on_dropped
         self.dropped_messages = 0  # every message from the agent that had to be discarded
@@ -106,12 +135,24 @@ class ClientRuntime(Client):
     # -- what we advertise ------------------------------------------------------------
 
     def capabilities(self) -> acp.ClientCapabilities:
-        return acp.ClientCapabilities(
+        caps = acp.ClientCapabilities(
             fs=acp.FileSystemCapabilities(
                 read_text_file=self.enable_fs, write_text_file=self.enable_fs
             ),
             terminal=self.enable_terminal,
+            # SessionState keeps notices and compactions.
+            session=acp.ClientSessionCapabilities(
+                notices=acp.NoticeCapabilities(), compaction=acp.CompactionCapabilities()
+            ),
         )
+        elicitation = self.elicitation_capabilities()
+        if elicitation is not None:
+            caps.elicitation = elicitation
+        return caps
+
+    def on_connect(self, agent: Any) -> None:
+        super().on_connect(agent)
+        self.mcp_host.agent = agent
 
     # -- driving the agent -------------------------------------------------------------
 
@@ -214,7 +255,7 @@ class ClientRuntime(Client):
         """Cancel the running turn: pending permission asks answer `cancelled` at once."""
         session = self.sessions.get(session_id)
         if session is not None:
-            for task in list(session.pending_permissions):
+            for task in [*session.pending_permissions, *session.pending_elicitations]:
                 task.cancel()
         await self.agent.session_cancel(acp.CancelNotification(session_id=session_id))
 
@@ -402,8 +443,9 @@ class ClientRuntime(Client):
 
     async def on_disconnect(self) -> None:
         for session in self.sessions.values():
-            for task in session.pending_permissions:
+            for task in [*session.pending_permissions, *session.pending_elicitations]:
                 task.cancel()
+        await self.mcp_host.aclose()
         with contextlib.suppress(Exception):
             await self.terminals.aclose()
 

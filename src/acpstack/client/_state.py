@@ -6,6 +6,11 @@ Apply every `session/update` of one session in order with `SessionState.apply`.
 - Tool calls are merged by id: `tool_call_update` replaces only the fields it carries;
   `content` and `locations` replace whole arrays. An update for an unknown id creates it.
 - The plan, available commands and config options are replaced whole.
+- Notices are kept (the last 100) in `notices`; compactions by id in `compactions` (a
+  chunk appends to the summary, an update patches status/summary/error).
+- Unstable: `subagent_update` patches `subagents[child id]` (title, description, state,
+  ...: omitted = unchanged, null = cleared); `session_message` patches and
+  `session_message_chunk` appends to `session_messages[message id]`.
 - Unknown update kinds are kept in `unknown_updates`, not dropped.
 """
 
@@ -46,6 +51,47 @@ class ToolCallState:
     raw_output: Any = None
 
 
+@dataclass
+class CompactionState:
+    compaction_id: str
+    status: str = "in_progress"
+    summary: list[acp.ContentBlock] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class SubagentState:
+    """A child session the agent announced (`subagent_update`), as last patched."""
+
+    session_id: str
+    fields: dict[str, Any] = field(default_factory=dict)  # title, description, state, cwd, ...
+
+    @property
+    def title(self) -> str | None:
+        return self.fields.get("title")
+
+    @property
+    def state(self) -> str | None:
+        """The child's current activity (`running`, `idle`, ...), None if not reported."""
+        state = self.fields.get("state")
+        return state.get("state") if isinstance(state, dict) else None
+
+
+@dataclass
+class SessionMessageState:
+    """An inter-session message (`session_message` / `session_message_chunk`)."""
+
+    message_id: str
+    fields: dict[str, Any] = field(default_factory=dict)  # sender/recipient ids and references
+    content: list[Any] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(getattr(block, "text", "") for block in self.content)
+
+
+MAX_NOTICES = 100
+
 _CHUNK_SPEAKERS: dict[type, Speaker] = {
     acp.UserMessageChunk: "user",
     acp.AgentMessageChunk: "agent",
@@ -66,6 +112,11 @@ class SessionState:
     title: str | None = None
     updated_at: str | None = None
     usage: acp.UsageUpdate | None = None
+    notices: list[acp.Notice] = field(default_factory=list)
+    compactions: dict[str, CompactionState] = field(default_factory=dict)
+    subagents: dict[str, SubagentState] = field(default_factory=dict)
+    session_messages: dict[str, SessionMessageState] = field(default_factory=dict)
+    open_elicitations: set[str] = field(default_factory=set)  # URL elicitations accepted
     unknown_updates: list[dict[str, Any]] = field(default_factory=list)
     # Notifications for this session that arrived but had to be discarded (too large,
     # invalid): the state may be missing an update. See `Client.on_message_dropped`.
@@ -73,6 +124,8 @@ class SessionState:
 
     def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
         speaker = _CHUNK_SPEAKERS.get(type(update))
+        if speaker is None and isinstance(update, acp.ContentChunk):  # an unstable subclass
+            speaker = next(v for k, v in _CHUNK_SPEAKERS.items() if isinstance(update, k))
         if speaker is not None:
             assert isinstance(update, acp.ContentChunk)
             self._chunk(speaker, update)
@@ -96,9 +149,13 @@ class SessionState:
                 self.updated_at = update.updated_at
         elif isinstance(update, acp.UsageUpdate):
             self.usage = update
+        elif isinstance(update, acp.Notice):
+            self.notices = [*self.notices[-(MAX_NOTICES - 1) :], update]
+        elif isinstance(update, acp.CompactionUpdate | acp.CompactionSummaryChunk):
+            self._compaction(update)
         elif isinstance(update, UnknownSessionUpdate):
             self.unknown_updates.append(update.data)
-        else:  # a variant newer than this model (e.g. from an unstable connection)
+        elif not self._unstable(update):  # a variant newer than this model
             self.unknown_updates.append(msgspec.to_builtins(update))
 
     def seed(
@@ -112,6 +169,45 @@ class SessionState:
             self.available_modes = list(response.modes.available_modes)
         if isinstance(response.config_options, list):
             self.config_options = list(response.config_options)
+
+    def _compaction(self, update: acp.CompactionUpdate | acp.CompactionSummaryChunk) -> None:
+        state = self.compactions.get(update.compaction_id)
+        if state is None:
+            state = self.compactions[update.compaction_id] = CompactionState(update.compaction_id)
+        if isinstance(update, acp.CompactionSummaryChunk):
+            state.summary.append(update.content)
+            return
+        state.status = str(update.status)
+        if update.summary is not UNSET:
+            state.summary = list(update.summary or [])
+        if update.error is not UNSET:
+            state.error = update.error
+
+    def _unstable(self, update: Any) -> bool:
+        """Apply an update only unstable connections carry; False if it is none of them."""
+        name = type(update).__name__
+        if name not in ("SubagentUpdate", "SessionMessage", "SessionMessageChunk"):
+            return False
+        raw = msgspec.to_builtins(update)  # camelCase keys, exactly the fields present
+        raw.pop("sessionUpdate", None)
+        if name == "SubagentUpdate":
+            child = self.subagents.setdefault(update.session_id, SubagentState(update.session_id))
+            child.fields.update((k, v) for k, v in raw.items() if k != "sessionId")
+            return True
+        message = self.session_messages.get(update.message_id)
+        if message is None:
+            message = self.session_messages[update.message_id] = SessionMessageState(
+                update.message_id
+            )
+        if name == "SessionMessageChunk":
+            message.content.append(update.content)
+        else:
+            if "content" in raw:
+                message.content = list(update.content or [])
+            message.fields.update(
+                (k, v) for k, v in raw.items() if k not in ("content", "messageId")
+            )
+        return True
 
     @property
     def last_agent_message(self) -> Message | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acpstack.wire._errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
+from acpstack.wire import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
 
 __all__ = ["changed_error", "not_found", "os_error"]
 

@@ -31,7 +31,7 @@ from typing import AnyStr
 
 from acpstack.local._errors import changed_error, os_error
 from acpstack.local._workspace import Location, Workspace
-from acpstack.wire._errors import INTERNAL_ERROR, RequestError
+from acpstack.wire import INTERNAL_ERROR, RequestError
 
 __all__ = ["BufferProvider", "FileSystem", "WriteObserver", "TEMP_MARKER"]
 

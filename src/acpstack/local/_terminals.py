@@ -33,7 +33,7 @@ from typing import Any
 
 from acpstack.local._reaper import MARKER_VARIABLE, end_marked, marker_needle
 from acpstack.local._terminal import Terminal, TerminalExit, TerminalOutput, TerminalProtocol
-from acpstack.wire._errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
+from acpstack.wire import INTERNAL_ERROR, RESOURCE_NOT_FOUND, RequestError
 
 __all__ = ["TerminalExit", "TerminalManager", "TerminalOutput"]
 
@@ -125,8 +125,12 @@ class TerminalManager:
         environment[MARKER_VARIABLE] = self._marker(terminal_id)
         terminal = Terminal(terminal_id, session_id, limit, self._drain_seconds)
         self._starting += 1
+        start = asyncio.ensure_future(self._start(terminal, command, argv, environment, cwd))
         try:
-            await self._start(terminal, command, argv, environment, cwd)
+            await asyncio.shield(start)
+        except asyncio.CancelledError:
+            await self._abandon(start, terminal)
+            raise
         finally:
             self._starting -= 1
         self._terminals[terminal_id] = terminal
@@ -187,6 +191,18 @@ class TerminalManager:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     # -- internals -------------------------------------------------------------------
+
+    async def _abandon(self, start: asyncio.Future[None], terminal: Terminal) -> None:
+        """The caller was cancelled while the process was being started: it may run already
+        (cancelling asyncio's start would kill its first process only, never its children).
+        Let the start finish, then end it like a released terminal: group and escapees."""
+        try:
+            await asyncio.shield(start)
+        except BaseException:  # it did not start (or we are cancelled again): nothing to end
+            return
+        self._terminals[terminal.id] = terminal
+        self._started.add(terminal)
+        await self._release_terminal(terminal.id)
 
     def _check_create(self, command: str, output_byte_limit: int | None, cwd: str | None) -> int:
         """Refuse a create request that cannot succeed; return its output byte limit."""

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from acpstack.local._errors import changed_error, not_found, os_error
 from acpstack.local._walk import Changed, Escape, RootReplaced, Roots, Walk, create_missing, walk
-from acpstack.wire._errors import RequestError
+from acpstack.wire import RequestError
 
 __all__ = ["Location", "Workspace"]
 
@@ -92,7 +92,7 @@ class Location:
     """
 
     def __init__(self, dir_fd: int, name: str, path: Path) -> None:
-        self.dir_fd = dir_fd
+        self.dir_fd: int = dir_fd
         self.name = name
         self.path = path
 

@@ -26,8 +26,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from acpstack.transports._base import Transport
-from acpstack.wire._connection import (
+from acpstack.transports import Transport
+from acpstack.wire import (
     DroppedMessage,
     Event,
     IncomingCancel,
@@ -35,8 +35,8 @@ from acpstack.wire._connection import (
     IncomingRequest,
     IncomingResponse,
     ProtocolState,
+    RequestError,
 )
-from acpstack.wire._errors import RequestError
 
 log = logging.getLogger("acpstack.rpc")
 
@@ -117,6 +117,21 @@ class Connection:
         if not self._started:
             self._started = True
             self.transport.start_reading(self._data_received, self._eof_received)
+
+    @property
+    def unstable(self) -> bool:
+        """Whether this connection speaks ACP's unstable methods too."""
+        return self.state.unstable
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """What the peer advertised in `initialize` (None before)."""
+        return self.state.peer_capabilities
+
+    @property
+    def local_capabilities(self) -> Any:
+        """What this side advertised in `initialize` (None before)."""
+        return self.state.local_capabilities
 
     @property
     def closed(self) -> bool:

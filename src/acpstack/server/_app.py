@@ -30,8 +30,8 @@ from acpstack.server._http import handle_delete, handle_get, handle_post
 from acpstack.server._limits import ServerLimits
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
 from acpstack.server._websocket import serve_websocket
-from acpstack.transports._envelope import Envelope
-from acpstack.transports._remote_base import CONNECTION_HEADER
+from acpstack.transports import CONNECTION_HEADER, Envelope
+from acpstack.wire import INTERNAL_ERROR
 
 log = logging.getLogger("acpstack.server")
 
@@ -52,9 +52,9 @@ class AgentServer:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.agent = agent
-        self.path = "/" + path.strip("/")
-        self.security = security or ServerSecurity()
-        self.limits = limits or ServerLimits()
+        self.path: str = "/" + path.strip("/")
+        self.security: ServerSecurity = security or ServerSecurity()
+        self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
         self.cwd = cwd
         self.env = env
@@ -182,14 +182,17 @@ class AgentServer:
         except InitializeFailed as exc:
             await connection.aclose()
             await respond_json(
-                send, exc.status, jsonrpc_error(env.id, -32603, str(exc)), headers=cors
+                send, exc.status, jsonrpc_error(env.id, INTERNAL_ERROR, str(exc)), headers=cors
             )
             return
         except Exception:
             log.exception("connection %s: could not start the agent", connection.id)
             await connection.aclose()
             await respond_json(
-                send, 502, jsonrpc_error(env.id, -32603, "could not start the agent"), headers=cors
+                send,
+                502,
+                jsonrpc_error(env.id, INTERNAL_ERROR, "could not start the agent"),
+                headers=cors,
             )
             return
         await respond_json(send, 200, answer, headers=(*cors, (CONNECTION_HEADER, connection.id)))

@@ -24,8 +24,8 @@ import msgspec
 from acpstack.server._agents import AgentLink, AgentSource, start_agent
 from acpstack.server._limits import ServerLimits
 from acpstack.server._streams import OutboundStream
-from acpstack.transports._envelope import Envelope, RequestId, peek
-from acpstack.wire import FrameDecoder
+from acpstack.transports import Envelope, peek_envelope
+from acpstack.wire import FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.server")
 
@@ -53,16 +53,16 @@ class RemoteConnection:
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
         self.link: AgentLink | None = None
-        self.connection_stream = OutboundStream(None, self._sized)
+        self.connection_stream: OutboundStream = OutboundStream(None, self._sized)
         self.sessions: dict[str, OutboundStream] = {}
         self._routes: dict[RequestId, tuple[str | None, bool]] = {}
         self._decoder = FrameDecoder(max(limits.max_message_size, 64 * 1024 * 1024), "ndjson")
         self._initialize: tuple[RequestId, asyncio.Future[bytes]] | None = None
-        self.buffered = 0
+        self.buffered: int = 0
         self.paused_since: float | None = None
-        self.last_active = time.monotonic()
-        self.closed = False
-        self.done = asyncio.Event()
+        self.last_active: float = time.monotonic()
+        self.closed: bool = False
+        self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
         self._closer: asyncio.Task[None] | None = None
 
@@ -107,7 +107,7 @@ class RemoteConnection:
 
     def _route(self, frame: bytes) -> None:
         try:
-            env = peek(frame)
+            env = peek_envelope(frame)
         except msgspec.DecodeError:
             log.warning("connection %s: the agent sent something that is not JSON", self.id)
             return

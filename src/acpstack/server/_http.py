@@ -29,16 +29,20 @@ from acpstack.server._asgi import (
 )
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._streams import OutboundStream
-from acpstack.transports._envelope import Envelope, compact, peek
-from acpstack.transports._remote_base import CONNECTION_HEADER
-from acpstack.transports._sse import KEEPALIVE
+from acpstack.transports import (
+    CONNECTION_HEADER,
+    SSE_KEEPALIVE,
+    Envelope,
+    peek_envelope,
+    single_line,
+)
+from acpstack.wire import INVALID_REQUEST, PARSE_ERROR
 
 if TYPE_CHECKING:
     from acpstack.server._app import AgentServer
 
 log = logging.getLogger("acpstack.server")
 
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 SSE_HEADERS = (
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
@@ -65,7 +69,7 @@ async def handle_post(
         await _post_batch(app, headers, body, send, cors)
         return
     try:
-        env = peek(body)
+        env = peek_envelope(body)
     except msgspec.DecodeError:
         await respond_json(
             send,
@@ -84,9 +88,9 @@ async def handle_post(
                 send, 400, "initialize is not allowed on an existing connection", headers=cors
             )
             return
-        await app.initialize_http(compact(body), env, send, cors)
+        await app.initialize_http(single_line(body), env, send, cors)
         return
-    status, text = await _deliver(app, headers, compact(body), env)
+    status, text = await _deliver(app, headers, single_line(body), env)
     await respond(send, status, text, headers=cors)
 
 
@@ -140,7 +144,7 @@ async def _post_batch(
         )
         return
     frames = [msgspec.json.encode(item) for item in items]
-    envelopes = [peek(frame) for frame in frames]
+    envelopes = [peek_envelope(frame) for frame in frames]
     for env in envelopes:
         problem = _check(app, env) or (
             "initialize must be sent alone" if env.method == "initialize" else None
@@ -220,7 +224,7 @@ async def _stream_events(
             if stream.closed or gone.done():
                 break
             if not await stream.wait(app.limits.keepalive_interval, gone):
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
         if not gone.done():
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:

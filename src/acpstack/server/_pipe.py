@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from acpstack.transports import DataCallback, EofCallback
-from acpstack.transports._plumbing import Inbox
+from acpstack.transports import DataCallback, EofCallback, Inbox
 
 HIGH_WATER = 1024 * 1024
 

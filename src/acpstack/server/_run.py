@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acpstack.server._app import AgentServer
-from acpstack.transports._extras import require
+from acpstack.transports import require_extra
 
 log = logging.getLogger("acpstack.server")
 
@@ -53,8 +53,8 @@ async def serve_remote(
     every connection's agent is stopped before this returns. `on_ready` gets the listening
     socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
     wrapped in your own middleware); `app`'s limits and shutdown still apply."""
-    uvicorn: Any = require("uvicorn")
-    require("websockets")
+    uvicorn: Any = require_extra("uvicorn")
+    require_extra("websockets")
     sock = sock or bind_socket(host, port)
     config = uvicorn.Config(
         asgi if asgi is not None else app,

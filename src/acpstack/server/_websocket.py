@@ -21,7 +21,8 @@ from acpstack.server._asgi import Receive, Scope, Send, jsonrpc_error
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream
-from acpstack.transports._envelope import compact, peek
+from acpstack.transports import peek_envelope, single_line
+from acpstack.wire import INVALID_REQUEST, PARSE_ERROR
 
 if TYPE_CHECKING:
     from acpstack.server._app import AgentServer
@@ -86,15 +87,15 @@ async def _read(
         if len(data) > limit:
             return TOO_BIG
         if data.lstrip()[:1] == b"[":
-            stream.push(jsonrpc_error(None, -32600, "JSON-RPC batches are not supported"))
+            stream.push(jsonrpc_error(None, INVALID_REQUEST, "JSON-RPC batches are not supported"))
             continue
         try:
-            env = peek(data)
+            env = peek_envelope(data)
         except msgspec.DecodeError:
-            stream.push(jsonrpc_error(None, -32700, "Parse error: the message is not JSON"))
+            stream.push(jsonrpc_error(None, PARSE_ERROR, "Parse error: the message is not JSON"))
             continue
         if env.kind == "invalid":
-            stream.push(jsonrpc_error(None, -32600, "Invalid Request"))
+            stream.push(jsonrpc_error(None, INVALID_REQUEST, "Invalid Request"))
             continue
         if not started:
             if env.kind != "request" or env.method != "initialize":
@@ -106,7 +107,7 @@ async def _read(
                 return INTERNAL_ERROR
             started = True
         try:
-            await connection.deliver(compact(data), env, None)
+            await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return 1000 if connection.closed else INTERNAL_ERROR
 

@@ -7,27 +7,49 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from acpstack.transports._base import DataCallback, EofCallback, Transport
-from acpstack.transports._extras import MissingExtraError
 from acpstack.transports._memory import MemoryTransport, memory_pair
-from acpstack.transports._remote_base import RemoteError
+from acpstack.transports._plumbing import Inbox
 from acpstack.transports._stdio import StdioError, StdioTransport, open_stdio_transport
 from acpstack.transports._streams import StreamTransport
-from acpstack.transports._subprocess import SubprocessTransport
+from acpstack.transports._subprocess import StderrCallback, SubprocessTransport
 
 if TYPE_CHECKING:
+    from acpstack.transports._envelope import Envelope, peek_envelope, single_line
+    from acpstack.transports._extras import MissingExtraError, require_extra
     from acpstack.transports._http_client import HttpClientTransport
+    from acpstack.transports._remote_base import CONNECTION_HEADER, SESSION_HEADER, RemoteError
+    from acpstack.transports._sse import SSE_KEEPALIVE
     from acpstack.transports._ws_client import WebSocketClientTransport
 
-# The remote transports load on first use: a stdio agent never pays for them.
-_LAZY = {"HttpClientTransport": "_http_client", "WebSocketClientTransport": "_ws_client"}
+# The remote transports and their protocol pieces load on first use: a stdio agent never
+# pays for them.
+_LAZY = {
+    "HttpClientTransport": "_http_client",
+    "WebSocketClientTransport": "_ws_client",
+    "Envelope": "_envelope",
+    "peek_envelope": "_envelope",
+    "single_line": "_envelope",
+    "MissingExtraError": "_extras",
+    "require_extra": "_extras",
+    "CONNECTION_HEADER": "_remote_base",
+    "SESSION_HEADER": "_remote_base",
+    "RemoteError": "_remote_base",
+    "SSE_KEEPALIVE": "_sse",
+}
 
 __all__ = [
+    "CONNECTION_HEADER",
+    "SESSION_HEADER",
+    "SSE_KEEPALIVE",
     "DataCallback",
+    "Envelope",
     "EofCallback",
     "HttpClientTransport",
+    "Inbox",
     "MemoryTransport",
     "MissingExtraError",
     "RemoteError",
+    "StderrCallback",
     "StdioError",
     "StdioTransport",
     "StreamTransport",
@@ -36,6 +58,9 @@ __all__ = [
     "WebSocketClientTransport",
     "memory_pair",
     "open_stdio_transport",
+    "peek_envelope",
+    "require_extra",
+    "single_line",
 ]
 
 

@@ -43,7 +43,7 @@ class Envelope(msgspec.Struct, frozen=True):
 INVALID = Envelope("invalid")
 
 
-def peek(message: bytes) -> Envelope:
+def peek_envelope(message: bytes) -> Envelope:
     """Classify one JSON message; raises msgspec.DecodeError when it is not JSON at all."""
     try:
         p = _peek_decoder.decode(message)
@@ -91,7 +91,7 @@ def _peek_loose(data: Any) -> Envelope:
     )
 
 
-def compact(message: bytes) -> bytes:
+def single_line(message: bytes) -> bytes:
     """The message on one line (re-encoded only when it holds a line break)."""
     message = message.strip()
     if b"\n" in message or b"\r" in message:

@@ -12,7 +12,7 @@ class MissingExtraError(ImportError):
     """An optional dependency of remote ACP is not installed."""
 
 
-def require(module: str) -> ModuleType:
+def require_extra(module: str) -> ModuleType:
     """Import `module`, or fail with a message naming the extra that provides it."""
     try:
         return importlib.import_module(module)

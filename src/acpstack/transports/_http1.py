@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from acpstack.transports._extras import require
+from acpstack.transports._extras import require_extra
 
 READ_SIZE = 256 * 1024
 Headers = Sequence[tuple[str, str]]
@@ -74,7 +74,7 @@ class Http1Connection:
     """One HTTP/1.1 connection, opened on first use and again after the server closed it."""
 
     def __init__(self, endpoint: Endpoint, *, connect_timeout: float, max_event_size: int) -> None:
-        self._h11: Any = require("h11")
+        self._h11: Any = require_extra("h11")
         self.endpoint = endpoint
         self._connect_timeout = connect_timeout
         self._max_event_size = max_event_size

@@ -28,8 +28,8 @@ from typing import Any
 import msgspec
 
 from acpstack.transports._cookies import cookie_header, store_cookies
-from acpstack.transports._envelope import Envelope, RequestId, compact, peek
-from acpstack.transports._extras import require
+from acpstack.transports._envelope import Envelope, RequestId, peek_envelope, single_line
+from acpstack.transports._extras import require_extra
 from acpstack.transports._http1 import Http1Connection, Response, endpoint
 from acpstack.transports._remote_base import (
     CONNECTION_HEADER,
@@ -40,7 +40,7 @@ from acpstack.transports._remote_base import (
     log,
 )
 from acpstack.transports._sse import SseDecoder, SseError
-from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR
 
 FATAL_STATUSES = frozenset({401, 403, 404, 410})
 REATTACH_METHODS = frozenset({"session/load", "session/resume"})
@@ -63,13 +63,13 @@ class HttpClientTransport(MessageTransport):
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         super().__init__(max_message_size)
-        self._h11: Any = require("h11")
+        self._h11: Any = require_extra("h11")
         self.url = url
         self._endpoint = endpoint(url, verify)
         self._headers = [(k, v) for k, v in (headers or {}).items()]
         if token is not None:
             self._headers.append(("Authorization", f"Bearer {token}"))
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         self._timeout = timeout
         self._posts = Http1Connection(
             self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024
@@ -90,7 +90,7 @@ class HttpClientTransport(MessageTransport):
 
     async def _send_one(self, message: bytes) -> None:
         try:
-            env = peek(message)
+            env = peek_envelope(message)
         except msgspec.DecodeError:
             log.warning("dropped an outgoing message that is not JSON")
             return
@@ -116,7 +116,7 @@ class HttpClientTransport(MessageTransport):
             return
         self.connection_id = connection_id
         self._spawn(self._read_stream(None, None))
-        self._deliver([compact(response.body)])
+        self._deliver([single_line(response.body)])
 
     async def _post(self, message: bytes, env: Envelope) -> None:
         session = env.session_id
@@ -156,7 +156,7 @@ class HttpClientTransport(MessageTransport):
         if env.kind != "request":
             log.warning("%s", text)
             return
-        error: dict[str, Any] = {"code": -32603, "message": text}
+        error: dict[str, Any] = {"code": INTERNAL_ERROR, "message": text}
         if response is not None:
             error["data"] = {
                 "status": response.status,
@@ -266,11 +266,11 @@ class HttpClientTransport(MessageTransport):
     def _receive(self, messages: list[bytes], session: str | None) -> None:
         for index, message in enumerate(messages):
             try:
-                env = peek(message)
+                env = peek_envelope(message)
             except msgspec.DecodeError:
                 continue  # the runtime answers it as a parse error
             if b"\n" in message:
-                messages[index] = compact(message)
+                messages[index] = single_line(message)
             if env.kind == "request" and session is not None:
                 self._reply_sessions[env.id] = session
             elif env.kind == "response":

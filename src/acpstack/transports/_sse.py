@@ -9,7 +9,7 @@ per chunk and a text line decoder would cost more than the JSON that follows.
 
 from __future__ import annotations
 
-KEEPALIVE = b":\n\n"
+SSE_KEEPALIVE = b":\n\n"
 
 
 def encode_event(message: bytes) -> bytes:

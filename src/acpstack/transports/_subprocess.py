@@ -31,8 +31,8 @@ class _ProcessPipes(asyncio.SubprocessProtocol):
         self.flow = flow
         self._stderr_line = stderr_line
         self._stderr_partial = b""
-        self.exited = asyncio.Event()
-        self.stderr_closed = asyncio.Event()
+        self.exited: asyncio.Event = asyncio.Event()
+        self.stderr_closed: asyncio.Event = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._cookies import cookie_header, store_cookies
-from acpstack.transports._envelope import compact
-from acpstack.transports._extras import require
+from acpstack.transports._envelope import single_line
+from acpstack.transports._extras import require_extra
 from acpstack.transports._plumbing import Inbox, WriteFlow
 from acpstack.transports._remote_base import CONNECTION_HEADER, RemoteError
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder
@@ -68,7 +68,7 @@ class WebSocketClientTransport:
         self._headers = dict(headers or {})
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         self._ssl = ssl_context
         self._compression = compression
         self._timeout = timeout
@@ -126,11 +126,11 @@ class WebSocketClientTransport:
         self.connection_id = response.headers.get(CONNECTION_HEADER)
 
     def _protocol(self) -> Any:
-        client: Any = require("websockets.client")
-        uri: Any = require("websockets.uri")
+        client: Any = require_extra("websockets.client")
+        uri: Any = require_extra("websockets.uri")
         extensions = None
         if self._compression:
-            deflate: Any = require("websockets.extensions.permessage_deflate")
+            deflate: Any = require_extra("websockets.extensions.permessage_deflate")
             extensions = [deflate.ClientPerMessageDeflateFactory()]
         return client.ClientProtocol(
             uri.parse_uri(self.url), extensions=extensions, max_size=self._max
@@ -157,7 +157,7 @@ class WebSocketClientTransport:
         opcode = frame.opcode.name
         if opcode == "TEXT":
             if frame.fin:
-                out.append(compact(bytes(frame.data)))
+                out.append(single_line(bytes(frame.data)))
             else:
                 self._partial, self._partial_size = [bytes(frame.data)], len(frame.data)
         elif opcode == "CONT" and self._partial is not None:
@@ -167,7 +167,7 @@ class WebSocketClientTransport:
                 self._partial = None
                 self._ws.fail(1009, "message too big")
             elif frame.fin:
-                out.append(compact(b"".join(self._partial)))
+                out.append(single_line(b"".join(self._partial)))
                 self._partial = None
         elif opcode == "BINARY" or opcode == "CONT":
             self._partial = None  # binary messages are ignored (RFD)

@@ -1,16 +1,7 @@
 """Sans-IO JSON-RPC for ACP: framing, envelopes, errors and the connection state machine."""
 
-from acpstack.wire._connection import (
-    CapabilityError,
-    DroppedMessage,
-    IncomingCancel,
-    IncomingNotification,
-    IncomingRequest,
-    IncomingResponse,
-    PendingCall,
-    ProtocolState,
-    capability_allows,
-)
+from acpstack.wire._codec import RequestId
+from acpstack.wire._connection import ProtocolState, capability_allows
 from acpstack.wire._errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
@@ -22,6 +13,16 @@ from acpstack.wire._errors import (
     REQUEST_CANCELLED,
     RESOURCE_NOT_FOUND,
     RequestError,
+)
+from acpstack.wire._events import (
+    CapabilityError,
+    DroppedMessage,
+    Event,
+    IncomingCancel,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    PendingCall,
 )
 from acpstack.wire._framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -44,6 +45,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "CapabilityError",
     "DroppedMessage",
+    "Event",
     "FrameDecoder",
     "FramingError",
     "IncomingCancel",
@@ -54,6 +56,7 @@ __all__ = [
     "PendingCall",
     "ProtocolState",
     "RequestError",
+    "RequestId",
     "capability_allows",
     "encode_frame",
 ]

@@ -8,6 +8,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
+from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR
+
 RequestId = int | str | None
 
 
@@ -22,23 +24,6 @@ class Envelope(Struct):
     error: Raw | UnsetType = UNSET
 
 
-class Request(Struct):
-    id: RequestId
-    method: str
-    params: Raw | UnsetType
-
-
-class Notification(Struct):
-    method: str
-    params: Raw | UnsetType
-
-
-class Response(Struct):
-    id: RequestId
-    result: Raw | UnsetType
-    error: Raw | UnsetType
-
-
 class Invalid(Struct):
     """A frame that is not a valid message: answer with `code` to `id` (see `decode_envelope`)."""
 
@@ -47,11 +32,7 @@ class Invalid(Struct):
     detail: str
 
 
-Message = Request | Notification | Response | Invalid
-
 _envelope_decoder = msgspec.json.Decoder(Envelope)
-_PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
 # What msgspec (or the interpreter under it) raises for input it cannot represent: nesting
 # deeper than the recursion limit, numbers out of range, integers past int_max_str_digits.
 UNDECODABLE = (
@@ -74,26 +55,26 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
         try:
             frame.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return Invalid(_PARSE_ERROR, _salvage_id(frame), f"invalid UTF-8 at byte {exc.start}")
+            return Invalid(PARSE_ERROR, _salvage_id(frame), f"invalid UTF-8 at byte {exc.start}")
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError: test it first)
         # Valid JSON but not an object (array, number, string, null) or a bad id/method type.
-        return Invalid(_INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {exc}")
+        return Invalid(INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {exc}")
     except msgspec.DecodeError as exc:
-        return Invalid(_PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {exc}")
+        return Invalid(PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {exc}")
     except RecursionError:
-        return Invalid(_PARSE_ERROR, _salvage_id(frame), "JSON nested too deeply")
+        return Invalid(PARSE_ERROR, _salvage_id(frame), "JSON nested too deeply")
     except (ValueError, OverflowError) as exc:
-        return Invalid(_PARSE_ERROR, _salvage_id(frame), f"unrepresentable JSON value: {exc}")
+        return Invalid(PARSE_ERROR, _salvage_id(frame), f"unrepresentable JSON value: {exc}")
     if env.jsonrpc != "2.0":
         return Invalid(
-            _INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")'
+            INVALID_REQUEST, _known_id(env), 'missing or wrong "jsonrpc" (must be "2.0")'
         )
     if env.method is not UNSET:
         if env.result is not UNSET or env.error is not UNSET:
             return Invalid(
-                _INVALID_REQUEST,
+                INVALID_REQUEST,
                 _known_id(env),
                 "a message cannot carry both method and result/error",
             )
@@ -101,24 +82,12 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
     if env.id is not UNSET and (env.result is UNSET) != (env.error is UNSET):
         return env
     return Invalid(
-        _INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response"
+        INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response"
     )
 
 
 def _known_id(env: Envelope) -> RequestId:
     return None if env.id is UNSET else env.id
-
-
-def decode_message(frame: bytes) -> Message:
-    """Decode one frame into the kind of message it is."""
-    env = decode_envelope(frame)
-    if isinstance(env, Invalid):
-        return env
-    if env.method is not UNSET:
-        if env.id is UNSET:
-            return Notification(env.method, env.params)
-        return Request(env.id, env.method, env.params)
-    return Response(_known_id(env), env.result, env.error)
 
 
 # Salvaging what we can of a message we cannot (or will not) decode. Only top-level keys

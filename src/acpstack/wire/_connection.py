@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 from typing import Any, Literal
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET
 
-from acpstack.schema import STABLE_METHODS, MethodSpec
-from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
+from acpstack.schema import METHOD_ALIASES, MethodSpec, method_table
 from acpstack.wire._codec import (
-    UNDECODABLE,
     Invalid,
     RequestId,
     decode_envelope,
@@ -30,7 +27,24 @@ from acpstack.wire._codec import (
     salvage,
     salvage_session_id,
 )
-from acpstack.wire._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestError
+from acpstack.wire._decode import decode_error, decode_plain, decode_typed
+from acpstack.wire._errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RequestError,
+)
+from acpstack.wire._events import (
+    CapabilityError,
+    DroppedMessage,
+    Event,
+    IncomingCancel,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    PendingCall,
+)
 from acpstack.wire._framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     FrameDecoder,
@@ -46,130 +60,7 @@ DEFERRED_LIMIT = 16 * 1024 * 1024  # bytes held while `initialize` is being answ
 CANCEL_REQUEST = "$/cancel_request"
 
 
-class CapabilityError(RuntimeError):
-    """Raised instead of sending a call the peer did not advertise (or before initialize)."""
-
-
-# ---- events -------------------------------------------------------------------
-
-
-class IncomingRequest(Struct):
-    id: RequestId
-    method: str
-    spec: MethodSpec | None  # None for `_` extension methods
-    params: Any
-
-
-class IncomingNotification(Struct):
-    method: str
-    spec: MethodSpec | None
-    params: Any
-
-
-class IncomingCancel(Struct):
-    request_id: RequestId
-
-
-class PendingCall(Struct):
-    id: RequestId
-    method: str
-    result_type: type | None
-    session_id: str | None
-
-
-class IncomingResponse(Struct):
-    call: PendingCall
-    result: Any = None
-    error: RequestError | None = None
-
-
-class DroppedMessage(Struct):
-    """An incoming message that was discarded without reaching the application, and that
-    nobody else will report: a notification (too large, or with invalid params) or a line
-    that could not be read as any message. The peer may have been answered with an error
-    (`id: null` when the line had no id); the application learns of it through this event.
-
-    ``reason`` is "too_large", "parse_error", "invalid_message" or "invalid_params".
-    ``method`` and ``session_id`` are what could be read of the message (best effort)."""
-
-    reason: str
-    detail: str
-    method: str | None = None
-    session_id: str | None = None
-    size: int = 0
-
-
-Event = IncomingRequest | IncomingNotification | IncomingCancel | IncomingResponse | DroppedMessage
-
-
-# ---- helpers ------------------------------------------------------------------
-
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-_PATH_RE = re.compile(r" - at `\$(.*)`$")
-
-
-def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
-    dec = _decoders.get(tp)
-    if dec is None:
-        dec = _decoders[tp] = msgspec.json.Decoder(tp)
-    return dec
-
-
-def _error_path(exc: Exception, prefix: str) -> tuple[str, str]:
-    text = str(exc)
-    match = _PATH_RE.search(text)
-    if match is None:
-        return prefix, text
-    return prefix + match.group(1), text[: match.start()]
-
-
-def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool = False) -> Any:
-    """Decode params/result into `tp`: strict fast path, then aliases and leniency.
-
-    Raises only RequestError(-32602), with the failing path in `error.data`: values msgspec
-    cannot represent (too deep, numbers out of range) fail like any other invalid value.
-    """
-    where = "$.result" if result else "$.params"
-    try:
-        if raw is UNSET or raw is None:
-            data: Any = None
-        elif not result and needs_normalizing(method, raw):
-            data = msgspec.json.decode(raw)
-            data = normalize_params(method, data)
-            return _convert(data, tp, where)
-        else:
-            try:
-                return (_decoders.get(tp) or _decoder(tp)).decode(raw)
-            except msgspec.ValidationError:
-                data = msgspec.json.decode(raw)
-        if data is None:
-            # Absent params / `null` result: fine when the type has no required field.
-            data = {}
-        data = normalize_result(method, data) if result else normalize_params(method, data)
-        return _convert(data, tp, where)
-    except UNDECODABLE as exc:
-        raise RequestError.invalid_params({"path": where, "detail": _first_line(exc)}) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]
-
-
-def _convert(data: Any, tp: type, where: str) -> Any:
-    if data is None:
-        data = {}
-    try:
-        return msgspec.convert(data, tp)
-    except (msgspec.ValidationError, ValueError, TypeError):
-        pass
-    from acpstack.schema._lenient import lenient_convert  # the slow path loads on first use
-
-    try:
-        return lenient_convert(data, tp)
-    except (msgspec.ValidationError, ValueError, TypeError, RecursionError) as exc:
-        path, detail = _error_path(exc, where)
-        raise RequestError.invalid_params({"path": path, "detail": detail}) from None
+# ---- capability gates ----------------------------------------------------------
 
 
 def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
@@ -201,6 +92,7 @@ class ProtocolState:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         framing: str = "auto",
         send_framing: str = "auto",
+        extensions: tuple[str, ...] = (),
     ) -> None:
         self.role = role
         self.unstable = unstable
@@ -213,20 +105,17 @@ class ProtocolState:
         self._peer_caps: Any = None
         self._accepted_gated: set[str] = set()  # gated methods we advertised
         self._sendable: set[str] = set()  # methods checked sendable
-        self.initialized = False
+        self.initialized: bool = False
         # Agent side: messages that arrive while `initialize` is being answered wait for it
         # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
-        self.deferring = False
+        self.deferring: bool = False
         self._initialize_id: RequestId = None
         self._deferred: list[bytes] = []
         self._deferred_size = 0
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
-        table = STABLE_METHODS
-        if unstable:
-            from acpstack.schema import UNSTABLE_METHODS
-
-            table = UNSTABLE_METHODS
+        table = method_table(unstable, extensions)
+        self.extensions = extensions
         mine = {role, "both", "protocol"}
         peer = {"client" if role == "agent" else "agent", "both", "protocol"}
         # Method name -> spec, one table per direction and kind.
@@ -418,10 +307,13 @@ class ProtocolState:
 
     def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
+        if spec is None and method in METHOD_ALIASES:  # a known unofficial spelling
+            spec = self._requests_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         if spec is None:
             if method.startswith("_") and len(method) > 1:
                 try:
-                    return IncomingRequest(rid, method, None, _plain(raw_params))
+                    return IncomingRequest(rid, method, None, decode_plain(raw_params))
                 except RequestError as err:
                     self._queue_error(rid, err)
                     return None
@@ -446,7 +338,7 @@ class ProtocolState:
                 self._queue_error(
                     rid,
                     RequestError(
-                        -32601,
+                        METHOD_NOT_FOUND,
                         "Method not found",
                         {"method": method, "reason": "capability not advertised"},
                     ),
@@ -458,17 +350,23 @@ class ProtocolState:
         except RequestError as err:
             self._queue_error(rid, err)
             return None
-        if method == "initialize" and self.role == "agent" and not self.initialized:
-            self.deferring = True  # what comes next waits until this is answered
-            self._initialize_id = rid
+        if method == "initialize" and self.role == "agent":
+            # What the client advertised (the agent's own answer is recorded in `result`).
+            self.peer_capabilities = getattr(params, "client_capabilities", None)
+            if not self.initialized:
+                self.deferring = True  # what comes next waits until this is answered
+                self._initialize_id = rid
         return IncomingRequest(rid, method, spec, params)
 
     def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
+        if spec is None and method in METHOD_ALIASES:
+            spec = self._notifications_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         try:
             if spec is None:
                 if method.startswith("_") and len(method) > 1:
-                    return IncomingNotification(method, None, _plain(raw_params))
+                    return IncomingNotification(method, None, decode_plain(raw_params))
                 log.debug("ignored unknown notification %s", method)
                 return None
             params = decode_typed(raw_params, spec.params, method)
@@ -493,10 +391,10 @@ class ProtocolState:
             log.warning("ignored a response with unknown id %r", rid)
             return None
         if raw_error is not UNSET:
-            return IncomingResponse(call, error=_decode_error(raw_error))
+            return IncomingResponse(call, error=decode_error(raw_error))
         try:
             if call.result_type is None:
-                return IncomingResponse(call, result=_plain(raw_result))
+                return IncomingResponse(call, result=decode_plain(raw_result))
             result = decode_typed(raw_result, call.result_type, call.method, result=True)
         except RequestError as err:
             return IncomingResponse(
@@ -569,10 +467,6 @@ class ProtocolState:
         self.pending.clear()
         return calls
 
-    def record_peer_initialize(self, params: Any) -> None:
-        """Agent side: remember what the client advertised."""
-        self.peer_capabilities = getattr(params, "client_capabilities", None)
-
     def _check_gate(self, spec: MethodSpec) -> None:
         """Raise CapabilityError unless `spec` may be sent now; remember a method that may
         (the answer only changes when the peer's capabilities are set again)."""
@@ -586,29 +480,3 @@ class ProtocolState:
                 f"the peer did not advertise `{path}`, so {spec.name} may not be sent"
             )
         self._sendable.add(spec.name)
-
-
-def _plain(raw: Any) -> Any:
-    """Untyped JSON (extension methods, untyped results); RequestError(-32602) if unusable."""
-    if raw is UNSET or raw is None:
-        return None
-    try:
-        return msgspec.json.decode(raw)
-    except UNDECODABLE as exc:
-        raise RequestError.invalid_params({"detail": _first_line(exc)}) from None
-
-
-class _WireError(Struct):
-    code: int
-    message: str
-    data: Any = None
-
-
-def _decode_error(raw: Any) -> RequestError:
-    try:
-        err = msgspec.json.decode(raw, type=_WireError)
-    except UNDECODABLE as exc:
-        return RequestError(
-            INTERNAL_ERROR, "Malformed error from peer", {"detail": _first_line(exc)}
-        )
-    return RequestError(err.code, err.message, err.data)

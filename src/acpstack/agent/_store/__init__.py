@@ -1,0 +1,46 @@
+"""Persistent session storage for ACP agents.
+
+The agent runtime records everything it needs to rebuild a session -- the session's
+settings (`SessionRecord`) and the ordered stream of events it produced (every
+`session/update` it sent, every user prompt, ...) -- and replays the events on
+`session/load`. Events are opaque here: a `kind` string plus a payload that the caller
+has already encoded to bytes. Nothing in this module knows about protocol types;
+records hold plain, JSON-able Python data.
+
+Two implementations share one set of semantics:
+
+* `SqliteSessionStore` -- a single SQLite file (WAL mode), safe to share between
+  threads and between processes.
+* `MemorySessionStore` -- the same behaviour in memory, for tests and ephemeral agents.
+
+Timestamps are ISO 8601 UTC strings with microseconds and a trailing "Z"
+(``2025-01-31T12:00:00.123456Z``). They are always written in that fixed-width form, so
+string order is time order. A session's ``updated_at`` is strictly increasing: a bump is
+``max(now, previous + 1 microsecond)``, so it never goes backwards even if the wall clock does.
+
+The store is synchronous: SQLite appends take tens of microseconds, so the runtime
+calls it straight from the event loop.
+"""
+
+from acpstack.agent._store._memory import MemorySessionStore
+from acpstack.agent._store._records import (
+    ARCHIVE_FILTERS,
+    ArchiveFilter,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+    default_store_path,
+)
+from acpstack.agent._store._sqlite import SCHEMA_VERSION, SqliteSessionStore
+
+__all__ = [
+    "ARCHIVE_FILTERS",
+    "SCHEMA_VERSION",
+    "ArchiveFilter",
+    "MemorySessionStore",
+    "SessionRecord",
+    "SessionStore",
+    "SqliteSessionStore",
+    "StoredEvent",
+    "default_store_path",
+]

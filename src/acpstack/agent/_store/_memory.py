@@ -1,0 +1,176 @@
+"""`MemorySessionStore`: the same semantics as SQLite, in memory (tests, ephemeral agents)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from acpstack.agent._store._records import (
+    EVENT_BATCH,
+    ArchiveFilter,
+    ClosingStore,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+)
+from acpstack.agent._store._rows import (
+    StoredRow,
+    apply_changes,
+    bump,
+    check_after_seq,
+    check_event_args,
+    check_id,
+    check_list_args,
+    decode_cursor,
+    encode_cursor,
+    fork_record,
+    from_row,
+    prepare_new,
+    to_row,
+)
+
+
+class MemorySessionStore(ClosingStore, SessionStore):
+    """A `SessionStore` kept in memory, with the same semantics as `SqliteSessionStore`.
+
+    Records are kept in the same JSON-encoded form as in SQLite, so the same values are
+    accepted and returned (e.g. tuples come back as lists) and callers never share
+    mutable state with the store.
+    """
+
+    supports_list = True
+    supports_delete = True
+    supports_fork = True
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._rows: dict[str, StoredRow] = {}
+        self._events: dict[str, list[StoredEvent]] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("session store is closed")
+
+    def create(self, record: SessionRecord) -> SessionRecord:
+        new = prepare_new(record)
+        row = to_row(new)
+        with self._lock:
+            self._check_open()
+            if new.session_id in self._rows:
+                raise ValueError(f"session {new.session_id!r} already exists")
+            self._rows[new.session_id] = row
+            self._events[new.session_id] = []
+        return from_row(row)
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(session_id)
+        return None if row is None else from_row(row)
+
+    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(session_id)
+            if row is None:
+                raise KeyError(session_id)
+            new_row = to_row(apply_changes(from_row(row), changes))
+            self._rows[session_id] = new_row
+        return from_row(new_row)
+
+    def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        data = check_event_args(kind, payload)
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(session_id)
+            if row is None:
+                raise KeyError(session_id)
+            log = self._events[session_id]
+            now = bump(row.updated_at)
+            seq = len(log) + 1
+            log.append(StoredEvent(seq, kind, data, now))
+            self._rows[session_id] = row._replace(updated_at=now)
+        return seq
+
+    def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        check_after_seq(after_seq)
+        with self._lock:
+            self._check_open()
+        return self._iter_events(session_id, after_seq)
+
+    def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
+        # Same contract as the SQLite store: batches taken under the lock, nothing held
+        # while the caller consumes them. StoredEvent payloads are immutable bytes; each
+        # event is copied so callers cannot alter the stored history.
+        last = after_seq
+        while True:
+            with self._lock:
+                self._check_open()
+                log = self._events.get(session_id)
+                batch = [] if log is None else log[last : last + EVENT_BATCH]
+            for ev in batch:
+                yield StoredEvent(ev.seq, ev.kind, ev.payload, ev.created_at)
+            if len(batch) < EVENT_BATCH:
+                return
+            last = batch[-1].seq
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
+    ) -> tuple[list[SessionRecord], str | None]:
+        check_list_args(cwd, limit, archived)
+        after = decode_cursor(cursor) if cursor is not None else None
+        with self._lock:
+            self._check_open()
+            rows = [
+                r
+                for r in self._rows.values()
+                if (cwd is None or r.cwd == cwd)
+                and (archived == "include" or bool(r.archived) == (archived == "only"))
+                and (after is None or (r.updated_at, r.session_id) < after)
+            ]
+        rows.sort(key=lambda r: (r.updated_at, r.session_id), reverse=True)
+        page = [from_row(r) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
+        return page, next_cursor
+
+    def delete(self, session_id: str) -> None:
+        with self._lock:
+            self._check_open()
+            self._rows.pop(session_id, None)
+            self._events.pop(session_id, None)
+
+    def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        *,
+        cwd: str | None = None,
+        additional_directories: list[str] | None = None,
+    ) -> SessionRecord:
+        check_id(new_id, "new_id")
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(source_id)
+            if row is None:
+                raise KeyError(source_id)
+            if new_id in self._rows:
+                raise ValueError(f"session {new_id!r} already exists")
+            new = fork_record(from_row(row), new_id, cwd, additional_directories)
+            new_row = to_row(new)
+            self._rows[new_id] = new_row
+            self._events[new_id] = list(self._events[source_id])  # events immutable
+        return from_row(new_row)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._rows.clear()
+            self._events.clear()

@@ -1,0 +1,153 @@
+"""What a session store keeps (`SessionRecord`, `StoredEvent`) and what it must do (`SessionStore`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, Self, runtime_checkable
+
+_APP_NAME = "acpstack"
+_DB_FILENAME = "sessions.sqlite3"
+EVENT_BATCH = 256
+ArchiveFilter = Literal["exclude", "include", "only"]
+ARCHIVE_FILTERS = (
+    "exclude",
+    "include",
+    "only",
+)  # events read per batch while iterating (no lock held in between)
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    """Everything needed to rebuild a session, except its event history."""
+
+    session_id: str
+    cwd: str
+    additional_directories: list[str] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)  # JSON-able
+    mode_id: str | None = None
+    config_values: dict[str, Any] = field(default_factory=dict)  # JSON-able
+    title: str | None = None
+    archived: bool = False  # archived sessions leave `list_sessions` unless asked for
+    created_at: str = ""  # ISO 8601 UTC with "Z"; set by the store on create if empty
+    updated_at: str = ""  # ISO 8601 UTC; bumped on every change and every appended event
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StoredEvent:
+    """One recorded event. ``seq`` runs 1, 2, 3, ... per session, without gaps."""
+
+    seq: int
+    kind: str
+    payload: bytes
+    created_at: str
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """What the agent runtime needs from a session store.
+
+    The ``supports_*`` flags tell the runtime which session capabilities it may
+    advertise (``session/list``, deletion, ``session/fork``).
+    """
+
+    supports_list: bool
+    supports_delete: bool
+    supports_fork: bool
+
+    def create(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session and return the stored copy (timestamps filled in).
+
+        Raises ValueError if a session with that id already exists.
+        """
+        ...
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """Return a fresh copy of the record, or None if there is no such session."""
+        ...
+
+    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+        """Change fields (not session_id/created_at) and bump updated_at.
+
+        Raises KeyError for an unknown session, TypeError for an unknown field.
+        """
+        ...
+
+    def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Durably append one event (one transaction) and return its seq.
+
+        Also bumps updated_at. Raises KeyError for an unknown session.
+        """
+        ...
+
+    def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        """Events with seq > after_seq, in order. Unknown session: nothing."""
+        ...
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
+    ) -> tuple[list[SessionRecord], str | None]:
+        """One page of sessions, newest first; returns (page, next cursor or None).
+        `archived`: leave archived sessions out ("exclude"), add them ("include"), or list
+        only them ("only")."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session and its events. Deleting an unknown session is a no-op."""
+        ...
+
+    def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        *,
+        cwd: str | None = None,
+        additional_directories: list[str] | None = None,
+    ) -> SessionRecord:
+        """Copy a session (record and full event history) under a new id.
+
+        Raises KeyError for an unknown source, ValueError if new_id already exists.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release resources. Idempotent."""
+        ...
+
+
+def default_store_path() -> Path:
+    """Where `SqliteSessionStore()` keeps its database by default.
+
+    ``platformdirs.user_data_dir("acpstack") / "sessions.sqlite3"``; without platformdirs,
+    ``$XDG_DATA_HOME/acpstack`` (if set to an absolute path) or ``~/.local/share/acpstack``.
+    """
+    try:
+        import platformdirs
+    except ImportError:
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+        data_dir = base / _APP_NAME
+    else:
+        # appauthor=False: no extra "<author>" level on Windows.
+        data_dir = Path(platformdirs.user_data_dir(_APP_NAME, appauthor=False))
+    return data_dir / _DB_FILENAME
+
+
+class ClosingStore:
+    """`with store:` closes it (shared by the stores that come with acpstack)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,428 @@
+"""`SqliteSessionStore`: every session in one SQLite file (WAL), shared by threads and processes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from acpstack.agent._store._records import (
+    EVENT_BATCH,
+    ArchiveFilter,
+    ClosingStore,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+    default_store_path,
+)
+from acpstack.agent._store._rows import (
+    ROW_COLUMNS,
+    StoredRow,
+    apply_changes,
+    bump,
+    check_after_seq,
+    check_event_args,
+    check_id,
+    check_list_args,
+    decode_cursor,
+    encode_cursor,
+    fork_record,
+    from_row,
+    prepare_new,
+    to_row,
+)
+
+logger = logging.getLogger("acpstack.agent.store")
+
+_BUSY_TIMEOUT_S = 5.0
+
+
+SCHEMA_VERSION = 2
+
+
+def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE sessions (
+            session_id             TEXT PRIMARY KEY NOT NULL,
+            cwd                    TEXT NOT NULL,
+            additional_directories TEXT NOT NULL,  -- JSON array
+            mcp_servers            TEXT NOT NULL,  -- JSON array
+            mode_id                TEXT,
+            config_values          TEXT NOT NULL,  -- JSON object
+            title                  TEXT,
+            created_at             TEXT NOT NULL,  -- ISO 8601 UTC, fixed width
+            updated_at             TEXT NOT NULL,
+            meta                   TEXT NOT NULL   -- JSON object
+        )
+        """
+    )
+    # session/list: newest first, optionally filtered by cwd.
+    conn.execute("CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, session_id DESC)")
+    conn.execute(
+        "CREATE INDEX sessions_by_cwd_updated ON sessions (cwd, updated_at DESC, session_id DESC)"
+    )
+    # A rowid table (not WITHOUT ROWID): payloads can be large. The primary key is the
+    # (session_id, seq) index used for replay and for computing the next seq.
+    conn.execute(
+        """
+        CREATE TABLE events (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+            seq        INTEGER NOT NULL,
+            kind       TEXT NOT NULL,
+            payload    BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )
+        """
+    )
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    # session/archive: an archived session stays (history and all) but leaves session/list.
+    conn.execute("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
+
+
+# MIGRATIONS[v] upgrades a database from user_version v to v + 1. Each runs inside the
+# same BEGIN IMMEDIATE transaction that then sets the new user_version, so an upgrade is
+# all-or-nothing and two processes opening an old file at once migrate it only once.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _migrate_0_to_1,
+    1: _migrate_1_to_2,
+}
+
+
+class SqliteSessionStore(ClosingStore, SessionStore):
+    """A `SessionStore` in one SQLite file.
+
+    Safe to use from several threads (one connection, guarded by a lock) and from several
+    processes at once (WAL mode, ``BEGIN IMMEDIATE`` write transactions, busy timeout).
+    Pass ``":memory:"`` for a private in-memory database.
+    """
+
+    supports_list = True
+    supports_delete = True
+    supports_fork = True
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        if path is None:
+            path = default_store_path()
+        self.path: str = os.fspath(path)
+        if self.path != ":memory:":
+            _prepare_file(Path(self.path))
+        conn = sqlite3.connect(
+            self.path,
+            timeout=_BUSY_TIMEOUT_S,
+            isolation_level=None,  # autocommit; we issue BEGIN IMMEDIATE/COMMIT ourselves
+            check_same_thread=False,  # the lock serialises all use of the connection
+        )
+        try:
+            self._configure(conn)
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        logger.debug("opened session store %s", self.path)
+
+    # -- setup --------------------------------------------------------------------
+
+    @staticmethod
+    def _configure(conn: sqlite3.Connection) -> None:
+        # Wait (rather than fail with "database is locked") while another connection or
+        # process holds the write lock.
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        mode = _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        if str(mode).lower() not in ("wal", "memory"):
+            logger.warning(
+                "session store: WAL journal mode unavailable (got %r); concurrent "
+                "readers will block writers",
+                mode,
+            )
+        # In WAL mode, synchronous=NORMAL makes a COMMIT append to the WAL file without
+        # fsync (the WAL is fsynced at checkpoints). A committed transaction is in the OS
+        # page cache once COMMIT returns, so it survives the *process* being killed
+        # (kill -9, crash, OOM): only an OS crash or power loss can drop the last few
+        # commits, and even then the database stays consistent (never corrupt). FULL would
+        # fsync every append, costing a disk flush per session/update.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # Enforce events -> sessions; delete() also removes events explicitly, so
+        # connections that did not enable this still leave no orphans.
+        conn.execute("PRAGMA foreign_keys = ON")
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # re-read, locked
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"session store schema version {version} is newer than this acpstack "
+                    f"understands ({SCHEMA_VERSION}); upgrade acpstack"
+                )
+            while version < SCHEMA_VERSION:
+                logger.info("migrating session store schema %d -> %d", version, version + 1)
+                MIGRATIONS[version](conn)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("session store is closed")
+        return self._conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up
+        to the busy timeout), so reads inside it are current and nothing can interleave."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _read_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            row: tuple[Any, ...] | None = self._connection().execute(sql, params).fetchone()
+            return row
+
+    def _read_record(self, session_id: str) -> SessionRecord | None:
+        row = self._read_one(
+            f"SELECT {ROW_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+        )
+        return None if row is None else from_row(StoredRow._make(row))
+
+    def _read_all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            rows: list[tuple[Any, ...]] = self._connection().execute(sql, params).fetchall()
+            return rows
+
+    @staticmethod
+    def _select_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+        row = conn.execute(
+            f"SELECT {ROW_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else from_row(StoredRow._make(row))
+
+    @staticmethod
+    def _insert_record(conn: sqlite3.Connection, record: SessionRecord) -> None:
+        try:
+            conn.execute(
+                f"INSERT INTO sessions ({ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                to_row(record),
+            )
+        except sqlite3.IntegrityError:
+            raise ValueError(f"session {record.session_id!r} already exists") from None
+
+    # -- SessionStore ---------------------------------------------------------------
+
+    def create(self, record: SessionRecord) -> SessionRecord:
+        new = prepare_new(record)
+        with self._write() as conn:
+            self._insert_record(conn, new)
+        return from_row(to_row(new))  # exactly what a later get() returns
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        return self._read_record(session_id)
+
+    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+        with self._write() as conn:
+            current = self._select_record(conn, session_id)
+            if current is None:
+                raise KeyError(session_id)
+            new = apply_changes(current, changes)
+            row = to_row(new)
+            conn.execute(
+                "UPDATE sessions SET cwd = ?, additional_directories = ?, mcp_servers = ?, "
+                "mode_id = ?, config_values = ?, title = ?, updated_at = ?, meta = ?, "
+                "archived = ? WHERE session_id = ?",
+                (
+                    row.cwd,
+                    row.additional_directories,
+                    row.mcp_servers,
+                    row.mode_id,
+                    row.config_values,
+                    row.title,
+                    row.updated_at,
+                    row.meta,
+                    row.archived,
+                    session_id,
+                ),
+            )
+        return from_row(row)
+
+    def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        data = check_event_args(kind, payload)
+        with self._write() as conn:
+            # seq is computed under the write lock, so concurrent appenders (threads or
+            # processes) serialise here and can never pick the same seq.
+            row = conn.execute(
+                "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = :sid "
+                "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = :sid",
+                {"sid": session_id},
+            ).fetchone()
+            if row is None:
+                raise KeyError(session_id)
+            updated_at, last_seq = row
+            seq: int = last_seq + 1
+            now = bump(updated_at)
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, kind, data, now),
+            )
+            conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE session_id = ?", (now, session_id)
+            )
+        return seq
+
+    def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        check_after_seq(after_seq)
+        with self._lock:
+            self._connection()  # fail now, not on first next(), if closed
+        return self._iter_events(session_id, after_seq)
+
+    def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
+        # Fetched in batches, each a short read under the lock; no transaction or lock is
+        # held while the caller consumes events, so it may append/update meanwhile. Events
+        # appended during iteration may or may not be included; none is seen twice.
+        last = after_seq
+        while True:
+            rows = self._read_all(
+                "SELECT seq, kind, payload, created_at FROM events "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, last, EVENT_BATCH),
+            )
+            for seq, kind, payload, created_at in rows:
+                yield StoredEvent(seq, kind, bytes(payload), created_at)
+            if len(rows) < EVENT_BATCH:
+                return
+            last = rows[-1][0]
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
+    ) -> tuple[list[SessionRecord], str | None]:
+        check_list_args(cwd, limit, archived)
+        where: list[str] = []
+        params: list[Any] = []
+        if archived != "include":
+            where.append("archived = ?")
+            params.append(1 if archived == "only" else 0)
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        if cursor is not None:
+            after_updated, after_id = decode_cursor(cursor)
+            where.append("(updated_at, session_id) < (?, ?)")
+            params += [after_updated, after_id]
+        sql = f"SELECT {ROW_COLUMNS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"
+        params.append(limit + 1)  # one extra row tells us whether there is a next page
+        rows = self._read_all(sql, tuple(params))
+        page = [from_row(StoredRow._make(r)) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
+        return page, next_cursor
+
+    def delete(self, session_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+
+    def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        *,
+        cwd: str | None = None,
+        additional_directories: list[str] | None = None,
+    ) -> SessionRecord:
+        check_id(new_id, "new_id")
+        with self._write() as conn:
+            source = self._select_record(conn, source_id)
+            if source is None:
+                raise KeyError(source_id)
+            new = fork_record(source, new_id, cwd, additional_directories)
+            self._insert_record(conn, new)
+            # Events keep their seq, kind, payload and original created_at.
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, payload, created_at) "
+                "SELECT ?, seq, kind, payload, created_at FROM events "
+                "WHERE session_id = ? ORDER BY seq",
+                (new_id, source_id),
+            )
+        return from_row(to_row(new))
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA optimize")
+                conn.close()
+                logger.debug("closed session store %s", self.path)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else "open"
+        return f"<SqliteSessionStore {self.path!r} ({state})>"
+
+
+def _prepare_file(path: Path) -> None:
+    """Create parent directories, and the file itself owner-only (prompts are private).
+
+    SQLite gives the -wal and -shm files the same permissions as the database file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _retry_busy(op: Callable[[], Any]) -> Any:
+    """Run `op`, retrying "database is locked" until the busy timeout has passed.
+
+    The busy handler covers most statements, but a few (changing the journal mode, the
+    very first lock on a file) can report SQLITE_BUSY straight away.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            return op()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
