@@ -293,3 +293,8 @@ def test_auth_method_chosen_without_a_prompt(peer: Peer) -> None:
     assert done.returncode == 1 and "give --auth METHOD, one of: key (API key)" in done.stderr
     done = peer.run("-p", "hi", "--auth", "bogus", env=env)
     assert done.returncode == 2 and "--auth bogus: the agent offers key (API key)" in done.stderr
+
+
+def test_headless_offers_no_elicitation(peer: Peer) -> None:
+    done = peer.run("-p", "form")
+    assert done.returncode == 0 and "elicitation not offered" in done.stdout

@@ -194,3 +194,13 @@ def test_the_live_area_never_grows_past_the_screen() -> None:
     assert 0 < view._rows <= console.height - 1  # a cursor cannot go above the screen
     view.close()
     assert view._rows == 0
+
+
+def test_a_notice_is_shown_with_its_severity() -> None:
+    out = io.StringIO()
+    runtime = runtime_with_session()
+    renderer = Renderer(PlainView(out), runtime, rich=False)
+    feed(
+        runtime, renderer, acp.Notice(severity="warning", title="Rate limited", description="later")
+    )
+    assert out.getvalue() == "warning: Rate limited: later\n"

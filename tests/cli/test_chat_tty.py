@@ -244,3 +244,29 @@ def test_a_turn_over_the_timeout_is_cancelled_and_the_chat_goes_on(session: Sess
     assert "the turn took over 1 s: cancelling it" in screen
     send(term, "still here")
     assert [p["text"] for p in session.prompts()] == ["hang", "still here"]
+
+
+def test_an_elicitation_form_is_answered_at_the_keyboard(session: Session) -> None:
+    term = session.start()
+    term.type("form")
+    term.keys("Enter")
+    term.wait_for("the agent asks: Tell me about you")
+    term.wait_for("Your name *")
+    term.type("Ada")
+    term.keys("Enter")
+    term.wait_for("[2] Green")
+    term.keys("2")  # one key picks an option
+    term.wait_for("Agree")
+    term.keys("y")
+    term.wait_for("Age [30]")
+    term.keys("Enter")  # keeps the default
+    term.wait_for("s sends the answers")
+    term.keys("s")
+    screen = term.wait_for(lambda s: "form: accept" in s and at_prompt(s))
+    assert 'form: accept {"age": 30, "agree": true, "color": "g", "name": "Ada"}' in screen
+    assert "color *: Green" in screen and "Agree: y/n yes" in screen
+    term.type("form")
+    term.keys("Enter")
+    term.wait_for(lambda s: s.count("Your name *") == 2)
+    term.keys("C-d")  # a required field left out: the form is declined
+    term.wait_for(lambda s: "form: decline" in s and at_prompt(s))

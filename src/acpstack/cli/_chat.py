@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from acpstack.rpc import ConnectionClosed
-from acpstack.wire import RequestError
 from acpstack.cli._chat_book import SessionBook, usage_of
 from acpstack.cli._errors import (
     EXIT_ERROR,
@@ -38,9 +36,10 @@ from acpstack.cli._render import Renderer
 from acpstack.cli._streams import quiet_when_gone
 from acpstack.client import ClientRuntime, ClientSession
 from acpstack.local import become_subreaper, end_orphans
+from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.transports import SubprocessTransport, Transport
-from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError, RequestError
 
 if TYPE_CHECKING:
     from acpstack.cli._input import ChatInput
@@ -108,6 +107,7 @@ class Chat:
             on_update=self._on_update,
             on_dropped=self._on_dropped,
             choose_auth_method=self._choose_auth,
+            ask_elicitation=self._ask_elicitation if opts.ask_user else None,
             enable_fs=opts.enable_fs,
             enable_terminal=opts.enable_terminal,
         )
@@ -182,6 +182,11 @@ class Chat:
             return None
         finally:
             self.renderer.view.resume()
+
+    async def _ask_elicitation(self, request: acp.CreateElicitationRequest) -> Any:
+        from acpstack.cli._chat_elicit import ask_elicitation
+
+        return await ask_elicitation(self, request)
 
     async def _choose_auth(self, methods: list[acp.AuthMethod]) -> str | None:
         names = ", ".join(f"{m.id} ({m.name})" for m in methods)

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from acpstack.wire import RequestError
 from acpstack.cli._chat_headless import run_turn
 from acpstack.cli._commands import CommandError, builtin_for
 from acpstack.cli._errors import EXIT_OK, CliError
 from acpstack.cli._input import Interrupted
-from acpstack.wire import CapabilityError
+from acpstack.wire import CapabilityError, RequestError
 
 if TYPE_CHECKING:
     from acpstack.cli._chat import Chat

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from acpstack.wire import RequestError
 from acpstack.cli._errors import EXIT_ERROR, EXIT_NO_SESSION, EXIT_USAGE, CliError
 from acpstack.schema import v1 as acp
-from acpstack.wire import AUTH_REQUIRED
+from acpstack.wire import AUTH_REQUIRED, RequestError
 
 if TYPE_CHECKING:
     from acpstack.cli._chat import Chat

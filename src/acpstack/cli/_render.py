@@ -65,6 +65,9 @@ class Renderer:
             acp.AvailableCommandsUpdate: self._ignore,  # feeds completion and /help
             acp.ConfigOptionUpdate: self._ignore,  # shown by /config
             acp.UsageUpdate: self._ignore,  # shown by /usage and the result record
+            acp.Notice: self._on_notice,
+            acp.CompactionUpdate: self._on_compaction,
+            acp.CompactionSummaryChunk: self._ignore,  # the summary is the agent's business
             UnknownSessionUpdate: self._on_unknown,
         }
 
@@ -137,6 +140,18 @@ class Renderer:
     def _on_session_info(self, session_id: str, update: acp.SessionInfoUpdate) -> None:
         if isinstance(update.title, str):
             self.view.print(Text(f"session: {update.title}", style="dim"))
+
+    def _on_notice(self, session_id: str, update: acp.Notice) -> None:
+        style = {"error": "red", "warning": "yellow"}.get(str(update.severity), "cyan")
+        about = f": {update.description}" if isinstance(update.description, str) else ""
+        self.view.print(Text(f"{update.severity}: {update.title}{about}", style=style))
+
+    def _on_compaction(self, session_id: str, update: acp.CompactionUpdate) -> None:
+        if str(update.status) in ("completed", "failed"):
+            error = f": {update.error}" if isinstance(update.error, str) else ""
+            self.view.print(
+                self._note(f"(the agent compacted its context: {update.status}{error})")
+            )
 
     def _on_unknown(self, session_id: str, update: Any) -> None:
         kind = getattr(update, "session_update", type(update).__name__)

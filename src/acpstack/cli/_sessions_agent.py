@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
-from acpstack.rpc import ConnectionClosed
-from acpstack.wire import RequestError
 from acpstack.cli._errors import EXIT_ERROR, CliError
 from acpstack.client import ClientRuntime, spawn_agent
+from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
-from acpstack.wire import CapabilityError
+from acpstack.wire import CapabilityError, RequestError
 
 
 async def list_agent_sessions(name: str | None, command: list[str] | None, cwd: str | None) -> int:

@@ -12,6 +12,8 @@
 - `fail`: an error answer to the prompt;
 - `plan`, `usage`: a plan, a usage report; `think`: thoughts, then a message;
 - `late`: ends the turn, then sends a session title half a second later;
+- `form`: an elicitation form (name, a color choice, a yes/no, an age with a default);
+  its answer is said back; `notice`: a warning notice;
 - anything else: the prompt echoed back.
 
 Every prompt, and the client's capabilities, MCP servers, mode and config changes, are
@@ -31,6 +33,7 @@ import msgspec
 
 from acpstack import Agent, RequestError, serve_stdio
 from acpstack.schema import v1 as acp
+from acpstack.wire import CapabilityError
 
 LONG_WORD = "L" * 150 + "-unbroken-" + "M" * 140
 
@@ -250,6 +253,39 @@ class ChatAgent(Agent):
 
         self.later = asyncio.ensure_future(later())
         await self.say(sid, "see you")
+        return acp.PromptResponse(stop_reason="end_turn")
+
+    async def _form(self, sid: str, arg: str) -> acp.PromptResponse:
+        schema = acp.ElicitationSchema(
+            properties={
+                "name": acp.StringPropertySchema(title="Your name"),
+                "color": acp.StringPropertySchema(
+                    one_of=[
+                        acp.EnumOption(const="r", title="Red"),
+                        acp.EnumOption(const="g", title="Green"),
+                    ]
+                ),
+                "agree": acp.BooleanPropertySchema(title="Agree"),
+                "age": acp.IntegerPropertySchema(title="Age", default=30),
+            },
+            required=["name", "color"],
+        )
+        request = acp.CreateElicitationRequest(
+            mode="form", message="Tell me about you", session_id=sid, requested_schema=schema
+        )
+        try:
+            answer = await self.client.elicitation_create(request)
+        except CapabilityError:
+            await self.say(sid, "elicitation not offered")
+            return acp.PromptResponse(stop_reason="end_turn")
+        content = answer.content if isinstance(answer.content, dict) else None
+        await self.say(sid, f"form: {answer.action} {json.dumps(content, sort_keys=True)}")
+        return acp.PromptResponse(stop_reason="end_turn")
+
+    async def _notice(self, sid: str, arg: str) -> acp.PromptResponse:
+        notice = acp.Notice(severity="warning", title="Rate limited", description="slowing down")
+        await self.client.session_update(sid, notice)
+        await self.say(sid, "noticed")
         return acp.PromptResponse(stop_reason="end_turn")
 
     async def _fail(self, sid: str, arg: str) -> acp.PromptResponse:
