@@ -13,7 +13,7 @@ def version() -> str:
     try:
         return metadata.version("acpstack")
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        from acpstack import __version__
+        from acpstack._version import __version__
 
         return __version__
 

@@ -346,6 +346,8 @@ class Chat:
 
             try:
                 return await remote_transport(self.opts.url, self.opts.token)
+            except ValueError as exc:  # not an http(s):// or ws(s):// URL
+                raise CliError(describe(exc), EXIT_USAGE) from None
             except REMOTE_ERRORS as exc:
                 raise CliError(describe(exc)) from None
         command = self.opts.agent_command
