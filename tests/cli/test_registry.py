@@ -383,3 +383,17 @@ def test_serve_starts_an_agent_by_name(files: Files, tmp_path: Path) -> None:
     finally:
         serve.terminate()
         serve.communicate(timeout=20)
+
+
+def test_archives_come_only_over_https_or_from_this_machine() -> None:
+    from acpstack.cli._registry._binary import check_url
+
+    for allowed in (
+        "https://example.com/a.tar.gz",
+        "http://127.0.0.1:8000/a.zip",
+        "http://[::1]/a",
+    ):
+        check_url(allowed)
+    for refused in ("http://example.com/a.tar.gz", "file:///etc/passwd", "ftp://x/a.zip"):
+        with pytest.raises(RegistryError, match="only https://"):
+            check_url(refused)
