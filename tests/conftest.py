@@ -29,3 +29,16 @@ def pytest_asyncio_loop_factories(
         return factories
     factories["uvloop"] = uvloop.new_event_loop
     return factories
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Nothing a test starts may read or write the user's own acpstack data: the session
+    store, chat history, config and caches go to a directory of this test run (inherited by
+    every process the tests start). Tests that need a specific place still pass their own."""
+    import os
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="acpstack-tests-")
+    for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        os.environ[name] = os.path.join(home, name.lower())
+    os.environ.pop("ACPSTACK_STORE", None)

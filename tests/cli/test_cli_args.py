@@ -24,6 +24,11 @@ COMMANDS = [
     ["agents"],
     ["agent"],
     ["serve"],
+    ["check"],
+    ["check", "agent"],
+    ["check", "client"],
+    ["inspect"],
+    ["replay"],
     ["demo"],
 ]
 

@@ -20,6 +20,8 @@ ORDER = [
     "client",
     "server",
     "testing",
+    "conformance",
+    "traffic",
     "cli",
 ]
 RANK = {
@@ -32,7 +34,9 @@ RANK = {
     "client": 4,
     "server": 5,
     "testing": 6,
-    "cli": 7,
+    "conformance": 7,
+    "traffic": 8,
+    "cli": 9,
 }
 
 

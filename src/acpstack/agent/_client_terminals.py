@@ -4,6 +4,8 @@ itself (`LocalAccess` has the same steps)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +38,10 @@ class Terminals(Protocol):
     async def release(self, terminal_id: str) -> None: ...
 
 
+LATE_ANSWER_SECONDS = 10.0
+"""How long a cancelled command waits for the client's answer to `terminal/create`."""
+
+
 class ClientTerminals:
     """`terminal/*` on the client (raises `CapabilityError` when it offers no terminals)."""
 
@@ -59,9 +65,26 @@ class ClientTerminals:
             params.env = [acp.EnvVariable(name=k, value=v) for k, v in env.items()]
         if output_byte_limit is not None:
             params.output_byte_limit = output_byte_limit
-        created = await self.client.terminal_create(params)
+        request = asyncio.ensure_future(self.client.terminal_create(params))
+        try:
+            created = await asyncio.shield(request)
+        except asyncio.CancelledError:
+            await self._release_late(request)
+            raise
         terminal_id: str = created.terminal_id
         return terminal_id
+
+    async def _release_late(self, request: asyncio.Future[acp.CreateTerminalResponse]) -> None:
+        """Cancelled while `terminal/create` was on its way: the client creates it anyway
+        (cancelling a request is only a wish), so wait a moment for its answer and release
+        that terminal, rather than leave a process running in the client."""
+        try:
+            created = await asyncio.wait_for(asyncio.shield(request), LATE_ANSWER_SECONDS)
+        except BaseException:  # no answer in time, an error, or cancelled again: give up
+            request.cancel()  # sends $/cancel_request if it is still pending
+            return
+        with contextlib.suppress(Exception):
+            await self.release(created.terminal_id)
 
     async def wait_for_exit(self, terminal_id: str) -> None:
         await self.client.terminal_wait_for_exit(

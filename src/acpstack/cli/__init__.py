@@ -16,12 +16,30 @@ from acpstack.cli import _cmd_agent, _cmd_agents, _cmd_chat, _cmd_demo, _cmd_ses
 from acpstack.cli._args import VersionAction, split_agent_command
 from acpstack.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, missing_extra
 
+
+def _add_tool_parsers(sub: Any) -> None:
+    """`check`, `inspect` and `replay` (their modules add the parsers; here they get their
+    `run` and may take an agent command after `--`)."""
+    from acpstack.cli._check import add_parser as add_check_parser
+    from acpstack.cli._check import run_check
+    from acpstack.cli._inspect import add_parsers as add_inspect_parsers
+    from acpstack.cli._inspect import run_inspect, run_replay
+
+    add_check_parser(sub)
+    add_inspect_parsers(sub)
+    for name, run in (("check", run_check), ("inspect", run_inspect), ("replay", run_replay)):
+        sub.choices[name].set_defaults(
+            run=lambda args, run=run: run(args, args.agent_command), takes_agent_command=True
+        )
+
+
 SUBCOMMANDS: list[Callable[[Any], None]] = [
     _cmd_chat.add_parser,
     _cmd_sessions.add_parser,
     _cmd_agents.add_parser,
     _cmd_agent.add_parser,
     _serve.add_parser,
+    _add_tool_parsers,
     _cmd_demo.add_parser,
 ]
 
