@@ -64,7 +64,9 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:
-        raise ImportError('The LLM backend needs httpx: pip install "acpstack[llm]"') from exc
+        raise ImportError(
+            'The LLM backend needs httpx: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
+        ) from exc
     return httpx
 
 

@@ -141,7 +141,7 @@ def build_brain(
         import httpx  # noqa: F401
     except ImportError:
         raise ConfigError(
-            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]"'
+            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
         ) from None
     from acpstack.cli._llm import DEFAULT_BASE_URL, LlmBrain
 

@@ -8,6 +8,7 @@ streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websock
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
+from acpstack.client._elicitation import ElicitationReply
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._remote import (
     connect_http,
@@ -28,6 +29,7 @@ __all__ = [
     "ClientRuntime",
     "ClientSession",
     "DenyAll",
+    "ElicitationReply",
     "FileSystem",
     "Message",
     "PermissionPolicy",

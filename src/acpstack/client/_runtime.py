@@ -193,7 +193,7 @@ class ClientRuntime(RuntimeExtras):
         if additional_directories:
             params.additional_directories = list(additional_directories)
         result = await self._with_auth(lambda: self.agent.session_new(params))
-        self.register_session(result.session_id, cwd, additional_directories)
+        self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
         return result
 
     async def load_session(
@@ -211,7 +211,9 @@ class ClientRuntime(RuntimeExtras):
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_load(params))
+        result = await self._with_auth(lambda: self.agent.session_load(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def resume_session(
         self,
@@ -227,7 +229,9 @@ class ClientRuntime(RuntimeExtras):
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_resume(params))
+        result = await self._with_auth(lambda: self.agent.session_resume(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def prompt(
         self,

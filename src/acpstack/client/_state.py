@@ -107,6 +107,7 @@ class SessionState:
     plan: list[acp.PlanEntry] = field(default_factory=list)
     available_commands: list[acp.AvailableCommand] = field(default_factory=list)
     current_mode_id: str | None = None
+    available_modes: list[acp.SessionMode] = field(default_factory=list)
     config_options: list[acp.SessionConfigOption] = field(default_factory=list)
     title: str | None = None
     updated_at: str | None = None
@@ -156,6 +157,18 @@ class SessionState:
             self.unknown_updates.append(update.data)
         elif not self._unstable(update):  # a variant newer than this model
             self.unknown_updates.append(msgspec.to_builtins(update))
+
+    def seed(
+        self,
+        response: acp.NewSessionResponse | acp.LoadSessionResponse | acp.ResumeSessionResponse,
+    ) -> None:
+        """Take the modes and config options a session/new, load or resume answer carries
+        (the agent sends no update for them: they are the starting state)."""
+        if isinstance(response.modes, acp.SessionModeState):
+            self.current_mode_id = response.modes.current_mode_id
+            self.available_modes = list(response.modes.available_modes)
+        if isinstance(response.config_options, list):
+            self.config_options = list(response.config_options)
 
     def _compaction(self, update: acp.CompactionUpdate | acp.CompactionSummaryChunk) -> None:
         state = self.compactions.get(update.compaction_id)
