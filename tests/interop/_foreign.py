@@ -43,6 +43,11 @@ Peers (``tests/interop/peers/``; see each file's header for details):
        "fsWrites": [{"path", "content"}],
        "lateUpdates": [raw updates received while no prompt was outstanding],
        "terminals": [{"command", "args", "cwd"}], "agentExitCode": int | null}
+
+* ``ts_unstable_agent_cmd()`` / ``ts_unstable_client_cmd(agent_argv, *options)``: the same
+  SDK's unstable entry point (``@agentclientprotocol/sdk/unstable``), for the newer methods
+  (session management, auth status, elicitation, providers, MCP over ACP, ...); see the
+  headers of ``peers/ts_unstable_agent.mjs`` and ``peers/ts_unstable_client.mjs``.
 """
 
 from __future__ import annotations
