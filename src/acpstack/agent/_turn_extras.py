@@ -61,7 +61,7 @@ class Compaction:
     def __init__(self, session: Session, enabled: bool) -> None:
         self.session = session
         self.enabled = enabled
-        self.compaction_id = uuid.uuid4().hex
+        self.compaction_id: str = uuid.uuid4().hex
 
     async def start(self) -> None:
         await self._status("in_progress")
