@@ -99,70 +99,83 @@ async def test_our_client_drives_their_unstable_agent(node_sdk: Path, tmp_path: 
         assert statuses == ["unauthenticated", "authenticated"]  # pushed: auth/status_update
         assert client.auth_state == "authenticated"
         client.register_session(sid, str(tmp_path))
-        state = client.sessions[sid].state
+        await check_turns(client, sid, asked, completed)
+        await check_session_management_calls(client, sid, str(tmp_path))
+        await check_providers_calls(client)
 
-        def said() -> str:
-            message = state.last_agent_message
-            return message.text if message else ""
 
-        await client.prompt(sid, "notice")
-        assert [(n.title, n.severity) for n in state.notices] == [("Heads up", "warning")]
-        await client.prompt(sid, "compact")
-        assert state.compactions["c-1"].status == "completed"
-        assert [b.text for b in state.compactions["c-1"].summary] == ["short summary"]  # type: ignore[union-attr]
-        await client.prompt(sid, "form")
-        assert said() == "accept:Ada" and asked[-1].mode == "form"
-        await client.prompt(sid, "url https://example.com/login")
-        action, eid = said().split(":")
-        assert action == "accept" and asked[-1].url == "https://example.com/login"
-        assert completed == [eid] and state.open_elicitations == set()  # completed at once
-        await client.prompt(sid, "subagent")
-        child = state.subagents[f"child-{sid}"]
-        assert child.title == "Researcher" and child.state == "idle"
-        assert state.session_messages["m-1"].text == "Find the bug. Report back."
-        await client.prompt(sid, "system")
-        assert said() == "append:Be brief."
-        await client.prompt(sid, "mcp hello")
-        assert json.loads(said()) == {
-            "versions": ["2026-07-28"],
-            "tools": ["shout"],
-            "text": "HELLO",
-            "unknown": {"isError": True},
-        }
-        assert state.unknown_updates == []
+async def check_turns(
+    client: ClientRuntime, sid: str, asked: list[Any], completed: list[str]
+) -> None:
+    state = client.sessions[sid].state
 
-        assert await client.set_title(sid, "Renamed") == "Renamed" and state.title == "Renamed"
-        assert await client.session_status(sid) == "open"
-        other = (await client.new_session(str(tmp_path))).session_id
-        await client.archive_session(other)
-        assert await client.session_status(other) == "saved"
-        assert [s.session_id for s in await client.list_sessions()] == [sid]
-        assert [s.session_id for s in await client.list_sessions(archived="only")] == [other]
-        assert len(await client.list_sessions(archived="include")) == 2
-        await client.unarchive_session(other)
-        forked = await client.fork_session(sid, str(tmp_path))
-        assert forked not in (sid, other) and await client.session_status(forked) == "open"
-        with pytest.raises(RequestError) as bad:
-            await client.list_sessions(archived="_sometimes")
-        assert bad.value.code == -32602
-        with pytest.raises(RequestError) as missing:
-            await client.session_status("nope")
-        assert missing.value.code == -32002
+    def said() -> str:
+        message = state.last_agent_message
+        return message.text if message else ""
 
-        providers = (await client.agent.providers_list()).providers
-        assert [(p.provider_id, p.supported) for p in providers] == [("main", ["openai"])]
+    await client.prompt(sid, "notice")
+    assert [(n.title, n.severity) for n in state.notices] == [("Heads up", "warning")]
+    await client.prompt(sid, "compact")
+    assert state.compactions["c-1"].status == "completed"
+    assert [b.text for b in state.compactions["c-1"].summary] == ["short summary"]  # type: ignore[union-attr]
+    await client.prompt(sid, "form")
+    assert said() == "accept:Ada" and asked[-1].mode == "form"
+    await client.prompt(sid, "url https://example.com/login")
+    action, eid = said().split(":")
+    assert action == "accept" and asked[-1].url == "https://example.com/login"
+    assert completed == [eid] and state.open_elicitations == set()  # completed at once
+    await client.prompt(sid, "subagent")
+    child = state.subagents[f"child-{sid}"]
+    assert child.title == "Researcher" and child.state == "idle"
+    assert state.session_messages["m-1"].text == "Find the bug. Report back."
+    await client.prompt(sid, "system")
+    assert said() == "append:Be brief."
+    await client.prompt(sid, "mcp hello")
+    assert json.loads(said()) == {
+        "versions": ["2026-07-28"],
+        "tools": ["shout"],
+        "text": "HELLO",
+        "unknown": {"isError": True},
+    }
+    assert state.unknown_updates == []
+
+
+async def check_session_management_calls(client: ClientRuntime, sid: str, cwd: str) -> None:
+    state = client.sessions[sid].state
+    assert await client.set_title(sid, "Renamed") == "Renamed" and state.title == "Renamed"
+    assert await client.session_status(sid) == "open"
+    other = (await client.new_session(cwd)).session_id
+    await client.archive_session(other)
+    assert await client.session_status(other) == "saved"
+    assert [s.session_id for s in await client.list_sessions()] == [sid]
+    assert [s.session_id for s in await client.list_sessions(archived="only")] == [other]
+    assert len(await client.list_sessions(archived="include")) == 2
+    await client.unarchive_session(other)
+    forked = await client.fork_session(sid, cwd)
+    assert forked not in (sid, other) and await client.session_status(forked) == "open"
+    with pytest.raises(RequestError) as bad:
+        await client.list_sessions(archived="_sometimes")
+    assert bad.value.code == -32602
+    with pytest.raises(RequestError) as missing:
+        await client.session_status("nope")
+    assert missing.value.code == -32002
+
+
+async def check_providers_calls(client: ClientRuntime) -> None:
+    providers = (await client.agent.providers_list()).providers
+    assert [(p.provider_id, p.supported) for p in providers] == [("main", ["openai"])]
+    await client.agent.providers_set(
+        acpu.SetProviderRequest(provider_id="main", api_type="openai", base_url="http://x/v1")
+    )
+    current = (await client.agent.providers_list()).providers[0].current
+    assert isinstance(current, acpu.ProviderCurrentConfig) and current.base_url == "http://x/v1"
+    await client.agent.providers_disable(acpu.DisableProviderRequest(provider_id="main"))
+    assert (await client.agent.providers_list()).providers[0].current is None
+    with pytest.raises(RequestError) as unknown:
         await client.agent.providers_set(
-            acpu.SetProviderRequest(provider_id="main", api_type="openai", base_url="http://x/v1")
+            acpu.SetProviderRequest(provider_id="zz", api_type="openai", base_url="http://x")
         )
-        current = (await client.agent.providers_list()).providers[0].current
-        assert isinstance(current, acpu.ProviderCurrentConfig) and current.base_url == "http://x/v1"
-        await client.agent.providers_disable(acpu.DisableProviderRequest(provider_id="main"))
-        assert (await client.agent.providers_list()).providers[0].current is None
-        with pytest.raises(RequestError) as unknown:
-            await client.agent.providers_set(
-                acpu.SetProviderRequest(provider_id="zz", api_type="openai", base_url="http://x")
-            )
-        assert unknown.value.code == -32602
+    assert unknown.value.code == -32602
 
 
 # -- their client, our agents -----------------------------------------------------------------

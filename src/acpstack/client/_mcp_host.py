@@ -7,7 +7,8 @@ SDK's own serving loop, in whichever era the agent opens with; MCP 2026-07-28 ov
 Each `mcp/message` request from the agent is handed to it as one MCP request and its
 answer returned as `{"result"}` or `{"error"}`; its notifications for that request go back
 as `mcp/message` notifications. Binding failures are outer errors: an unknown server
--33001, a duplicate active `requestId` -32602, a server that fails -33002.
+-33001, a duplicate active `requestId` -32602, a server that fails -33002 (also when it
+answers with an error that names no request: every request waiting on it fails then).
 """
 
 from __future__ import annotations
