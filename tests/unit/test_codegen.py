@@ -130,7 +130,7 @@ def run_vendor(root: Path, release: Path) -> subprocess.CompletedProcess[str]:
 def test_a_new_release_is_vendored_pinned_regenerated_and_summarized(tmp_path: Path) -> None:
     copy = copy_project(tmp_path)
     release = _release_with_new_method(tmp_path)
-    generator = copy / "tools" / "codegen" / "generate.py"
+    generator = copy / "tools" / "codegen" / "tables.py"
     # A method the generator cannot map (no capability gate entry) stops it with a clear error.
     failed = run_vendor(copy, release)
     assert failed.returncode != 0

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tools.codegen.generate import ENVELOPE_DEFS, count_refs
+from tools.codegen.reading import count_refs
+from tools.codegen.tables import ENVELOPE_DEFS
 
 
 def _closure(defs: dict[str, Any], roots: set[str]) -> set[str]:

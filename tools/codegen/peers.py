@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tools.codegen.generate import MethodRow
+from tools.codegen.methods import MethodRow
 
 UNSTABLE_NOTE = re.compile(
     r"\*\*UNSTABLE\*\*\s*(This capability is not part of the spec yet, and may be removed or "

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tools.codegen.generate import GROUPS, VENDOR_DIR
+from tools.codegen.generate import VENDOR_DIR
+from tools.codegen.methods import GROUPS
 
 SCHEMAS = ("schema.json", "schema.unstable.json")
 

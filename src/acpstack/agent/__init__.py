@@ -38,7 +38,12 @@ if TYPE_CHECKING:
         terminal_content,
         text_content,
     )
-    from acpstack.agent._turn_extras import Compaction, ElicitationAnswer
+    from acpstack.agent._turn_extras import (
+        Compaction,
+        ElicitationAnswer,
+        InterSessionMessage,
+        Subagent,
+    )
     from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
@@ -52,6 +57,8 @@ _LAZY = {
     "ProviderSettings": "_unstable",
     "ElicitationAnswer": "_turn_extras",
     "Compaction": "_turn_extras",
+    "InterSessionMessage": "_turn_extras",
+    "Subagent": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
     "SessionRecord": "_store",
@@ -81,6 +88,7 @@ __all__ = [
     "LocalAccess",
     "Compaction",
     "ElicitationAnswer",
+    "InterSessionMessage",
     "McpConnections",
     "McpServerError",
     "McpTool",
@@ -94,6 +102,7 @@ __all__ = [
     "SessionStore",
     "SqliteSessionStore",
     "StoredEvent",
+    "Subagent",
     "ToolCallHandle",
     "Turn",
     "connect_agent",

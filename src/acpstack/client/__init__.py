@@ -8,7 +8,14 @@ streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websock
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
-from acpstack.client._elicitation import ElicitationReply
+from acpstack.client._elicitation import (
+    AskElicitation,
+    DeclineElicitations,
+    ElicitationPolicy,
+    ElicitationReply,
+    ElicitationRule,
+    ElicitationRules,
+)
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._remote import (
     connect_http,
@@ -23,13 +30,18 @@ from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOu
 
 __all__ = [
     "AgentPeer",
+    "AskElicitation",
     "AskUser",
     "Client",
     "ClientConnection",
     "ClientRuntime",
     "ClientSession",
+    "DeclineElicitations",
     "DenyAll",
+    "ElicitationPolicy",
     "ElicitationReply",
+    "ElicitationRule",
+    "ElicitationRules",
     "FileSystem",
     "Message",
     "PermissionPolicy",

@@ -50,7 +50,7 @@ class AskElicitation:
 
     def __init__(self, ask: ElicitationAsk, modes: Sequence[str] = ("form", "url")) -> None:
         self.ask = ask
-        self.modes = tuple(modes)
+        self.modes: tuple[str, ...] = tuple(modes)
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
         return await self.ask(request)
@@ -65,10 +65,10 @@ class ElicitationRules:
     def __init__(
         self, rules: Sequence[ElicitationRule], then: ElicitationPolicy | None = None
     ) -> None:
-        self.rules = list(rules)
+        self.rules: list[ElicitationRule] = list(rules)
         self.then: ElicitationPolicy = then or DeclineElicitations()
-        self.asks_user = self.then.asks_user
-        self.modes = tuple(getattr(self.then, "modes", ("form", "url")))
+        self.asks_user: bool = self.then.asks_user
+        self.modes: tuple[str, ...] = tuple(getattr(self.then, "modes", ("form", "url")))
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
         for rule in self.rules:

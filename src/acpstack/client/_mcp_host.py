@@ -7,7 +7,8 @@ SDK's own serving loop, in whichever era the agent opens with; MCP 2026-07-28 ov
 Each `mcp/message` request from the agent is handed to it as one MCP request and its
 answer returned as `{"result"}` or `{"error"}`; its notifications for that request go back
 as `mcp/message` notifications. Binding failures are outer errors: an unknown server
--33001, a duplicate active `requestId` -32602, a server that fails -33002.
+-33001, a duplicate active `requestId` -32602, a server that fails -33002 (also when it
+answers with an error that names no request: every request waiting on it fails then).
 """
 
 from __future__ import annotations
@@ -136,15 +137,26 @@ class McpHost:
         finally:
             hosted.write = None
             hosted.ready.set()
-            for _, future in hosted.pending.values():
-                if not future.done():
-                    future.set_exception(RequestError(BACKEND_FAILED, "MCP server stopped"))
+            _fail_pending(hosted, RequestError(BACKEND_FAILED, "MCP server stopped"))
 
     async def _from_server(self, hosted: _Hosted, item: Any) -> None:
         import mcp_types
 
         message = getattr(item, "message", None)
-        if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+        if isinstance(message, mcp_types.JSONRPCError) and message.id is None:
+            # An error that names no request (the server could not read one) matches none of
+            # ours: every request waiting on this server fails rather than waiting forever.
+            error = {"code": message.error.code, "message": message.error.message}
+            log.warning("MCP server %r answered an error for no request: %s", hosted.name, error)
+            _fail_pending(
+                hosted,
+                RequestError(
+                    BACKEND_FAILED,
+                    "MCP server answered with an error that names no request",
+                    {"serverId": self._server_id(hosted), "error": error},
+                ),
+            )
+        elif isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             found = hosted.pending.get(message.id)  # type: ignore[arg-type]
             if found is not None and not found[1].done():
                 found[1].set_result(message.model_dump(by_alias=True, exclude_none=True))
@@ -158,9 +170,8 @@ class McpHost:
     async def _notify(self, hosted: _Hosted, request_id: str, message: Any) -> None:
         from acpstack.schema import v1_unstable as acpu
 
-        server_id = next(k for k, v in self._servers.items() if v is hosted)
         note = acpu.MessageMcpNotification(
-            server_id=server_id, request_id=request_id, method=message.method
+            server_id=self._server_id(hosted), request_id=request_id, method=message.method
         )
         if message.params is not None:
             note.params = dict(message.params)
@@ -168,9 +179,18 @@ class McpHost:
         with contextlib.suppress(Exception):  # the connection may be closing
             await self.agent.mcp_message_notification(note)
 
+    def _server_id(self, hosted: _Hosted) -> str:
+        return next(k for k, v in self._servers.items() if v is hosted)
+
     async def aclose(self) -> None:
         for hosted in self._servers.values():
             if hosted.task is not None:
                 hosted.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await hosted.task
+
+
+def _fail_pending(hosted: _Hosted, error: RequestError) -> None:
+    for _, future in hosted.pending.values():
+        if not future.done():
+            future.set_exception(error)

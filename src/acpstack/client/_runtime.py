@@ -148,7 +148,7 @@ class ClientRuntime(RuntimeExtras):
         elicitation = self.elicitation_capabilities()
         if elicitation is not None:
             caps.elicitation = elicitation
-        return caps
+        return self.unstable_client_capabilities(caps)
 
     def on_connect(self, agent: Any) -> None:
         super().on_connect(agent)

@@ -52,6 +52,20 @@ class RuntimeExtras(Client):
             caps.url = acp.ElicitationUrlCapabilities()
         return caps
 
+    def unstable_client_capabilities(self, caps: acp.ClientCapabilities) -> acp.ClientCapabilities:
+        """On an unstable connection, `caps` in the unstable types plus `subagents` (the
+        session state keeps child sessions, their state and inter-session messages)."""
+        agent = getattr(self, "agent", None)
+        if agent is None or not agent.connection.unstable:
+            return caps
+        import msgspec
+
+        from acpstack.schema import v1_unstable as acpu
+
+        unstable = msgspec.json.decode(msgspec.json.encode(caps), type=acpu.ClientCapabilities)
+        unstable.subagents = acpu.SubagentCapabilities()
+        return unstable
+
     # -- elicitation ----------------------------------------------------------------------
 
     async def elicitation_create(
