@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 from acpstack.conformance._model import Case, CaseFunction, Rule
 
-#: Groups run in this order; the cases of a group share one agent process (see the runner).
 GROUPS = (
     "negotiation",
     "handshake",
@@ -18,6 +17,7 @@ GROUPS = (
     "unstable",
     "wire",
 )
+"""The case groups, in run order; the cases of a group share one agent process."""
 _MODULES = (
     "_cases_handshake",
     "_cases_sessions",

@@ -37,16 +37,30 @@ class ClientCheckAgent:
     """Answers the client's requests (the `Responder` of a Probe whose peer is the client)."""
 
     report_path: Path | None = None
-    timeout: float = 30.0  # for requests the client answers by itself
-    wait: float = 600.0  # for requests a person answers (permission, elicitation, cancel)
+    """Where the report of each run goes (.json: JSON, else Markdown); default: a new file in the
+    temporary directory."""
+    timeout: float = 30.0
+    """Seconds for requests the client answers by itself."""
+    wait: float = 600.0
+    """Seconds for requests a person answers (permission, elicitation, cancel)."""
     probe: Probe | None = None
+    """The probe it answers on; `serve_client_check` sets it."""
     capabilities: dict[str, Any] = field(default_factory=dict)
+    """The client's capabilities, from `initialize`."""
     client_info: dict[str, Any] = field(default_factory=dict)
+    """The client's `clientInfo`, from `initialize`."""
     sessions: dict[str, Path] = field(default_factory=dict)
+    """The sessions made so far, with their working directories."""
     findings: list[Finding] = field(default_factory=list)
+    """What the last run found."""
     last_report: Path | None = None
+    """Where the last report was written (None before one was)."""
 
     async def answer(self, frame: Frame) -> Answer:
+        """Answer the client like a small agent: `initialize`, `session/new`, modes and
+        config options; `session/prompt` runs the checks (or, for a prompt that starts
+        with "cancel", the cancellation check) and ends the turn with the report. Other
+        methods get -32601."""
         method, params = frame.method, obj(frame.params)
         if method == "initialize":
             self.capabilities = obj(params.get("clientCapabilities"))
@@ -79,9 +93,12 @@ class ClientCheckAgent:
         return _error(-32601, f"method not found: {method}")
 
     def cancel_session(self, session_id: str) -> None:
+        """Nothing to do: this agent holds no answers (and, being the agent, never
+        sends `session/cancel`)."""
         return None
 
     def release_held(self) -> None:
+        """Nothing to do: this agent holds no answers."""
         return None
 
     async def _prompt(self, params: dict[str, Any]) -> Answer:

@@ -32,6 +32,7 @@ _TERMINAL_METHODS = frozenset(
 )
 
 Answer = tuple[Literal["result", "error"], Any]
+"""A `Responder`'s answer: ("result", the result) or ("error", the JSON-RPC error object)."""
 
 
 def _error(code: int, message: str) -> Answer:
@@ -46,6 +47,13 @@ class GateViolation:
 
 @dataclass
 class SimulatedClient:
+    """The careful editor of the module doc: the `Responder` of the checker's probe.
+
+    What the agent asked for is kept for the cases to judge: `gate_violations` (calls
+    its capabilities did not allow), `custom_methods` (unknown methods without a `_`),
+    `permission_requests` and `terminals` (id -> released?).
+    """
+
     capabilities: dict[str, Any]
     workspace: Path
     permission: PermissionPolicy = "reject"
@@ -62,6 +70,9 @@ class SimulatedClient:
     permission_asked: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def answer(self, frame: Frame) -> Answer:
+        """Answer the agent's request as the module doc says: files inside the scratch
+        workspace, simulated terminals, permissions by the `permission` policy, and an
+        error for everything not advertised."""
         method = frame.method or ""
         params = frame.params if isinstance(frame.params, dict) else {}
         gate = self._gate(method, params)
@@ -83,6 +94,7 @@ class SimulatedClient:
         return _error(-32601, f"method not found: {method}")
 
     def turn_started(self, session_id: str) -> None:
+        """A new prompt turn of `session_id`: its permission requests are answered again."""
         self._cancelled.discard(session_id)
 
     def cancel_session(self, session_id: str) -> None:
@@ -93,6 +105,7 @@ class SimulatedClient:
                 future.set_result(("result", {"outcome": {"outcome": "cancelled"}}))
 
     def release_held(self) -> None:
+        """Answer every held permission request as cancelled (the connection is closing)."""
         for session in list(self._held):
             self.cancel_session(session)
 

@@ -36,14 +36,24 @@ README = "# Scratch workspace\n\nMade by `acpstack check agent`; removed when th
 
 @dataclass(frozen=True)
 class CheckOptions:
-    timeout: float = 20.0  # for each request
+    """How `check_agent` runs."""
+
+    timeout: float = 20.0
+    """Seconds each request may take to be answered."""
     prompt: str = "Hello! Please answer with one short sentence."
+    """The prompt of the cases that need a turn."""
     cancel_prompt: str = "Count slowly from 1 to 200, one number per line, explaining each."
-    settle: float = 0.5  # how long to watch for messages that should not come
-    eof_grace: float = 5.0  # how long an agent may take to exit after stdin closes
+    """The prompt of the cancellation cases (it should take a while)."""
+    settle: float = 0.5
+    """Seconds to watch for messages that should not come."""
+    eof_grace: float = 5.0
+    """Seconds an agent may take to exit after its stdin closed."""
     unstable: bool = False
+    """Also check ACP's unstable methods (and run the unstable cases)."""
     only: tuple[str, ...] = ()
+    """Run only these cases: ids, id prefixes or group names."""
     auth_method: str | None = None
+    """Authenticate with this method id after `initialize`."""
 
 
 @dataclass

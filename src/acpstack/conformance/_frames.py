@@ -18,45 +18,63 @@ class _NotJson:
 
 
 NOT_JSON: Any = _NotJson()
+"""`Frame.message` of a line that is not JSON (compare with `is`)."""
 
 
 @dataclass
 class Frame:
+    """One line as the probe saw it on the wire, in either direction."""
+
     seq: int
-    at: float  # seconds since the connection opened
+    """Its position among the connection's frames (from 1, both directions)."""
+    at: float
+    """Seconds since the connection opened."""
     direction: Direction
-    raw: bytes  # at most KEEP_LIMIT bytes of the frame
+    """Who wrote it: "in" for the peer, "out" for the probe."""
+    raw: bytes
+    """The line without its newline; at most 16 KiB of it."""
     size: int
-    message: Any  # the parsed JSON value, or NOT_JSON
-    problem: str = ""  # why it is not a message ("not JSON: ...", "longer than ...")
+    """The line's full length in bytes."""
+    message: Any
+    """The parsed JSON value; a placeholder (`NOT_JSON`) when the line is not JSON, and then
+    `problem` says why."""
+    problem: str = ""
+    """Why it is not a message ("not JSON: ...", "a line of N bytes ...")."""
 
     @property
     def is_object(self) -> bool:
+        """Whether the message is a JSON object (every JSON-RPC message is)."""
         return isinstance(self.message, dict)
 
     @property
     def method(self) -> str | None:
+        """The `method` of a request or notification (None otherwise)."""
         method = self.message.get("method") if self.is_object else None
         return method if isinstance(method, str) else None
 
     @property
     def is_request(self) -> bool:
+        """A method and an id."""
         return self.method is not None and "id" in self.message
 
     @property
     def is_notification(self) -> bool:
+        """A method and no id."""
         return self.method is not None and "id" not in self.message
 
     @property
     def is_response(self) -> bool:
+        """An object with an id and no method (a result or an error)."""
         return self.is_object and self.method is None and "id" in self.message
 
     @property
     def params(self) -> Any:
+        """The `params` member as sent (None when absent or not an object message)."""
         return self.message.get("params") if self.is_object else None
 
     @property
     def session_id(self) -> str | None:
+        """`params.sessionId`, when it is a string."""
         params = self.params
         value = params.get("sessionId") if isinstance(params, dict) else None
         return value if isinstance(value, str) else None
@@ -71,6 +89,9 @@ class Frame:
         return kind if isinstance(kind, str) else None
 
     def show(self, limit: int = SHOW_LIMIT) -> str:
+        """One line for a report: an arrow for the direction ("<-" from the peer), the
+        compact JSON (or the raw text and problem) cut to `limit` characters, and the
+        size when it was cut."""
         arrow = "<-" if self.direction == "in" else "->"
         if self.message is NOT_JSON:
             text = self.raw[:limit].decode("utf-8", "replace")

@@ -14,6 +14,9 @@ DOCS = "https://agentclientprotocol.com/protocol"
 
 
 class Verdict(enum.StrEnum):
+    """How a case ended. Only FAIL makes a check fail; WARN is a weakness worth fixing
+    (e.g. a SHOULD of the spec), SKIP says the case could not run (and why)."""
+
     PASS = "pass"
     FAIL = "fail"
     WARN = "warn"
@@ -25,7 +28,9 @@ class Rule:
     """The requirement a case checks: its words, and where they are written."""
 
     text: str
-    source: str  # a documentation URL, or "schema $defs/Name"
+    """The requirement, in words."""
+    source: str
+    """A documentation URL, or "schema $defs/Name"."""
 
 
 @dataclass
@@ -75,30 +80,53 @@ class Case:
     """One check. `group` decides which agent process it shares (see the runner)."""
 
     id: str
+    """Dotted and stable, e.g. "init.protocol-v1"; `select_cases` matches it."""
     title: str
+    """One line for people."""
     group: str
+    """One of `GROUPS`; the cases of a group run in order on one agent process."""
     rule: Rule
+    """The requirement it checks."""
     expected: str
+    """What a conforming agent does."""
     fix: str
+    """How to fix an agent that fails."""
     run: CaseFunction
-    unstable: bool = False  # only with --unstable
-    stdio_only: bool = False  # needs raw bytes on the agent's stdin (not over --url)
+    """The coroutine function that runs the case."""
+    unstable: bool = False
+    """Runs only when unstable methods are checked (`--unstable`)."""
+    stdio_only: bool = False
+    """Needs raw bytes on the agent's stdin, so it is skipped over a URL."""
 
 
 @dataclass
 class CaseResult:
+    """What one case found, for a report."""
+
     id: str
+    """The case's id."""
     title: str
+    """The case's title."""
     group: str
+    """The case's group."""
     verdict: Verdict
+    """How it ended."""
     message: str
+    """One line: what was found."""
     rule: Rule
+    """The requirement checked."""
     expected: str = ""
+    """What a conforming agent does."""
     got: list[str] = field(default_factory=list)
+    """The frames (or facts) that show what the agent did, each shortened."""
     fix: str = ""
+    """How to fix the agent."""
     seconds: float = 0.0
+    """How long the case took."""
 
     def to_json(self) -> dict[str, Any]:
+        """The result as a JSON object (for `--json`); `expected`, `got` and `fix` are
+        included only for a failure or warning."""
         data: dict[str, Any] = {
             "id": self.id,
             "title": self.title,

@@ -35,11 +35,18 @@ class Responder(Protocol):
     """Answers the requests the peer sends (the checker's simulated client, or the agent of
     `check client`)."""
 
-    async def answer(self, frame: Frame) -> Answer: ...
+    async def answer(self, frame: Frame) -> Answer:
+        """The answer to the request in `frame`: ("result", value) or ("error", {"code":
+        ..., "message": ...}). Runs in a task of its own; the probe sends the answer
+        unless the connection closed meanwhile."""
+        ...
 
-    def cancel_session(self, session_id: str) -> None: ...
+    def cancel_session(self, session_id: str) -> None:
+        """The probe sent `session/cancel` for `session_id`: answer what is held for that
+        session's turn as cancelled."""
 
-    def release_held(self) -> None: ...
+    def release_held(self) -> None:
+        """The probe is closing: answer everything still held, so no task waits forever."""
 
 
 @dataclass
@@ -47,23 +54,31 @@ class Reply:
     """How a request ended: a result, an error, no answer in time, or a closed connection."""
 
     status: Literal["result", "error", "timeout", "closed"]
+    """How the request ended: "result", "error", "timeout" or "closed"."""
     frame: Frame | None = None
+    """The answer (None for a timeout or a closed connection)."""
     seconds: float = 0.0
+    """How long the wait took."""
 
     @property
     def result(self) -> Any:
+        """The answer's `result` member (None without an answer, or for an error)."""
         return self.frame.message.get("result") if self.frame is not None else None
 
     @property
     def error(self) -> dict[str, Any]:
+        """The answer's `error` object; empty when there is none (or it is not an object)."""
         error = self.frame.message.get("error") if self.frame is not None else None
         return error if isinstance(error, dict) else {}
 
     @property
     def code(self) -> Any:
+        """The error's `code` as sent (None without one; not necessarily an integer)."""
         return self.error.get("code")
 
     def describe(self) -> str:
+        """A few words for a report: "a result", "error -32602: '...'", "no answer
+        within 20.0 s" or "the connection closed before an answer"."""
         if self.status == "timeout":
             return f"no answer within {self.seconds:.1f} s"
         if self.status == "closed":
@@ -104,7 +119,19 @@ def id_key(value: Any) -> str:
 
 class Probe:
     """One end of a connection. `peer` is the side at the other end ("agent" for the
-    checker, "client" for `check client`): its messages are the ones validated."""
+    checker, "client" for `check client`): its messages are the ones validated.
+
+    The probe owns the transport and the tasks that answer the peer's requests (with
+    `responder`); `close` ends them. Every frame is kept (up to 20,000 per connection),
+    with schema problems, answers to unknown ids and duplicate answers in `log`. No
+    wait lasts longer than its timeout, and every wait ends when the connection closes.
+
+    Args:
+        transport: The connection to the peer; the probe owns it.
+        responder: Answers the peer's requests.
+        validator: Checks the peer's messages against the schema (None: no checks).
+        peer: Which side the peer is.
+    """
 
     def __init__(
         self,
@@ -119,8 +146,10 @@ class Probe:
         self.validator = validator
         self.peer: Sender = peer
         client = responder if isinstance(responder, SimulatedClient) else None
-        self.log = ProbeLog(client=client)
-        self.closed = asyncio.Event()
+        self.log: ProbeLog = ProbeLog(client=client)
+        """What the connection showed; kept after it closed."""
+        self.closed: asyncio.Event = asyncio.Event()
+        """Set once the peer's input ended (or `close` was called)."""
         self._decoder = FrameDecoder(MAX_LINE, "ndjson")
         self._start = time.monotonic()
         self._seq = 0
@@ -132,14 +161,17 @@ class Probe:
 
     @property
     def frames(self) -> list[Frame]:
+        """Every frame kept so far, both directions, in order (`log.frames`)."""
         return self.log.frames
 
     def start(self) -> None:
+        """Start reading from the transport (once)."""
         self.transport.start_reading(self._on_data, self._on_eof)
 
     # -- sending ------------------------------------------------------------------------
 
     def next_id(self) -> int:
+        """A fresh request id (1, 2, 3...), for requests built by hand."""
         self._next_id += 1
         return self._next_id - 1
 
@@ -152,6 +184,10 @@ class Probe:
         return self.send_raw(encode(message), message)
 
     def send_raw(self, data: bytes, message: Any = NOT_JSON) -> Frame:
+        """Write `data` exactly as given (even garbage) and keep it as an "out" frame;
+        `message` is its JSON value when known (parsed from `data` otherwise). Its id is
+        not remembered: an answer to it counts as unmatched unless `expect_answers`
+        names it (`send` remembers ids)."""
         if message is NOT_JSON:
             message, _ = parse(data.rstrip(b"\n"))
         frame = self._keep("out", data.rstrip(b"\n"), message, "")
@@ -165,11 +201,15 @@ class Probe:
             self._methods.setdefault(id_key(rid), BAD_INPUT)
 
     async def request(self, method: str, params: Any, *, timeout: float) -> Reply:
+        """Send a request with a fresh id and wait up to `timeout` seconds for its
+        answer. Never raises for what the peer does: the `Reply` says how it ended."""
         rid = self.next_id()
         self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         return await self.reply(rid, timeout=timeout)
 
     def notify(self, method: str, params: Any) -> Frame:
+        """Send a notification and return its frame. For `session/cancel`, the responder
+        is told first, so requests it holds for that turn are answered as cancelled."""
         if method == "session/cancel" and isinstance(params, dict):
             self.responder.cancel_session(str(params.get("sessionId")))
         return self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -224,13 +264,17 @@ class Probe:
                 return
 
     def since(self, seq: int) -> list[Frame]:
+        """The peer's frames that came after frame number `seq` (see `last_seq`)."""
         return [f for f in self.frames if f.seq > seq and f.direction == "in"]
 
     @property
     def last_seq(self) -> int:
+        """The number of the latest frame, either direction (0 before any)."""
         return self._seq
 
     async def close(self) -> None:
+        """Release what the responder holds, cancel the answering tasks, close the
+        transport (errors ignored) and end every wait. Idempotent."""
         self.responder.release_held()
         for task in list(self._tasks):
             task.cancel()

@@ -17,6 +17,7 @@ LABELS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.WARN: "WARN", Verd
 
 
 def result_line(result: CaseResult, width: int = 30) -> str:
+    """One line of the table: the verdict, the case id padded to `width`, the message."""
     return f"{LABELS[result.verdict]:<5} {result.id:<{width}} {result.message}"
 
 
@@ -31,6 +32,7 @@ def summary(report: Report) -> str:
 
 
 def header(report: Report) -> str:
+    """The report's first line: what was checked, with the agent's name and version."""
     info = report.agent_info or {}
     name = info.get("title") or info.get("name")
     about = f" ({name} {info.get('version', '')})".rstrip() if name else ""
@@ -50,6 +52,7 @@ def details(result: CaseResult) -> str:
 
 
 def render_text(report: Report) -> str:
+    """The whole report for people: header, one line per case, then `render_tail`."""
     width = max((len(r.id) for r in report.results), default=10)
     table = [result_line(r, width) for r in report.results]
     return "\n".join([header(report), "", *table, ""]) + render_tail(report)
@@ -74,6 +77,8 @@ def to_json(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
+    """The whole report as indented JSON: target, agentInfo, seconds, the count per
+    verdict, exitCode, and every result (`CaseResult.to_json`)."""
     return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
 
 

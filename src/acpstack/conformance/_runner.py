@@ -30,12 +30,19 @@ log = logging.getLogger("acpstack.conformance")
 
 @dataclass
 class Report:
+    """What `check_agent` found."""
+
     target: str
+    """The agent checked (its command line or URL)."""
     results: list[CaseResult] = field(default_factory=list)
+    """One per case run, in run order."""
     agent_info: dict[str, Any] | None = None
+    """The `agentInfo` the agent sent in its `initialize` answer."""
     seconds: float = 0.0
+    """How long the whole check took."""
 
     def count(self, verdict: Verdict) -> int:
+        """How many cases ended with `verdict`."""
         return sum(1 for r in self.results if r.verdict == verdict)
 
     @property
@@ -64,6 +71,7 @@ def _matches(case: Case, wanted: str) -> bool:
 
 
 def unknown_selectors(only: Sequence[str]) -> list[str]:
+    """The entries of `only` that select no case at all (to report a typo before a run)."""
     cases = all_cases()
     return [w for w in only if w.strip() and not any(_matches(c, w.strip()) for c in cases)]
 

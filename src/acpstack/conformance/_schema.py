@@ -70,12 +70,21 @@ def _jsonschema() -> Any:
 
 
 class MessageValidator:
-    """Checks whole JSON-RPC messages: the envelope by hand, each payload by its `$defs`."""
+    """Checks whole JSON-RPC messages: the envelope by hand, each payload by its `$defs`.
+
+    `unstable` selects the schema with ACP's unstable methods too. The compiled validator
+    of each definition is cached, so one instance should serve a whole run.
+
+    Raises:
+        SchemaUnavailable: The schema files or the `jsonschema` package are missing.
+    """
 
     def __init__(self, *, unstable: bool = False) -> None:
         self._jsonschema = _jsonschema()
-        self.schema = load_schema(unstable)
+        self.schema: dict[str, Any] = load_schema(unstable)
+        """The whole official JSON Schema (do not change it)."""
         self.defs: dict[str, Any] = self.schema["$defs"]
+        """Its `$defs`, by name."""
         self._names: dict[tuple[str, str, str], str] = {}
         for name, definition in self.defs.items():
             method = definition.get("x-method")
@@ -91,6 +100,7 @@ class MessageValidator:
         self._validators: dict[str, Any] = {}
 
     def known_method(self, method: str) -> bool:
+        """Whether the schema defines `method` (in either direction)."""
         return any(key[0] == method for key in self._names)
 
     def definition_for(self, method: str, kind: str, handled_by: str) -> str | None:

@@ -21,12 +21,20 @@ class TargetUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class AgentTarget:
-    """How to reach the agent: `command` (argv, run on stdio) or `url` (remote ACP)."""
+    """How to reach the agent: `command` (argv, run on stdio) or `url` (remote ACP).
+
+    Raises:
+        ValueError: Neither or both of `command` and `url` are given.
+    """
 
     command: tuple[str, ...] = ()
+    """The agent's argv; every connection starts a new process."""
     url: str | None = None
+    """A remote agent: http(s):// (streamable HTTP) or ws(s):// (WebSocket)."""
     env: dict[str, str] | None = None
-    token: str | None = None  # remote only: sent as a bearer token
+    """Variables added to the agent process's environment."""
+    token: str | None = None
+    """Remote only: sent as a bearer token."""
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -34,12 +42,18 @@ class AgentTarget:
 
     @property
     def remote(self) -> bool:
+        """Whether the agent is reached over a URL."""
         return self.url is not None
 
     def describe(self) -> str:
+        """The URL, or the command line, for reports."""
         return self.url if self.url is not None else " ".join(self.command)
 
     async def open(self, cwd: Path, *, shutdown_timeout: float) -> Transport:
+        """A new connection to the agent: a new process running in `cwd` (ended by the
+        transport's `close`, see `SubprocessTransport`), or a remote transport (already
+        connected for WebSocket). Raises `TargetUnavailable` when the agent cannot be
+        started or reached."""
         try:
             if self.url is None:
                 return await SubprocessTransport.spawn(

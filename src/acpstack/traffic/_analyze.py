@@ -32,11 +32,18 @@ def _text_of(block: Any) -> str:
 
 
 class TrafficAnalyzer:
-    """Feed records in order with `add`; each returns the event to show."""
+    """Feed records in order with `add`; each returns the event to show.
+
+    With `validate`, every message is checked against the official schema (`unstable`:
+    the schema with the unstable methods); when the schema cannot be loaded, checks are
+    off and `validation_note` says why.
+    """
 
     def __init__(self, *, validate: bool = True, unstable: bool = False) -> None:
         self.events: list[dict[str, Any]] = []
-        self.validation_note = ""
+        """Every event so far, in order (`seq` is its position, from 1)."""
+        self.validation_note: str = ""
+        """Why schema checks are off ("" when they are on, or not asked)."""
         self._validator: MessageValidator | None = None
         if validate:
             try:
@@ -47,6 +54,13 @@ class TrafficAnalyzer:
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
 
     def add(self, record: Record) -> dict[str, Any]:
+        """Turn `record` into an event and append it to `events`.
+
+        An event is a JSON object: `seq`, `ts`, `from`, `kind` (request, notification,
+        response, error, invalid or stderr), `summary`, `session` and `violations`
+        (schema problems, answers to unknown ids); messages also carry `method`, `id`
+        and `detail` (the JSON, shortened). A response and its request are paired: each
+        gets the other's `seq` as `pair`, and `latency_ms`."""
         event: dict[str, Any] = {
             "seq": len(self.events) + 1,
             "ts": record.ts,

@@ -31,18 +31,28 @@ class RecordingError(ValueError):
 
 @dataclass
 class Record:
+    """One line of a recording: a message, a line that is not JSON, or a stderr line."""
+
     ts: float
-    side: Side  # who wrote it
-    message: Any = None  # the JSON value of a frame
-    raw: str | None = None  # a frame that is not JSON (shortened)
+    """When the proxy saw it (Unix time, seconds)."""
+    side: Side
+    """Who wrote it: "client" or "agent"."""
+    message: Any = None
+    """The frame's JSON value (a message record)."""
+    raw: str | None = None
+    """A frame that is not JSON: its first 64 KiB, as text."""
     problem: str = ""
+    """Why `raw` is not a message."""
     stderr: str | None = None
+    """A line the agent wrote to stderr."""
 
     @property
     def is_message(self) -> bool:
+        """Whether the record holds a JSON value (not a raw line or a stderr line)."""
         return self.raw is None and self.stderr is None
 
     def to_json(self) -> dict[str, Any]:
+        """The record's line of a recording (see the module doc), as a JSON object."""
         data: dict[str, Any] = {"ts": round(self.ts, 6), "from": self.side}
         if self.stderr is not None:
             data["stderr"] = self.stderr
@@ -55,6 +65,8 @@ class Record:
 
     @classmethod
     def from_json(cls, data: Any) -> Record:
+        """The record of one recording line's JSON value. Raises `RecordingError` when it
+        is not an object with a known `from` and a numeric `ts`."""
         if not isinstance(data, dict) or data.get("from") not in ("client", "agent"):
             raise RecordingError(f"not a traffic record: {str(data)[:120]}")
         ts = data.get("ts")
@@ -88,7 +100,10 @@ def frame_record(side: Side, frame: bytes, problem: str = "") -> Record:
 
 
 class RecordingWriter:
-    """Appends records to a file as they happen (flushed per record: a crash loses nothing)."""
+    """Appends records to a file as they happen (flushed per record: a crash loses nothing).
+
+    Creating it truncates `path` and writes the header line; `close` when done.
+    """
 
     def __init__(self, path: Path) -> None:
         self._file: IO[str] = path.open("w", encoding="utf-8")
@@ -96,6 +111,7 @@ class RecordingWriter:
         self._write(header)
 
     def add(self, record: Record) -> None:
+        """Append one record (a line) and flush it."""
         self._write(record.to_json())
 
     def _write(self, data: dict[str, Any]) -> None:
@@ -103,6 +119,7 @@ class RecordingWriter:
         self._file.flush()
 
     def close(self) -> None:
+        """Close the file."""
         self._file.close()
 
 

@@ -43,10 +43,16 @@ MAX_DIFFERENCES = 50
 
 @dataclass(frozen=True)
 class Difference:
-    where: str  # which answer or which session's stream
-    path: str  # JSON path inside it
+    """One place where the replayed answers differ from the recorded ones."""
+
+    where: str
+    """Which answer, or which session's stream of updates and requests."""
+    path: str
+    """The JSON path inside it."""
     recorded: str
+    """The recorded value (shortened)."""
     replayed: str
+    """The value of the replay (shortened)."""
 
     def __str__(self) -> str:
         return f"{self.where} at {self.path}: recorded {self.recorded}, replayed {self.replayed}"
@@ -54,12 +60,19 @@ class Difference:
 
 @dataclass
 class ReplayReport:
+    """What `replay_recording` found."""
+
     requests: int = 0
+    """How many client requests were replayed."""
     differences: list[Difference] = field(default_factory=list)
+    """Where the answers differ after normalization (the first 50), and requests the agent made that
+    the recording does not have."""
     seconds: float = 0.0
+    """How long the replay took."""
 
     @property
     def exit_code(self) -> int:
+        """0 when nothing differs, else 1."""
         return 1 if self.differences else 0
 
 

@@ -40,14 +40,21 @@ def _json_for_html(value: Any) -> str:
 
 
 class LiveServer:
-    """Serves the events of a TrafficAnalyzer as they come (call `publish` for each)."""
+    """Serves the events of a TrafficAnalyzer as they come (call `publish` for each).
+
+    `events` is the analyzer's list, shared (the page loads what is in it, then follows
+    `publish`); `title` and `note` show on the page. Bound to 127.0.0.1 only; every URL
+    carries a random token (see the module doc).
+    """
 
     def __init__(self, events: list[dict[str, Any]], *, title: str, note: str = "") -> None:
         self.events = events
         self.title = title
         self.note = note
-        self.token = secrets.token_urlsafe(18)
-        self.port = 0
+        self.token: str = secrets.token_urlsafe(18)
+        """The secret first path segment of every URL."""
+        self.port: int = 0
+        """The port listened on (0 before `start`)."""
         self._server: asyncio.Server | None = None
         self._subscribers: set[asyncio.Queue[Any]] = set()
         self._ended = False
@@ -57,14 +64,19 @@ class LiveServer:
 
     @property
     def url(self) -> str:
+        """The page's address, token included (valid once `start` returned)."""
         return f"http://127.0.0.1:{self.port}/{self.token}/"
 
     async def start(self, port: int = 0) -> str:
+        """Listen on 127.0.0.1:`port` (0: any free port) and return the page's `url`.
+        Raises `OSError` when the port cannot be bound."""
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.url
 
     def publish(self, event: dict[str, Any]) -> None:
+        """Push `event` (already in `events`) to every open page. Never blocks: a page
+        that has 10,000 events waiting is dropped (it can reload)."""
         for queue in list(self._subscribers):
             try:
                 queue.put_nowait(event)
@@ -79,6 +91,8 @@ class LiveServer:
                 queue.put_nowait(_END)
 
     async def close(self) -> None:
+        """Tell pages the traffic ended and stop listening (waits up to 2 s for open
+        connections)."""
         self.end()
         if self._server is not None:
             self._server.close()

@@ -11,6 +11,8 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR
 
 RequestId = int | str | None
+"""A JSON-RPC request id: an integer, a string, or null (in error answers to messages
+whose id could not be read)."""
 
 
 class Envelope(Struct):
