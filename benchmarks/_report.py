@@ -157,7 +157,11 @@ def table(results: Results, chosen: list[str], workloads: list[str]) -> str:
 
 
 def _cross_table(results: Results) -> str:
-    cross = [label for label in results.samples if "→" in label]
+    cross = [  # W8's remote pairs have a table of their own
+        label
+        for label, ms in results.samples.items()
+        if "→" in label and any(m in ms for m in ("W1", "W2 p50", "W3"))
+    ]
     if not cross:
         return ""
     rows = [["pair", "W1 updates/s", "W2 p50 µs", "W3 requests/s"]]
