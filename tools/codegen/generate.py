@@ -955,7 +955,9 @@ def method_rows(
     meta: dict[str, Any],
     stable_names: set[str],
     only: set[str] | None = None,
+    gates: dict[str, tuple[str, ...] | None] | None = None,
 ) -> list[MethodRow]:
+    gates = GATES if gates is None else gates
     defs = schema["$defs"]
     rows = []
     by_method: dict[str, list[str]] = {}
@@ -968,7 +970,7 @@ def method_rows(
         names = by_method.get(method)
         if not names:
             raise CodegenError(f"method {method} has no x-method definitions")
-        if method not in GATES:
+        if method not in gates:
             raise CodegenError(f"method {method} has no capability gate entry in GATES")
         results = [n for n in names if n.endswith("Response")]
         unstable = method not in stable_names
@@ -985,7 +987,7 @@ def method_rows(
                 raise CodegenError(f"request {method} has no response definition")
             result = results[0] if kind == "request" else None
             rows.append(
-                MethodRow(method, handler, side, kind, params[0], result, GATES[method], unstable)
+                MethodRow(method, handler, side, kind, params[0], result, gates[method], unstable)
             )
     return rows
 
@@ -1145,5 +1147,6 @@ def generate_extension(
 
 
 def generate_all() -> dict[str, str]:
-    # v2 is generated side by side later: `generate_version("v2")` once its modules are wanted.
-    return generate_version("v1")
+    from tools.codegen.v2 import generate_v2  # v2 side by side (see tools/codegen/v2.py)
+
+    return generate_version("v1") | generate_v2()
