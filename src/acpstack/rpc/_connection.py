@@ -124,6 +124,11 @@ class Connection:
         return self.state.unstable
 
     @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version `initialize` chose for this connection (None before)."""
+        return self.state.version
+
+    @property
     def peer_capabilities(self) -> Any:
         """What the peer advertised in `initialize` (None before)."""
         return self.state.peer_capabilities

@@ -21,6 +21,9 @@ RESOURCE_NOT_FOUND = -32002
 # away from -32000 (auth required) and -32002 (resource not found); seed 002 also
 # uses -32005 for "access denied", so older peers read it the same way.
 PERMISSION_DENIED = -32005
+# ACP v2: `initialize` asked for a version the agent speaks none at or below of; data is
+# `{"requested": N, "supported": [...]}`.
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class RequestError(Exception):
