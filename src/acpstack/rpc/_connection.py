@@ -129,6 +129,11 @@ class Connection:
         return self.state.version
 
     @property
+    def protocol_versions(self) -> tuple[int, ...]:
+        """The ACP protocol versions this side of the connection speaks."""
+        return self.state.versions
+
+    @property
     def peer_capabilities(self) -> Any:
         """What the peer advertised in `initialize` (None before)."""
         return self.state.peer_capabilities
