@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
-from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec, method_table
+from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec
 from acpstack.wire._codec import (
     Invalid,
     RequestId,
@@ -56,13 +56,8 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
-from acpstack.wire._versions import (
-    advertised,
-    downgrade_initialize,
-    negotiate,
-    requested_version,
-    unsupported_version,
-)
+from acpstack.wire._negotiation import Negotiation
+from acpstack.wire._versions import advertised
 
 log = logging.getLogger("acpstack.wire")
 
@@ -89,7 +84,7 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-class ProtocolState:
+class ProtocolState(Negotiation):
     """One side of an ACP connection, without I/O.
 
     framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
@@ -140,28 +135,6 @@ class ProtocolState:
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
         self._send_mode: str | None = None if send_framing == "auto" else send_framing
-
-    def _use_tables(self, version: int) -> None:
-        """Speak `version`'s methods (v2's tables load only when a connection needs them)."""
-        if version == self._table_version:
-            return
-        self._table_version = version
-        table = method_table(self.unstable, self.extensions if version == 1 else (), version)
-        mine = {self.role, "both", "protocol"}
-        peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
-        # Method name -> spec, one table per direction and kind.
-        self._requests_in = {
-            s.name: s for s in table if s.handled_by in mine and s.kind == "request"
-        }
-        self._notifications_in = {
-            s.name: s for s in table if s.handled_by in mine and s.kind == "notification"
-        }
-        self._requests_out = {
-            s.name: s for s in table if s.handled_by in peer and s.kind == "request"
-        }
-        self._notifications_out = {
-            s.name: s for s in table if s.handled_by in peer and s.kind == "notification"
-        }
 
     @property
     def local_capabilities(self) -> Any:
@@ -382,41 +355,6 @@ class ProtocolState:
             return None
         return IncomingRequest(rid, method, spec, params)
 
-    def _initialize_request(self, rid: RequestId, raw_params: Any) -> Event | None:
-        """Agent side: choose the version, switch to its tables, decode in its shape."""
-        requested = requested_version(raw_params)
-        if requested is not None:
-            chosen = negotiate(requested, self.versions)
-            if chosen is None:
-                self._queue_error(rid, unsupported_version(requested, self.versions))
-                return None
-            if self.initialized and chosen != self.version:
-                self._queue_error(
-                    rid,
-                    RequestError(
-                        INVALID_REQUEST,
-                        "Invalid request: the protocol version of a connection cannot change",
-                        {"version": self.version, "requested": requested},
-                    ),
-                )
-                return None
-            self._use_tables(chosen)
-            self.version = chosen
-            if chosen == 1 and requested >= 2:
-                raw_params = _downgraded(raw_params)
-        spec = self._requests_in["initialize"]
-        try:
-            params = decode_typed(raw_params, spec.params, "initialize")
-        except RequestError as err:
-            self._queue_error(rid, err)
-            return None
-        # What the client advertised (the agent's own answer is recorded in `result`).
-        self.peer_capabilities = advertised(params, self._table_version, "client")
-        if not self.initialized:
-            self.deferring = True  # what comes next waits until this is answered
-            self._initialize_id = rid
-        return IncomingRequest(rid, "initialize", spec, params)
-
     def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
         if spec is None and method in METHOD_ALIASES:
@@ -461,33 +399,6 @@ class ProtocolState:
             return IncomingResponse(
                 call, error=RequestError(err.code, "Invalid result from peer", err.data)
             )
-        return IncomingResponse(call, result=result)
-
-    def _initialize_response(self, call: PendingCall, raw_result: Any) -> Event | None:
-        """Client side: the agent's answer chose the version; decode it in that shape and
-        speak it from now on. A version we do not speak is decoded in v1's shape (and left
-        for the caller to refuse: `AgentPeer.initialize` raises ProtocolVersionError)."""
-        answered = requested_version(raw_result)
-        asked = getattr(self._initialize_params, "protocol_version", 1)
-        if not isinstance(asked, int) or answered is None or answered > asked:
-            answered = None  # not an answer to what we asked: left for the caller to refuse
-        version = answered if answered in self.versions else 1
-        self._use_tables(version)
-        result_type = self._requests_out["initialize"].result
-        assert result_type is not None
-        try:
-            result = decode_typed(raw_result, result_type, "initialize", result=True)
-        except RequestError as err:
-            return IncomingResponse(
-                call, error=RequestError(err.code, "Invalid result from peer", err.data)
-            )
-        if answered in self.versions:
-            self.version = version
-        if version == 1 and isinstance(asked, int) and asked >= 2:
-            # We asked in v2's shape and go on in v1: we offered what the agent read.
-            self.local_capabilities = _v1_client_capabilities(self._initialize_params)
-        self.peer_capabilities = advertised(result, version, "agent")
-        self.initialized = True
         return IncomingResponse(call, result=result)
 
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
@@ -573,22 +484,3 @@ class ProtocolState:
                 f"the peer did not advertise `{path}`, so {spec.name} may not be sent"
             )
         self._sendable.add(spec.name)
-
-
-def _downgraded(raw_params: Any) -> Any:
-    """v2-shaped `initialize` params, rewritten for a v1 agent (raw JSON in, raw JSON out)."""
-    try:
-        data = msgspec.json.decode(raw_params)
-    except Exception:  # noqa: BLE001 - the strict decode that follows reports it
-        return raw_params
-    if not isinstance(data, dict):
-        return raw_params
-    return msgspec.Raw(msgspec.json.encode(downgrade_initialize(data)))
-
-
-def _v1_client_capabilities(params: Any) -> Any:
-    """What a v1 agent read of our v2-shaped `initialize` (see `downgrade_initialize`)."""
-    from acpstack.schema import v1
-
-    data = downgrade_initialize(msgspec.to_builtins(params))
-    return msgspec.convert(data["clientCapabilities"], v1.ClientCapabilities)
