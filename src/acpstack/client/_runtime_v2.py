@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -41,11 +41,13 @@ _command_ids = itertools.count(1)
 
 @dataclass
 class TurnWait:
-    """A `prompt` waiting for the end of its turn (the idle that follows the prompt)."""
+    """A `prompt` waiting for the end of its turn: the first idle state update after the
+    agent reported `running` (which it must when the turn's work starts) or after it
+    answered the prompt. An idle before both is a snapshot of earlier work."""
 
     done: asyncio.Future[tuple[str | None, Any]]
     started: bool = False  # running (or requires_action) reported since the prompt was sent
-    idle: tuple[str | None, Any] | None = field(default=None)  # an idle seen before that
+    acked: bool = False  # the prompt was answered (accepted)
 
 
 class V2ClientMethods:
@@ -137,14 +139,24 @@ class V2ClientMethods:
                 await self.agent.call(
                     "session/prompt", v2.PromptRequest(session_id=session_id, prompt=prompt)
                 )
-                if not wait.done.done() and not wait.started and wait.idle is not None:
-                    wait.done.set_result(wait.idle)  # an agent that never said `running`
-                stop, error = await wait.done
+                wait.acked = True
+                stop, error = await self._turn_end(wait)
         finally:
             self._turns.pop(session_id, None)
         if stop == "error":
             raise _error(error)
         return acp.PromptResponse(stop_reason=stop or "end_turn")  # type: ignore[arg-type]
+
+    async def _turn_end(self, wait: TurnWait) -> tuple[str | None, Any]:
+        """The end of the turn, or ConnectionClosed if the connection ends first."""
+        closed = asyncio.ensure_future(self.agent.connection.wait_closed())
+        try:
+            await asyncio.wait([wait.done, closed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+        if not wait.done.done():
+            self._end_turns()
+        return await wait.done
 
     def _turn_state(self, session_id: str, state: SessionState) -> None:
         """A state update arrived: the end of a turn `prompt` waits for?"""
@@ -153,10 +165,8 @@ class V2ClientMethods:
             return
         if state.state != "idle":
             wait.started = True
-        elif wait.started:
+        elif wait.started or wait.acked:  # (an idle before both is an older snapshot)
             wait.done.set_result((state.stop_reason, state.error))
-        else:
-            wait.idle = (state.stop_reason, state.error)
 
     def _end_turns(self) -> None:
         """The connection closed: every waiting `prompt` fails with ConnectionClosed."""

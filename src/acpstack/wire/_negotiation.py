@@ -92,7 +92,12 @@ class Negotiation:
                 raw_params = _downgraded(raw_params)
         spec = self._requests_in["initialize"]
         try:
-            params = decode_typed(raw_params, spec.params, "initialize")
+            try:
+                params = decode_typed(raw_params, spec.params, "initialize")
+            except RequestError:
+                if self._table_version != 2:
+                    raise
+                params = decode_typed(_lenient_v2(raw_params), spec.params, "initialize")
         except RequestError as err:
             self._queue_error(rid, err)
             return None
@@ -129,6 +134,28 @@ class Negotiation:
         self.peer_capabilities = advertised(result, version, "agent")
         self.initialized = True
         return IncomingResponse(call, result=result)
+
+
+def _lenient_v2(raw_params: Any) -> Any:
+    """v2 `initialize` params that do not decode: a missing or malformed `info` (required in
+    v2) is taken as unknown and unusable capabilities as none, as the TypeScript SDK's
+    router does (clients that send v1's shape with version 2 still get in)."""
+    try:
+        data = msgspec.json.decode(raw_params)
+    except Exception:  # noqa: BLE001 - the strict decode's error stands
+        return raw_params
+    if not isinstance(data, dict):
+        return raw_params
+    info = data.get("info")
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        data["info"] = {"name": "unknown", "version": "unknown"}
+    if "capabilities" in data and not isinstance(data["capabilities"], dict):
+        del data["capabilities"]
+    return msgspec.Raw(msgspec.json.encode(data))
 
 
 def _downgraded(raw_params: Any) -> Any:
