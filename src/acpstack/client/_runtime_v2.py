@@ -149,7 +149,7 @@ class V2ClientMethods:
 
     async def _turn_end(self, wait: TurnWait) -> tuple[str | None, Any]:
         """The end of the turn, or ConnectionClosed if the connection ends first."""
-        closed = asyncio.ensure_future(self.agent.connection.wait_closed())
+        closed: asyncio.Future[Any] = asyncio.ensure_future(self.agent.connection.wait_closed())
         try:
             await asyncio.wait([wait.done, closed], return_when=asyncio.FIRST_COMPLETED)
         finally:
