@@ -236,13 +236,7 @@ def _place_node_peers() -> None:
     """
     target_dir = NODE_DIR / _NODE_PEERS_SUBDIR
     target_dir.mkdir(parents=True, exist_ok=True)
-    scripts = (
-        TS_AGENT_SCRIPT,
-        TS_CLIENT_SCRIPT,
-        TS_UNSTABLE_AGENT_SCRIPT,
-        TS_UNSTABLE_CLIENT_SCRIPT,
-    )
-    for src in (*scripts, *sorted(REMOTE_PEERS_DIR.glob("*.mjs"))):
+    for src in (*sorted(PEERS_DIR.glob("*.mjs")), *sorted(REMOTE_PEERS_DIR.glob("*.mjs"))):
         data = src.read_bytes()
         dst = target_dir / src.name
         try:

@@ -51,7 +51,9 @@ def method_rows(
     meta: dict[str, Any],
     stable_names: set[str],
     only: set[str] | None = None,
+    gates: dict[str, tuple[str, ...] | None] | None = None,
 ) -> list[MethodRow]:
+    gates = GATES if gates is None else gates
     defs = schema["$defs"]
     rows = []
     by_method: dict[str, list[str]] = {}
@@ -64,7 +66,7 @@ def method_rows(
         names = by_method.get(method)
         if not names:
             raise CodegenError(f"method {method} has no x-method definitions")
-        if method not in GATES:
+        if method not in gates:
             raise CodegenError(f"method {method} has no capability gate entry in GATES")
         results = [n for n in names if n.endswith("Response")]
         unstable = method not in stable_names
@@ -81,7 +83,7 @@ def method_rows(
                 raise CodegenError(f"request {method} has no response definition")
             result = results[0] if kind == "request" else None
             rows.append(
-                MethodRow(method, handler, side, kind, params[0], result, GATES[method], unstable)
+                MethodRow(method, handler, side, kind, params[0], result, gates[method], unstable)
             )
     return rows
 

@@ -47,6 +47,11 @@ class ClientPeer(ClientPeerMethods):
         """Whether the connection speaks ACP's unstable methods."""
         return self.connection.unstable
 
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version of the connection (None before `initialize`)."""
+        return self.connection.protocol_version
+
     async def session_update(self, session_id: str, update: acp.SessionUpdate) -> None:
         """Send one `session/update` notification."""
         await self.connection.notify(
@@ -93,6 +98,10 @@ class Agent(AgentHandlers):
     """
 
     client: ClientPeer
+    # The ACP protocol versions this agent speaks. On a version 2 connection the runtime
+    # calls the `v2_`-named handlers (`v2_initialize`, `v2_session_prompt`, ...) with
+    # `acpstack.schema.v2` types; `SessionAgent` speaks both.
+    protocol_versions: tuple[int, ...] = (1,)
 
     def on_connect(self, client: ClientPeer) -> None:
         """Called once the connection exists, before any message is handled."""

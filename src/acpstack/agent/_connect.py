@@ -26,17 +26,21 @@ def connect_agent(
     framing: str = "auto",
     max_inbound_requests: int = 512,
     max_waiting_requests: int = 8192,
+    protocol_versions: tuple[int, ...] | None = None,
 ) -> Connection:
     """Wire `agent` to a transport. Start it with `async with` (or `.start()`).
 
     `unstable=True` speaks ACP's unstable methods too; `extensions=("nes",)` adds the
-    frozen `nes/*` and `document/*` methods (needs `unstable`)."""
+    frozen `nes/*` and `document/*` methods (needs `unstable`). `protocol_versions`: the
+    ACP versions offered to the client (default: `agent.protocol_versions`); `initialize`
+    picks the highest one at or below what the client asks for."""
     state = ProtocolState(
         "agent",
         unstable=unstable,
         max_message_size=max_message_size,
         framing=framing,
         extensions=extensions,
+        versions=protocol_versions or agent.protocol_versions,
     )
     dispatcher = AgentDispatcher(agent)
     connection = Connection(

@@ -17,11 +17,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
-import msgspec
-
 from acpstack._version import __version__
+from acpstack.agent._config import ConfigOptionMethods
 from acpstack.agent._local_access import Fallback, LocalAccess
-from acpstack.agent._requests import check_absolute, dirs, plain, select_values
+from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
 from acpstack.agent._turn import Turn
@@ -32,6 +31,7 @@ from acpstack.agent._unstable import (
     UnstableSessionMethods,
     unstable_capabilities,
 )
+from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
@@ -42,10 +42,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.agent")
 
-MODE_CONFIG_ID = "mode"
 
-
-class SessionAgent(UnstableSessionMethods):
+class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -71,6 +69,7 @@ class SessionAgent(UnstableSessionMethods):
     name = "acpstack-agent"
     title: str | None = None
     version = __version__
+    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,
@@ -174,22 +173,28 @@ class SessionAgent(UnstableSessionMethods):
         return result
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
-        if params.method_id not in {m.id for m in self.auth_methods}:
-            raise RequestError.invalid_params(
-                {"methodId": params.method_id}, f"Unknown authentication method: {params.method_id}"
-            )
-        if not await self.check_authentication(params.method_id):
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-        self.authenticated = True
-        await self.report_auth_status()
+        await self._login(params.method_id)
         return acp.AuthenticateResponse()
 
     async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
+        await self._logout("logout")
+        return acp.LogoutResponse()
+
+    async def _login(self, method_id: str) -> None:
+        if method_id not in {m.id for m in self.auth_methods}:
+            raise RequestError.invalid_params(
+                {"methodId": method_id}, f"Unknown authentication method: {method_id}"
+            )
+        if not await self.check_authentication(method_id):
+            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
+        self.authenticated = True
+        await self.report_auth_status()
+
+    async def _logout(self, method: str) -> None:
         if not self.auth_methods:
-            raise RequestError.method_not_found("logout")
+            raise RequestError.method_not_found(method)
         self.authenticated = False
         await self.report_auth_status()
-        return acp.LogoutResponse()
 
     def _require_auth(self) -> None:
         if not self.authenticated:
@@ -202,26 +207,44 @@ class SessionAgent(UnstableSessionMethods):
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         self._require_auth()
-        check_absolute(params.cwd, "cwd")
-        extra = dirs(params.additional_directories)
-        system_prompt = self.system_prompt_of(params)
-        record = SessionRecord(
-            session_id=uuid.uuid4().hex,
-            cwd=params.cwd,
-            additional_directories=extra,
-            mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
-            mode_id=self.modes[0][0] if self.modes else None,
-            config_values=self._default_config_values(),
-            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
+        session = await self._open_new(
+            params.cwd,
+            params.additional_directories,
+            params.mcp_servers,
+            self.system_prompt_of(params),
         )
-        self.store.create(record)
-        session = Session.from_record(record, self.client, self.store)
-        await self._activate(session, params.mcp_servers)
         return acp.NewSessionResponse(
             session_id=session.session_id,
             modes=self._mode_state(session),
             config_options=self._config_options(session),
         )
+
+    async def _open_new(
+        self, cwd: str, additional: Any, servers: Sequence[Any], system_prompt: Any
+    ) -> Session:
+        """A new session, stored and active (`servers`: v1 MCP server configurations)."""
+        check_absolute(cwd, "cwd")
+        record = SessionRecord(
+            session_id=uuid.uuid4().hex,
+            cwd=cwd,
+            additional_directories=dirs(additional),
+            mcp_servers=[self.stored_mcp_server(s) for s in servers],
+            mode_id=self.modes[0][0] if self.modes else None,
+            config_values=self._default_config_values(),
+            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
+        )
+        self.store.create(record)
+        session = self._session_of(record)
+        await self._activate(session, servers)
+        return session
+
+    def _session_of(self, record: SessionRecord) -> Session:
+        """The live session of `record`, speaking the connection's protocol version."""
+        if self.client.protocol_version == 2:
+            from acpstack.agent._v2_session import V2Session
+
+            return V2Session.from_record(record, self.client, self.store)
+        return Session.from_record(record, self.client, self.store)
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         self._require_auth()
@@ -252,16 +275,7 @@ class SessionAgent(UnstableSessionMethods):
         )
 
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
-        self._require_auth()
-        cwd = params.cwd if isinstance(params.cwd, str) else None
-        cursor = params.cursor if isinstance(params.cursor, str) else None
-        archived: Any = self.archive_filter(params)
-        try:
-            records, next_cursor = self.store.list_sessions(
-                cwd=cwd, cursor=cursor, archived=archived
-            )
-        except ValueError as exc:
-            raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+        records, next_cursor = self._list_records(params)
         infos = []
         for r in records:
             info = self.session_info(r)
@@ -273,21 +287,42 @@ class SessionAgent(UnstableSessionMethods):
             result.next_cursor = next_cursor
         return result
 
+    def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
+        self._require_auth()
+        cwd = params.cwd if isinstance(params.cwd, str) else None
+        cursor = params.cursor if isinstance(params.cursor, str) else None
+        archived: Any = self.archive_filter(params)
+        try:
+            return self.store.list_sessions(cwd=cwd, cursor=cursor, archived=archived)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
-        session = self.sessions.pop(params.session_id, None)
-        if session is None:
-            if self.store.get(params.session_id) is None:
-                raise RequestError.resource_not_found(params.session_id)
-            return acp.CloseSessionResponse()
-        await self._stop(session)
+        await self._close(params.session_id)
         return acp.CloseSessionResponse()
 
+    async def _close(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            if self.store.get(session_id) is None:
+                raise self._not_found(session_id)
+            return
+        await self._stop(session)
+
+    def _not_found(self, session_id: str) -> RequestError:
+        if self.client.protocol_version == 2:
+            return session_not_found(session_id)  # v2's data: {sessionId}
+        return RequestError.resource_not_found(session_id)
+
     async def session_delete(self, params: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
-        session = self.sessions.pop(params.session_id, None)
+        await self._delete(params.session_id)
+        return acp.DeleteSessionResponse()
+
+    async def _delete(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
         if session is not None:
             await self._stop(session)
-        self.store.delete(params.session_id)
-        return acp.DeleteSessionResponse()
+        self.store.delete(session_id)
 
     async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
@@ -304,7 +339,7 @@ class SessionAgent(UnstableSessionMethods):
         )
         if system_prompt is not None:
             record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
-        session = Session.from_record(record, self.client, self.store)
+        session = self._session_of(record)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
         return acpu.ForkSessionResponse(session_id=new_id)
@@ -320,7 +355,7 @@ class SessionAgent(UnstableSessionMethods):
         check_absolute(cwd, "cwd")
         record = self.store.get(session_id)
         if record is None:
-            raise RequestError.resource_not_found(session_id)
+            raise self._not_found(session_id)
         old = self.sessions.pop(session_id, None)
         if old is not None:
             await self._stop(old)
@@ -335,7 +370,7 @@ class SessionAgent(UnstableSessionMethods):
             record = self.store.update(
                 session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt}
             )
-        session = Session.from_record(record, self.client, self.store)
+        session = self._session_of(record)
         await self._activate(session, servers)
         return session
 
@@ -400,46 +435,58 @@ class SessionAgent(UnstableSessionMethods):
     def _active(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.resource_not_found(session_id)
+            raise self._not_found(session_id)
         return session
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         session = self._active(params.session_id)
+        turn = self._start_turn(session, list(params.prompt))
+        task = asyncio.current_task()
+        assert task is not None
+        session.turn_task = task
+        try:
+            return acp.PromptResponse(stop_reason=await self._run_turn(turn))
+        finally:
+            session.turn_task = None
+
+    def _start_turn(
+        self, session: Session, prompt: list[acp.ContentBlock], message_id: str | None = None
+    ) -> Turn:
+        """Record the prompt and make its turn (-32602 while another turn runs)."""
         if session.turn_task is not None:
             raise RequestError.invalid_params(
                 {"sessionId": session.session_id},
                 "A prompt turn is already running in this session",
             )
-        task = asyncio.current_task()
-        assert task is not None
-        session.turn_task = task
         session.cancel_requested = False
-        session.record_prompt(list(params.prompt))
+        session.record_prompt(prompt, message_id)
         local = self._local.get(session.session_id)
         if local is None:
             local = LocalAccess(session.session_id, session.cwd, session.additional_directories)
             self._local[session.session_id] = local
-        turn = Turn(session, list(params.prompt), fallback=self.fallback, local=local)
+        return Turn(session, prompt, fallback=self.fallback, local=local)
+
+    async def _run_turn(self, turn: Turn) -> acp.StopReason:
+        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
+        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
+        session = turn.session
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:
-            # session/cancel, $/cancel_request or shutdown: the turn ends as "cancelled".
-            return acp.PromptResponse(stop_reason="cancelled")
+            return "cancelled"
         except (ClientCapabilityMissing, CapabilityError) as exc:
             if session.cancel_requested:
-                return acp.PromptResponse(stop_reason="cancelled")
+                return "cancelled"
             stop = await _missing_capability(turn, exc)
         except Exception:
             if session.cancel_requested:
-                return acp.PromptResponse(stop_reason="cancelled")
+                return "cancelled"
             with contextlib.suppress(Exception):  # none is left pending
                 await turn.fail_unfinished("The agent stopped on an error.")
             raise
-        finally:
-            session.turn_task = None
         if session.cancel_requested:
-            return acp.PromptResponse(stop_reason="cancelled")
-        return acp.PromptResponse(stop_reason=stop or "end_turn")
+            return "cancelled"
+        return stop or "end_turn"
 
     async def session_cancel(self, params: acp.CancelNotification) -> None:
         session = self.sessions.get(params.session_id)
@@ -455,88 +502,6 @@ class SessionAgent(UnstableSessionMethods):
         if wait and task is not asyncio.current_task():
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(task), 10)
-
-    # -- modes and config options ----------------------------------------------------------
-
-    def _default_config_values(self) -> dict[str, Any]:
-        return {o.id: o.current_value for o in self.extra_config_options}
-
-    def _mode_state(self, session: Session) -> acp.SessionModeState | None:
-        if not self.modes:
-            return None
-        current = session.mode_id or self.modes[0][0]
-        return acp.SessionModeState(
-            current_mode_id=current,
-            available_modes=[acp.SessionMode(id=i, name=n) for i, n in self.modes],
-        )
-
-    def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
-        options: list[acp.SessionConfigOption] = []
-        if self.modes:
-            current = session.mode_id or self.modes[0][0]
-            choices = [acp.SessionConfigSelectOption(value=i, name=n) for i, n in self.modes]
-            options.append(
-                acp.SessionConfigOption(
-                    id=MODE_CONFIG_ID,
-                    name="Mode",
-                    category="mode",
-                    type="select",
-                    current_value=current,
-                    options=choices,
-                )
-            )
-        for option in self.extra_config_options:
-            current_value = session.config_values.get(option.id, option.current_value)
-            options.append(msgspec.structs.replace(option, current_value=current_value))
-        return options or None
-
-    async def session_set_mode(
-        self, params: acp.SetSessionModeRequest
-    ) -> acp.SetSessionModeResponse:
-        session = self._active(params.session_id)
-        await self._set_mode(session, params.mode_id)
-        return acp.SetSessionModeResponse()
-
-    async def _set_mode(self, session: Session, mode_id: str) -> None:
-        if mode_id not in {i for i, _ in self.modes}:
-            raise RequestError.invalid_params({"modeId": mode_id}, f"Unknown mode: {mode_id}")
-        session.mode_id = mode_id
-        session.save()
-        await session.send(acp.CurrentModeUpdate(current_mode_id=mode_id))
-        options = self._config_options(session)
-        if options:
-            await session.send(acp.ConfigOptionUpdate(config_options=options))
-
-    async def session_set_config_option(
-        self, params: acp.SetSessionConfigOptionRequest
-    ) -> acp.SetSessionConfigOptionResponse:
-        session = self._active(params.session_id)
-        if params.config_id == MODE_CONFIG_ID and self.modes:
-            if not isinstance(params.value, str):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, "The mode option takes a value id"
-                )
-            await self._set_mode(session, params.value)
-        else:
-            option = next((o for o in self.extra_config_options if o.id == params.config_id), None)
-            if option is None:
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, f"Unknown config option: {params.config_id}"
-                )
-            if (option.type == "boolean") != isinstance(params.value, bool):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, "Wrong value type for this option"
-                )
-            if option.type == "select" and params.value not in select_values(option):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id, "value": params.value},
-                    "Unknown value for this option",
-                )
-            session.config_values[option.id] = params.value
-            session.save()
-        return acp.SetSessionConfigOptionResponse(
-            config_options=self._config_options(session) or []
-        )
 
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""

@@ -294,11 +294,7 @@ class Turn(TurnExtras):
     ) -> PermissionDecision:
         """Ask the user. Only a selected option of an allow kind counts as approval."""
         tool_call = tool.as_update() if isinstance(tool, ToolCallHandle) else tool
-        params = acp.RequestPermissionRequest(
-            session_id=self.session.session_id, tool_call=tool_call, options=list(options)
-        )
-        answer = await self.session.client.session_request_permission(params)
-        outcome = answer.outcome
+        outcome = await self.session.ask_permission(tool_call, list(options))
         if isinstance(outcome, acp.SelectedPermissionOutcome):
             chosen = next((o for o in options if o.option_id == outcome.option_id), None)
             if chosen is None:  # an id we never offered: never approval

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from acpstack.client._generated_peer import AgentPeerMethods, ClientHandlers
 from acpstack.schema import PROTOCOL_VERSION
@@ -12,6 +12,7 @@ from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest,
 
 if TYPE_CHECKING:
     from acpstack.rpc import Connection
+    from acpstack.schema import v2
 
 log = logging.getLogger("acpstack.client")
 
@@ -30,28 +31,62 @@ class AgentPeer(AgentPeerMethods):
     def __init__(self, connection: Connection, extensions: tuple[str, ...] = ()) -> None:
         self.connection = connection
         self.extensions = extensions  # the frozen extensions the connection speaks
-        self.initialize_result: acp.InitializeResponse | None = None
+        # The agent's answer to `initialize` as it came (a v2 answer on a v2 connection).
+        self.initialize_result: acp.InitializeResponse | v2.InitializeResponse | None = None
+        # On a v2 connection: the answer in the v1 shape (see `client/_v2_view.py`).
+        self.model_initialize_result: acp.InitializeResponse | None = None
 
     @property
     def capabilities(self) -> acp.AgentCapabilities | None:
+        """What the agent advertised, in the v1 shape whatever the connection speaks (on v2:
+        what this client can do with it; the v2 object is `connection.peer_capabilities`)."""
+        if self.model_initialize_result is not None:
+            model = self.model_initialize_result.agent_capabilities
+            return model if isinstance(model, acp.AgentCapabilities) else None
         caps: acp.AgentCapabilities | None = self.connection.peer_capabilities
         return caps
 
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version of the connection (None before `initialize`)."""
+        return self.connection.protocol_version
+
+    @overload
     async def initialize(
         self, params: acp.InitializeRequest | None = None, *, timeout: float | None = None
-    ) -> acp.InitializeResponse:
+    ) -> acp.InitializeResponse: ...
+
+    @overload
+    async def initialize(
+        self, params: v2.InitializeRequest, *, timeout: float | None = None
+    ) -> acp.InitializeResponse | v2.InitializeResponse: ...
+
+    async def initialize(
+        self,
+        params: acp.InitializeRequest | v2.InitializeRequest | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """`initialize`: v1 params ask for version 1, v2 params (`acpstack.schema.v2`) for
+        version 2, which a v1 agent answers with 1: the connection then goes on in v1 and
+        the answer is v1's. ProtocolVersionError for an answer we cannot go on in."""
         if params is None:
             params = acp.InitializeRequest(
                 protocol_version=PROTOCOL_VERSION, client_capabilities=acp.ClientCapabilities()
             )
-        result: acp.InitializeResponse = await self.connection.request(
-            "initialize", params, timeout=timeout
-        )
-        if result.protocol_version != PROTOCOL_VERSION:
+        result = await self.connection.request("initialize", params, timeout=timeout)
+        if result.protocol_version != self.connection.protocol_version:
             raise ProtocolVersionError(
-                f"the agent speaks ACP protocol version {result.protocol_version}; this client speaks {PROTOCOL_VERSION}"
+                f"the agent speaks ACP protocol version {result.protocol_version}; this "
+                f"client asked for {params.protocol_version} and speaks "
+                f"{', '.join(map(str, self.connection.protocol_versions))}"
             )
         self.initialize_result = result
+        self.model_initialize_result = None
+        if self.connection.protocol_version == 2:
+            from acpstack.client._v2_view import initialize_result
+
+            self.model_initialize_result = initialize_result(result)
         return result
 
     async def call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:

@@ -12,6 +12,10 @@ Apply every `session/update` of one session in order with `SessionState.apply`.
   ...: omitted = unchanged, null = cleared); `session_message` patches and
   `session_message_chunk` appends to `session_messages[message id]`.
 - Unknown update kinds are kept in `unknown_updates`, not dropped.
+- Protocol v2 (see `_v2_view.py`): `state` is the agent's foreground state (`idle`,
+  `running`, `requires_action`, or a newer one: busy), `stop_reason` and `error` what the
+  last idle reported; `agent_terminals` the agent's display terminals. A v1 agent's turn
+  leaves `state` idle (ClientRuntime sets `stop_reason` when the prompt returns).
 """
 
 from __future__ import annotations
@@ -90,6 +94,18 @@ class SessionMessageState:
         return "".join(getattr(block, "text", "") for block in self.content)
 
 
+@dataclass
+class AgentTerminal:
+    """A terminal the agent runs and shows (protocol v2 `terminal_update`): display only."""
+
+    terminal_id: str
+    command: str | None = None
+    output: bytearray = field(default_factory=bytearray)
+    exited: bool = False
+    exit_code: int | None = None
+    signal: str | None = None
+
+
 MAX_NOTICES = 100
 
 _CHUNK_SPEAKERS: dict[type, Speaker] = {
@@ -118,6 +134,10 @@ class SessionState:
     session_messages: dict[str, SessionMessageState] = field(default_factory=dict)
     open_elicitations: set[str] = field(default_factory=set)  # URL elicitations accepted
     unknown_updates: list[dict[str, Any]] = field(default_factory=list)
+    state: str = "idle"
+    stop_reason: str | None = None
+    error: dict[str, Any] | None = None  # what the last idle reported (v2: stopReason error)
+    agent_terminals: dict[str, AgentTerminal] = field(default_factory=dict)
     # Notifications for this session that arrived but had to be discarded (too large,
     # invalid): the state may be missing an update. See `Client.on_message_dropped`.
     dropped_messages: int = 0
@@ -207,6 +227,17 @@ class SessionState:
             message.fields.update(
                 (k, v) for k, v in raw.items() if k not in ("content", "messageId")
             )
+        return True
+
+    def replace_message(
+        self, speaker: Speaker, message_id: str, content: list[acp.ContentBlock]
+    ) -> bool:
+        """Set the whole content of a message (v2 upserts); True if it is a new message."""
+        for message in reversed(self.messages):
+            if message.message_id == message_id and message.speaker == speaker:
+                message.content = list(content)
+                return False
+        self.messages.append(Message(speaker, message_id, list(content)))
         return True
 
     @property

@@ -142,6 +142,16 @@ class Connection:
         return self.state.unstable
 
     @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version `initialize` chose for this connection (None before)."""
+        return self.state.version
+
+    @property
+    def protocol_versions(self) -> tuple[int, ...]:
+        """The ACP protocol versions this side of the connection speaks."""
+        return self.state.versions
+
+    @property
     def peer_capabilities(self) -> Any:
         """What the peer advertised in `initialize` (None before)."""
         return self.state.peer_capabilities

@@ -30,6 +30,9 @@ RESOURCE_NOT_FOUND = -32002
 # uses -32005 for "access denied", so older peers read it the same way.
 PERMISSION_DENIED = -32005
 """acpstack: the path is outside the session's workspace (not an ACP code)."""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""ACP v2: `initialize` asked for a version below every one the agent speaks; data is
+`{"requested": N, "supported": [...]}`."""
 
 
 class RequestError(Exception):
