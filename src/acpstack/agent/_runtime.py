@@ -68,8 +68,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
 
     name = "acpstack-agent"
     title: str | None = None
-    version = __version__
-    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
+    version: str = __version__
+    protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,
@@ -92,19 +92,19 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         self.fallback: Fallback = fallback
         self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
-        self.modes = list(modes)
-        self.extra_config_options = list(config_options)
-        self.auth_methods = list(auth_methods)
-        self.authenticated = not self.auth_methods
+        self.modes: list[tuple[str, str]] = list(modes)
+        self.extra_config_options: list[acp.SessionConfigOption] = list(config_options)
+        self.auth_methods: list[acp.AuthMethodAgent] = list(auth_methods)
+        self.authenticated: bool = not self.auth_methods
         self.use_mcp = mcp
         self.mcp_http = mcp_http
         self.mcp_sse = mcp_sse
         self.mcp_fail_fast = mcp_fail_fast
-        self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
-            embedded_context=True
+        self.prompt_capabilities: acp.PromptCapabilities = (
+            prompt_capabilities or acp.PromptCapabilities(embedded_context=True)
         )
         self.providers = providers
-        self.system_prompt_modes = tuple(system_prompt_modes)
+        self.system_prompt_modes: tuple[str, ...] = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 

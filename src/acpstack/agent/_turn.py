@@ -115,7 +115,7 @@ class ToolCallHandle:
     def __init__(self, turn: Turn, tool_call_id: str, title: str, kind: acp.ToolKind) -> None:
         self.turn = turn
         self.tool_call_id = tool_call_id
-        self.title = title
+        self.title: str = title
         self.kind = kind
         self.content: list[acp.ToolCallContent] = []
         self.locations: list[acp.ToolCallLocation] = []
@@ -195,7 +195,7 @@ class Turn(TurnExtras):
         self.session = session
         self.prompt = prompt
         self.fallback: Fallback = fallback
-        self.message_id = uuid.uuid4().hex
+        self.message_id: str = uuid.uuid4().hex
         self._thought_id = uuid.uuid4().hex
         self._tool_ids = itertools.count(1)
         self._local = local

@@ -132,21 +132,21 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
                 if ask_elicitation is not None
                 else DeclineElicitations()
             )
-        self.elicitation_policy = elicitation_policy
+        self.elicitation_policy: ElicitationPolicy = elicitation_policy
         self.on_auth_status = on_auth_status
         self.on_elicitation_complete = on_elicitation_complete
-        self.auth_accounts = []
-        self.mcp_host = McpHost()
+        self.auth_accounts: list[Any] = []
+        self.mcp_host: McpHost = McpHost()
         self.on_update = on_update
         self.on_dropped = on_dropped
-        self.dropped_messages = 0  # every message from the agent that had to be discarded
+        self.dropped_messages: int = 0  # every message from the agent that had to be discarded
         self.choose_auth_method = choose_auth_method
         self.enable_fs = enable_fs
         self.enable_terminal = enable_terminal
-        self.extra_roots = tuple(extra_roots)
+        self.extra_roots: tuple[str, ...] = tuple(extra_roots)
         self.unrestricted_fs = unrestricted_fs
-        self.fs = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
-        self.terminals = TerminalManager(max_terminals=max_terminals)
+        self.fs: FileSystem = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
+        self.terminals: TerminalManager = TerminalManager(max_terminals=max_terminals)
         self.sessions: dict[str, ClientSession] = {}
         self.released_terminals: dict[str, TerminalOutput] = {}
         # Updates that arrive before we know the session (e.g. sent before session/new answered).
