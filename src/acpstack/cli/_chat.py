@@ -189,23 +189,9 @@ class Chat:
         return await ask_elicitation(self, request)
 
     async def _choose_auth(self, methods: list[acp.AuthMethod]) -> str | None:
-        names = ", ".join(f"{m.id} ({m.name})" for m in methods)
-        if self.opts.auth_method is not None:
-            if any(m.id == self.opts.auth_method for m in methods):
-                return self.opts.auth_method
-            raise CliError(f"--auth {self.opts.auth_method}: the agent offers {names}", EXIT_USAGE)
-        if self.input is None or self.renderer is None:
-            self.err.print(
-                f"the agent requires authentication; give --auth METHOD, one of: {names}"
-            )
-            return None
-        lines = [Text("The agent asks you to authenticate:", style="bold")]
-        for index, method in enumerate(methods[:9], 1):
-            about = f": {method.description}" if isinstance(method.description, str) else ""
-            lines.append(Text(f"  [{index}] {method.name}{about}"))
-        self.renderer.view.print(*lines)
-        choices = [(str(i), m.id) for i, m in enumerate(methods[:9], 1)]
-        return await self.input.read_choice("choose a method (Esc skips): ", choices)
+        from acpstack.cli._chat_auth import choose_auth
+
+        return await choose_auth(self, methods)
 
     def write_record(self, record: dict[str, Any]) -> None:
         """One line of `--format json` on stdout."""
@@ -237,6 +223,7 @@ class Chat:
             "exitCode": code,
             "stopReason": self.stop_reason,
             "sessionId": self.session_id,
+            "protocolVersion": self.protocol_version(),
             "usage": usage_of(session.state) if session is not None else None,
             "permissions": {
                 "requested": counts.requested,
@@ -245,6 +232,11 @@ class Chat:
             },
             "error": self.error,
         }
+
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version the agent and the chat speak (None before `initialize`)."""
+        agent = getattr(self.runtime, "agent", None)
+        return None if agent is None else agent.protocol_version
 
     def say(self, text: Text) -> None:
         """A line for the user: on the terminal through the view (which keeps its live area
@@ -436,7 +428,8 @@ class Chat:
                 if self.opts.interactive
                 else ""
             )
-            self.say(Text(f"connected to {name}{hint}", style="dim"))
+            version = f" (ACP v{self.runtime.agent.protocol_version})"
+            self.say(Text(f"connected to {name}{version}{hint}", style="dim"))
         from acpstack.cli._chat_session import apply_settings
 
         await self.open_session()
