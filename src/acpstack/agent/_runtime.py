@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from acpstack._version import __version__
+from acpstack.agent._auth import AuthMethods
 from acpstack.agent._config import ConfigOptionMethods
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._requests import check_absolute, dirs, plain
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.agent")
 
 
-class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods):
+class SessionAgent(V2SessionMethods, ConfigOptionMethods, AuthMethods, UnstableSessionMethods):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -171,37 +172,6 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
                 mcp_acp=self.use_mcp,
             )
         return result
-
-    async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
-        await self._login(params.method_id)
-        return acp.AuthenticateResponse()
-
-    async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
-        await self._logout("logout")
-        return acp.LogoutResponse()
-
-    async def _login(self, method_id: str) -> None:
-        if method_id not in {m.id for m in self.auth_methods}:
-            raise RequestError.invalid_params(
-                {"methodId": method_id}, f"Unknown authentication method: {method_id}"
-            )
-        if not await self.check_authentication(method_id):
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-        self.authenticated = True
-        await self.report_auth_status()
-
-    async def _logout(self, method: str) -> None:
-        if not self.auth_methods:
-            raise RequestError.method_not_found(method)
-        self.authenticated = False
-        await self.report_auth_status()
-
-    def _require_auth(self) -> None:
-        if not self.authenticated:
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-
-    def _auth_methods_data(self) -> list[dict[str, Any]]:
-        return [{"id": m.id, "name": m.name} for m in self.auth_methods]
 
     # -- session lifecycle ---------------------------------------------------------------
 
