@@ -24,8 +24,10 @@ class ConfigOptionMethods:
     modes: list[tuple[str, str]]
     extra_config_options: list[acp.SessionConfigOption]
 
-    def _active(self, session_id: str) -> Session:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what SessionAgent provides (declared for the type checker only)
+
+        def _active(self, session_id: str) -> Session:
+            raise NotImplementedError
 
     def _default_config_values(self) -> dict[str, Any]:
         return {o.id: o.current_value for o in self.extra_config_options}
