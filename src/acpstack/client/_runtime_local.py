@@ -12,7 +12,7 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
 
 
 class LocalWorkMethods:

@@ -19,7 +19,7 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError, capability_allows
 
 if TYPE_CHECKING:
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
     from acpstack.schema import v1_unstable as acpu
 
 AuthStatusCallback = Callable[["acpu.AuthStatusUpdateNotification | acpu.AuthStatusResponse"], None]
@@ -35,10 +35,12 @@ class RuntimeExtras(Client):
     auth_state: str | None = None
     auth_accounts: list[Any]
 
-    def register_session(
-        self, session_id: str, cwd: str, additional_directories: Any = ()
-    ) -> ClientSession:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what ClientRuntime provides (declared for the type checker only)
+
+        def register_session(
+            self, session_id: str, cwd: str, additional_directories: Any = ()
+        ) -> ClientSession:
+            raise NotImplementedError
 
     def elicitation_capabilities(self) -> acp.ElicitationCapabilities | None:
         policy = self.elicitation_policy

@@ -31,7 +31,7 @@ from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
     from acpstack.client._state import SessionState
     from acpstack.schema import v2
 
