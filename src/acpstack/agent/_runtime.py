@@ -73,10 +73,10 @@ class SessionAgent(
       `providers/*` (see `_unstable.py`).
     """
 
-    name = "acpstack-agent"
+    name: str = "acpstack-agent"
     title: str | None = None
-    version = __version__
-    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
+    version: str = __version__
+    protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,
@@ -99,19 +99,19 @@ class SessionAgent(
         self.fallback: Fallback = fallback
         self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
-        self.modes = list(modes)
-        self.extra_config_options = list(config_options)
-        self.auth_methods = list(auth_methods)
-        self.authenticated = not self.auth_methods
-        self.use_mcp = mcp
-        self.mcp_http = mcp_http
-        self.mcp_sse = mcp_sse
-        self.mcp_fail_fast = mcp_fail_fast
-        self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
-            embedded_context=True
+        self.modes: list[tuple[str, str]] = list(modes)
+        self.extra_config_options: list[acp.SessionConfigOption] = list(config_options)
+        self.auth_methods: list[acp.AuthMethodAgent] = list(auth_methods)
+        self.authenticated: bool = not self.auth_methods
+        self.use_mcp: bool = mcp
+        self.mcp_http: bool = mcp_http
+        self.mcp_sse: bool = mcp_sse
+        self.mcp_fail_fast: bool = mcp_fail_fast
+        self.prompt_capabilities: acp.PromptCapabilities = (
+            prompt_capabilities or acp.PromptCapabilities(embedded_context=True)
         )
-        self.providers = providers
-        self.system_prompt_modes = tuple(system_prompt_modes)
+        self.providers: ProviderSettings | None = providers
+        self.system_prompt_modes: tuple[str, ...] = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 
@@ -136,6 +136,9 @@ class SessionAgent(
     # -- initialize ----------------------------------------------------------------------
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        """`initialize`: what this agent supports (sessions that load, resume, close, and list
+        and delete as the store allows; `prompt_capabilities`; MCP; `auth_methods`), and on
+        unstable connections the unstable capabilities too."""
         self.client_capabilities = (
             params.client_capabilities
             if isinstance(params.client_capabilities, acp.ClientCapabilities)
@@ -182,6 +185,8 @@ class SessionAgent(
     # -- session lifecycle ---------------------------------------------------------------
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        """`session/new`: a new session, stored and active (`cwd` must be absolute); its
+        modes and config options at their defaults. `on_session_start` runs after the answer."""
         self._require_auth()
         session = await self._open_new(
             params.cwd,
@@ -223,6 +228,8 @@ class SessionAgent(
         return Session.from_record(record, self.client, self.store)
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
+        """`session/load`: reopen a stored session with the request's roots and MCP servers,
+        and replay its whole history (prompts and updates) before answering."""
         self._require_auth()
         session = await self._reopen(
             params.session_id,
@@ -237,6 +244,7 @@ class SessionAgent(
         )
 
     async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
+        """`session/resume`: reopen a stored session like `session/load`, without the replay."""
         self._require_auth()
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         session = await self._reopen(
@@ -251,6 +259,8 @@ class SessionAgent(
         )
 
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
+        """`session/list`: one page of stored sessions, newest first (only `cwd`'s if given);
+        -32602 for a cursor this agent did not hand out."""
         records, next_cursor = self._list_records(params)
         infos = []
         for r in records:
@@ -274,6 +284,8 @@ class SessionAgent(
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
 
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
+        """`session/close`: cancel the session's turn and free what it holds (MCP servers,
+        local commands); it stays stored. Closing a stored but inactive session is a no-op."""
         await self._close(params.session_id)
         return acp.CloseSessionResponse()
 
@@ -291,6 +303,8 @@ class SessionAgent(
         return RequestError.resource_not_found(session_id)
 
     async def session_delete(self, params: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
+        """`session/delete`: close the session if active and remove it and its history from
+        the store (deleting an unknown session is a no-op)."""
         await self._delete(params.session_id)
         return acp.DeleteSessionResponse()
 
@@ -402,6 +416,7 @@ class SessionAgent(
                 await local.aclose()
 
     async def on_disconnect(self) -> None:
+        """The client left: close every active session (their turns are cancelled)."""
         for session in list(self.sessions.values()):
             await self._stop(session)
         self.sessions.clear()

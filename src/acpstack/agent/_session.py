@@ -32,6 +32,12 @@ _encode = msgspec.json.Encoder().encode
 
 @dataclass
 class Session:
+    """One active session of a `SessionAgent` (`SessionAgent.sessions` holds them by id).
+
+    Its settings mirror the stored `SessionRecord` (`save` writes them back); `client` is
+    the connection's `ClientPeer`; `mcp` the session's MCP servers (with the `mcp` option);
+    `turn_task` the running prompt turn, if any; `state` is free for the author's data."""
+
     session_id: str
     cwd: str
     client: ClientPeer
@@ -63,6 +69,8 @@ class Session:
         await self.client.session_update_encoded(self.session_id, payload)
 
     def record_prompt(self, blocks: list[acp.ContentBlock], message_id: str | None = None) -> None:
+        """Record a user prompt in the history (one `user_message_chunk` per block, sharing
+        `message_id`, a fresh one if None), so `session/load` replays it."""
         mid = message_id or uuid.uuid4().hex
         for block in blocks:
             self.store.append_event(
@@ -94,6 +102,7 @@ class Session:
         return count
 
     def save(self) -> None:
+        """Write the session's settings back to the store (`updated_at` moves)."""
         self.store.update(
             self.session_id,
             cwd=self.cwd,
@@ -106,6 +115,7 @@ class Session:
 
     @classmethod
     def from_record(cls, record: SessionRecord, client: ClientPeer, store: SessionStore) -> Session:
+        """The live session of a stored record, on `client`'s connection."""
         return cls(
             session_id=record.session_id,
             cwd=record.cwd,

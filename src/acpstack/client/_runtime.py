@@ -108,43 +108,47 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
     ) -> None:
         if protocol_version not in PROTOCOL_VERSIONS:
             raise ValueError(f"unknown ACP protocol version {protocol_version!r}")
-        self.protocol_version = protocol_version
-        self.on_wire_update = on_wire_update
+        self.protocol_version: int = protocol_version
+        self.on_wire_update: WireUpdateCallback | None = on_wire_update
         self._turns = {}
         self.initialize_result: acp.InitializeResponse | None = None
         if permission_policy is None:
             permission_policy = AskUser(ask) if ask is not None else DenyAll()
-        self.permission_policy = permission_policy
+        self.permission_policy: PermissionPolicy = permission_policy
         if elicitation_policy is None:
             elicitation_policy = (
                 AskElicitation(ask_elicitation)
                 if ask_elicitation is not None
                 else DeclineElicitations()
             )
-        self.elicitation_policy = elicitation_policy
-        self.on_auth_status = on_auth_status
-        self.on_elicitation_complete = on_elicitation_complete
-        self.auth_accounts = []
-        self.mcp_host = McpHost()
-        self.on_update = on_update
-        self.on_dropped = on_dropped
-        self.dropped_messages = 0  # every message from the agent that had to be discarded
-        self.choose_auth_method = choose_auth_method
-        self.enable_fs = enable_fs
-        self.enable_terminal = enable_terminal
-        self.extra_roots = tuple(extra_roots)
-        self.unrestricted_fs = unrestricted_fs
-        self.fs = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
-        self.terminals = TerminalManager(max_terminals=max_terminals)
+        self.elicitation_policy: ElicitationPolicy = elicitation_policy
+        self.on_auth_status: AuthStatusCallback | None = on_auth_status
+        self.on_elicitation_complete: Callable[[str], None] | None = on_elicitation_complete
+        self.auth_accounts: list[Any] = []
+        self.mcp_host: McpHost = McpHost()
+        self.on_update: UpdateCallback | None = on_update
+        self.on_dropped: DroppedCallback | None = on_dropped
+        # every message from the agent that had to be discarded
+        self.dropped_messages: int = 0
+        self.choose_auth_method: AuthChooser | None = choose_auth_method
+        self.enable_fs: bool = enable_fs
+        self.enable_terminal: bool = enable_terminal
+        self.extra_roots: tuple[str, ...] = tuple(extra_roots)
+        self.unrestricted_fs: bool = unrestricted_fs
+        self.fs: FileSystem = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
+        self.terminals: TerminalManager = TerminalManager(max_terminals=max_terminals)
         self.sessions: dict[str, ClientSession] = {}
         self.released_terminals: dict[str, TerminalOutput] = {}
         # Updates that arrive before we know the session (e.g. sent before session/new answered).
         self._early_states: dict[str, SessionState] = {}
-        self.client_name = client_name
+        self.client_name: str = client_name
 
     # -- what we advertise ------------------------------------------------------------
 
     def capabilities(self) -> acp.ClientCapabilities:
+        """What this runtime advertises in `initialize`: `fs` and `terminal` as enabled,
+        notices and compaction, elicitation when a policy asks the user, and the unstable
+        capabilities on unstable connections."""
         caps = acp.ClientCapabilities(
             fs=acp.FileSystemCapabilities(
                 read_text_file=self.enable_fs, write_text_file=self.enable_fs
@@ -161,6 +165,7 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         return self.unstable_client_capabilities(caps)
 
     def on_connect(self, agent: Any) -> None:
+        """Keep the handle to the agent (the MCP host offers its servers through it)."""
         super().on_connect(agent)
         self.mcp_host.agent = agent
 
@@ -217,6 +222,8 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         return session
 
     async def session_update(self, params: acp.SessionNotification) -> None:
+        """`session/update`: apply the update to its session's state (kept aside for a
+        session not known yet) and pass it to `on_update`."""
         session = self.sessions.get(params.session_id)
         if session is not None:
             session.state.apply(params.update)
@@ -228,6 +235,8 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
             self.on_update(params.session_id, params.update)
 
     def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        """Count a message the agent sent that had to be discarded (on the runtime and on
+        its session's state) and pass it to `on_dropped`."""
         self.dropped_messages += 1
         session = self.sessions.get(dropped.session_id) if dropped.session_id else None
         if session is not None:
@@ -238,6 +247,9 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
     async def session_request_permission(
         self, params: acp.RequestPermissionRequest
     ) -> acp.RequestPermissionResponse:
+        """`session/request_permission`: the `permission_policy`'s choice (no choice: a
+        reject option, or `cancelled` when none is offered); `cancelled` when the turn is
+        cancelled while the policy decides; -32602 for duplicate option ids."""
         session = self._session(params.session_id)
         _check_unique_option_ids(params.options)
         decide = asyncio.ensure_future(self.permission_policy.decide(params))
@@ -265,6 +277,8 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         )
 
     async def on_disconnect(self) -> None:
+        """The agent is gone: end waiting turns, cancel pending questions to the user, stop
+        the MCP servers offered over ACP and every terminal."""
         self._end_turns()
         for session in self.sessions.values():
             for task in [*session.pending_permissions, *session.pending_elicitations]:

@@ -95,6 +95,10 @@ class SessionMethods:
         additional_directories: Sequence[str] = (),
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.NewSessionResponse:
+        """Create a session on the agent (authenticating first when the agent asks and
+        `choose_auth_method` picks a method) and track it: its workspace is `cwd` and
+        `additional_directories`, its `SessionState` starts with the modes and options of
+        the answer."""
         if self._v2:
             result = await self._with_auth(
                 lambda: self._new_session_v2(cwd, additional_directories, mcp_servers)
@@ -116,6 +120,8 @@ class SessionMethods:
         additional_directories: Sequence[str] = (),
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.LoadSessionResponse:
+        """Load a stored session: tracked first, so the replayed history fills its
+        `SessionState` before the answer (on v2: `session/resume` replaying from the start)."""
         # Registered first: the replayed history arrives before the response.
         self.register_session(session_id, cwd, additional_directories)
         if self._v2:  # session/resume replaying from the start
@@ -142,6 +148,7 @@ class SessionMethods:
         additional_directories: Sequence[str] = (),
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.ResumeSessionResponse:
+        """Resume a stored session without its history (the agent does not replay it)."""
         self.register_session(session_id, cwd, additional_directories)
         if self._v2:
             options = await self._with_auth(
@@ -166,6 +173,9 @@ class SessionMethods:
         *,
         timeout: float | None = None,
     ) -> acp.PromptResponse:
+        """Send a prompt (text, or content blocks) and wait for the turn's end: the answer
+        with its stop reason (on v2: at the idle state update). The prompt joins the
+        session's messages as the user's."""
         blocks: list[acp.ContentBlock] = (
             [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
         )
