@@ -64,6 +64,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ProviderSettings",
         "Session",
         "SessionAgent",
+        "SessionChanges",
         "SessionRecord",
         "SessionStore",
         "SqliteSessionStore",

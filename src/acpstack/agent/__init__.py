@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
         MemorySessionStore,
+        SessionChanges,
         SessionRecord,
         SessionStore,
         SqliteSessionStore,
@@ -61,6 +62,7 @@ _LAZY = {
     "Subagent": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
+    "SessionChanges": "_store",
     "SessionRecord": "_store",
     "SessionStore": "_store",
     "SqliteSessionStore": "_store",
@@ -98,6 +100,7 @@ __all__ = [
     "ProviderSettings",
     "Session",
     "SessionAgent",
+    "SessionChanges",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",

@@ -30,6 +30,7 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
 if TYPE_CHECKING:
+    from acpstack.agent._agent import ClientPeer
     from acpstack.agent._session import Session
 
 Decision = Literal["allow", "reject", "cancelled"]
@@ -215,7 +216,7 @@ class Turn(TurnExtras):
         return "".join(b.text for b in self.prompt if isinstance(b, acp.TextContent))
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ClientPeer:
         """The handle to the client (the session's), for calls the helpers do not cover."""
         return self.session.client
 

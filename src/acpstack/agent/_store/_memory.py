@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Unpack
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    SessionChanges,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -73,7 +74,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
             row = self._rows.get(session_id)
         return None if row is None else from_row(row)
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
         """Change the record's fields and bump `updated_at`; the new record (KeyError
         for an unknown session, TypeError for a field that cannot change)."""
         with self._lock:

@@ -10,12 +10,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    SessionChanges,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -251,7 +252,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         """A fresh copy of the session's record, or None if there is no such session."""
         return self._read_record(session_id)
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
         """Change the record's fields and bump `updated_at`; the new record (KeyError
         for an unknown session, TypeError for a field that cannot change)."""
         with self._write() as conn:
