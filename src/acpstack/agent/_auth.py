@@ -1,6 +1,9 @@
-"""Authentication of a `SessionAgent` (a mixin), the same on both protocol versions:
-`authenticate`/`logout` on v1, `auth/login`/`auth/logout` on v2 (see `_v2_agent.py`).
-Sessions answer -32000 (auth required) until a login with an advertised method succeeds."""
+"""Authentication of a `SessionAgent` (a mixin): `authenticate` and `logout` (v2's
+`auth/login` and `auth/logout` go through the same `_login` / `_logout`).
+
+With no `auth_methods` every session request is allowed; with some, session requests
+answer -32000 (`auth_required`, listing the methods) until one succeeds.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from acpstack.wire import RequestError
 
 
 class AuthMethods:
-    """`auth_methods` and `authenticated` as `SessionAgent.__init__` sets them."""
+    """`authenticate` / `logout` over the `auth_methods` and `authenticated` attributes
+    `SessionAgent.__init__` sets."""
 
     auth_methods: list[acp.AuthMethodAgent]
     authenticated: bool
@@ -25,10 +29,14 @@ class AuthMethods:
             raise NotImplementedError
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
+        """`authenticate`: log in with one of `auth_methods` (-32602 for a method not
+        offered, -32000 when `check_authentication` refuses it)."""
         await self._login(params.method_id)
         return acp.AuthenticateResponse()
 
     async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
+        """`logout`: session requests need `authenticate` again (-32601 without
+        `auth_methods`)."""
         await self._logout("logout")
         return acp.LogoutResponse()
 
@@ -54,6 +62,3 @@ class AuthMethods:
 
     def _auth_methods_data(self) -> list[dict[str, Any]]:
         return [{"id": m.id, "name": m.name} for m in self.auth_methods]
-
-
-__all__ = ["AuthMethods"]

@@ -65,9 +65,12 @@ class Connection:
         max_waiting_requests: int = 8192,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self.transport = transport
-        self.state = state
-        self.dispatcher = dispatcher
+        self.transport: Transport = transport
+        """The pipe to the peer; the connection owns it (`aclose` closes it)."""
+        self.state: ProtocolState = state
+        """The sans-IO protocol state: negotiated version, capabilities, pending calls."""
+        self.dispatcher: Dispatcher = dispatcher
+        """Where the peer's requests and notifications go (the agent or client runtime)."""
         self._max_running = max_inbound_requests
         self._running = 0
         # Requests beyond the running limit wait in line; past this many, reading pauses.
