@@ -170,6 +170,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Connection",
         "ConnectionClosed",
         "Dispatcher",
+        "ParamsDoNotMatchMethod",
         "RequestTimeout",
         "event_loop_name",
         "run",

@@ -83,7 +83,7 @@ class AgentPeer(AgentPeerMethods):
             )
         self.initialize_result = result
         self.model_initialize_result = None
-        if self.connection.protocol_version == 2:
+        if not isinstance(result, acp.InitializeResponse):  # v2's, on a v2 connection
             from acpstack.client._v2_view import initialize_result
 
             self.model_initialize_result = initialize_result(result)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from acpstack.client import _v2_values as values
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from acpstack.client._state import SessionState
     from acpstack.schema import v2
 
+log = logging.getLogger("acpstack.client")
 WireUpdateCallback = Callable[[str, Any], None]
 _command_ids = itertools.count(1)
 
@@ -145,7 +148,7 @@ class V2ClientMethods:
             self._turns.pop(session_id, None)
         if stop == "error":
             raise _error(error)
-        return acp.PromptResponse(stop_reason=stop or "end_turn")  # type: ignore[arg-type]
+        return acp.PromptResponse(stop_reason=values.stop_reason(stop))
 
     async def _turn_end(self, wait: TurnWait) -> tuple[str | None, Any]:
         """The end of the turn, or ConnectionClosed if the connection ends first."""
@@ -251,10 +254,13 @@ def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermis
             call.tool_call_id = subject.tool_call_id
         call.kind = "execute"
         call.raw_input = {"command": subject.command, "cwd": subject.cwd}
-    options = [
-        acp.PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind)  # type: ignore[arg-type]
-        for o in params.options
-    ]
+    options = []
+    for o in params.options:
+        kind = values.permission_kind(o.kind)
+        if kind is None:
+            log.info("permission option %r left out: its kind %r is unknown", o.option_id, o.kind)
+        else:
+            options.append(acp.PermissionOption(option_id=o.option_id, name=o.name, kind=kind))
     return acp.RequestPermissionRequest(
         session_id=params.session_id, tool_call=call, options=options
     )

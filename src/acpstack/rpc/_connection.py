@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
+from acpstack.rpc._generated_requests import TypedRequests
 from acpstack.transports import Transport
 from acpstack.wire import (
     HANDSHAKE_METHODS,
@@ -47,7 +48,7 @@ FLUSH_SIZE = 256 * 1024  # bounds the buffer of a producer that never yields
 QUEUE_HIGH_WATER = 4096
 
 
-class Connection:
+class Connection(TypedRequests):
     """One live ACP connection. Use as an async context manager, or call start()/aclose().
 
     Made in a running event loop, not thread-safe; it owns `transport` and every task it
@@ -437,14 +438,10 @@ class Connection:
 
     # -- calling the peer ----------------------------------------------------------
 
-    async def request(
+    async def _request(
         self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True
     ) -> Any:
-        """Send a request and wait for its result: the method's response Struct (e.g.
-        `NewSessionResponse`), or the JSON value for a `_` method. Raises `RequestError`
-        (the peer's error), `RequestTimeout` (none in `timeout` s; the request is then
-        cancelled), `ConnectionClosed`, `CapabilityError` (not advertised by the peer;
-        `check_gate=False` skips that check). Cancelling the caller cancels the request."""
+        # `request` (typed per method in _generated_requests.py) calls this.
         if self._closed is not None:
             raise self._closed
         rid, frame, _call = self.state.start_request(method, params, check_gate=check_gate)
