@@ -22,11 +22,14 @@ from hypothesis import strategies as st
 from acpstack.agent._store import (
     SCHEMA_VERSION,
     MemorySessionStore,
+    PostgresSessionStore,
     SessionRecord,
     SessionStore,
     SqliteSessionStore,
     StoredEvent,
     default_store_path,
+    is_postgres_url,
+    open_store,
 )
 from acpstack.agent._store import _sqlite as sqlite_backend
 
@@ -48,11 +51,15 @@ def is_canonical_ts(value: str) -> bool:
     return True
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    """Every test that takes `store` runs against each backend (PostgreSQL: a throwaway
+    server; skipped, saying why, where it cannot run)."""
     s: SessionStore
     if request.param == "sqlite":
         s = SqliteSessionStore(tmp_path / "sessions.sqlite3")
+    elif request.param == "postgres":
+        s = PostgresSessionStore(request.getfixturevalue("postgres_url"))
     else:
         s = MemorySessionStore()
     yield s
@@ -725,10 +732,19 @@ def _helper(name: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_second_process_appends_concurrently(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store shared by several processes lives: an SQLite file or a PostgreSQL URL."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return str(tmp_path / "s.sqlite3")
+
+
+def test_second_process_appends_concurrently(location: str) -> None:
+    path = location
     n = 1500
-    with SqliteSessionStore(path) as store:
+    with open_store(path) as store:  # type: ignore[attr-defined]
         store.create(SessionRecord("shared", "/x"))
         with _helper("store_appender.py", str(path), "shared", str(n), "child") as proc:
             assert proc.stdin is not None and proc.stdout is not None
@@ -754,9 +770,9 @@ def test_second_process_appends_concurrently(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_kill_9_loses_no_acknowledged_event(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-    with SqliteSessionStore(path) as store:
+def test_kill_9_loses_no_acknowledged_event(location: str) -> None:
+    path = location
+    with open_store(path) as store:  # type: ignore[attr-defined]
         store.create(SessionRecord("k", "/x"))
     acked: list[int] = []
     next_seq = 1
@@ -777,12 +793,13 @@ def test_kill_9_loses_no_acknowledged_event(tmp_path: Path) -> None:
         assert round_acks == list(range(next_seq, next_seq + len(round_acks)))
         acked += round_acks
 
-        conn = sqlite3.connect(path)
-        try:
-            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        finally:
-            conn.close()
-        with SqliteSessionStore(path) as store:
+        if not is_postgres_url(path):
+            conn = sqlite3.connect(path)
+            try:
+                assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            finally:
+                conn.close()
+        with open_store(path) as store:  # type: ignore[attr-defined]
             evs = list(store.events("k"))
         seqs = [e.seq for e in evs]
         assert seqs == list(range(1, len(seqs) + 1))  # gapless

@@ -15,15 +15,19 @@ from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
     from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
-    from acpstack.agent._runtime import SessionAgent
+    from acpstack.agent._runtime import SESSION_BUSY, SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
         MemorySessionStore,
+        PostgresSessionStore,
+        SessionBusy,
+        SessionLeases,
         SessionRecord,
         SessionStore,
         SqliteSessionStore,
         StoredEvent,
         default_store_path,
+        open_store,
     )
     from acpstack.agent._turn import (
         STANDARD_OPTIONS,
@@ -42,14 +46,19 @@ _LAZY = {
     "McpServerError": "_mcp",
     "McpTool": "_mcp",
     "McpToolResult": "_mcp",
+    "SESSION_BUSY": "_runtime",
     "SessionAgent": "_runtime",
     "Session": "_session",
     "MemorySessionStore": "_store",
+    "PostgresSessionStore": "_store",
+    "SessionBusy": "_store",
+    "SessionLeases": "_store",
     "SessionRecord": "_store",
     "SessionStore": "_store",
     "SqliteSessionStore": "_store",
     "StoredEvent": "_store",
     "default_store_path": "_store",
+    "open_store": "_store",
     "STANDARD_OPTIONS": "_turn",
     "ClientCapabilityMissing": "_turn",
     "CommandResult": "_turn",
@@ -62,6 +71,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "SESSION_BUSY",
     "STANDARD_OPTIONS",
     "Agent",
     "ClientCapabilityMissing",
@@ -73,8 +83,11 @@ __all__ = [
     "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
+    "PostgresSessionStore",
     "Session",
     "SessionAgent",
+    "SessionBusy",
+    "SessionLeases",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",
@@ -84,6 +97,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "open_store",
     "run_agent",
     "serve_stdio",
     "terminal_content",

@@ -6,6 +6,12 @@ not, `list` pages newest first, `close` cancels and frees, `delete` is idempoten
 unstable `fork` copies the history. One turn runs at a time per session; a second
 concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_request`
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
+
+With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
+live in one process at a time: new, load, resume and fork acquire it, and stopping it
+(close, delete, the client leaving) releases it. Loading or resuming a session that is
+live elsewhere, or a turn in a session another process has taken over, is answered
+`SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,13 @@ from msgspec import UNSET
 from acpstack._version import __version__
 from acpstack.agent._agent import Agent
 from acpstack.agent._session import Session
-from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
+from acpstack.agent._store import (
+    SessionBusy,
+    SessionLeases,
+    SessionRecord,
+    SessionStore,
+    SqliteSessionStore,
+)
 from acpstack.agent._turn import Turn
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
@@ -33,6 +45,17 @@ from acpstack.wire import INTERNAL_ERROR, RequestError
 log = logging.getLogger("acpstack.agent")
 
 MODE_CONFIG_ID = "mode"
+# Not defined by ACP: an implementation-defined code (-32001..-32099) for a session that
+# is live in another process of a shared store. Retrying later may succeed.
+SESSION_BUSY = -32010
+
+
+def session_busy(session_id: str) -> RequestError:
+    return RequestError(
+        SESSION_BUSY,
+        f"Session {session_id} is live on another node; try again once it is closed there",
+        {"reason": "session_busy", "sessionId": session_id},
+    )
 
 
 class SessionAgent(Agent):
@@ -175,6 +198,7 @@ class SessionAgent(Agent):
             config_values=self._default_config_values(),
         )
         self.store.create(record)
+        self._hold(record.session_id)
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, params.mcp_servers)
         return acp.NewSessionResponse(
@@ -237,7 +261,10 @@ class SessionAgent(Agent):
         session = self.sessions.pop(params.session_id, None)
         if session is not None:
             await self._stop(session)
-        self.store.delete(params.session_id)
+        try:
+            self.store.delete(params.session_id)
+        except SessionBusy:
+            raise session_busy(params.session_id) from None
         return acp.DeleteSessionResponse()
 
     async def session_fork(self, params: Any) -> Any:
@@ -252,6 +279,7 @@ class SessionAgent(Agent):
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
+        self._hold(new_id)
         session = Session.from_record(record, self.client, self.store)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
@@ -264,16 +292,21 @@ class SessionAgent(Agent):
         record = self.store.get(session_id)
         if record is None:
             raise RequestError.resource_not_found(session_id)
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            await self._stop(old)
-        # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
-        record = self.store.update(
-            session_id,
-            cwd=cwd,
-            additional_directories=_dirs(additional),
-            mcp_servers=[self.stored_mcp_server(s) for s in servers],
-        )
+        self._hold(session_id)  # before the old copy lets go, so no other process slips in
+        try:
+            old = self.sessions.pop(session_id, None)
+            if old is not None:
+                await self._stop(old)
+            # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
+            record = self.store.update(
+                session_id,
+                cwd=cwd,
+                additional_directories=_dirs(additional),
+                mcp_servers=[self.stored_mcp_server(s) for s in servers],
+            )
+        except BaseException:
+            self._let_go(session_id)
+            raise
         session = Session.from_record(record, self.client, self.store)
         await self._activate(session, servers)
         return session
@@ -318,6 +351,26 @@ class SessionAgent(Agent):
             with contextlib.suppress(Exception):
                 await session.mcp.aclose()
             session.mcp = None
+        self._let_go(session.session_id)
+
+    def _hold(self, session_id: str) -> None:
+        """Make the session live in this process (a shared store's lease), or SESSION_BUSY."""
+        if isinstance(self.store, SessionLeases):
+            try:
+                self.store.acquire(session_id)
+            except SessionBusy:
+                raise session_busy(session_id) from None
+            except KeyError:
+                raise RequestError.resource_not_found(session_id) from None
+
+    def _let_go(self, session_id: str) -> None:
+        if isinstance(self.store, SessionLeases):
+            try:
+                self.store.release(session_id)
+            except Exception:  # the lease ends with this process's presence anyway
+                log.warning(
+                    "session %s: could not release it in the store", session_id, exc_info=True
+                )
 
     async def on_disconnect(self) -> None:
         for session in list(self.sessions.values()):
@@ -334,6 +387,17 @@ class SessionAgent(Agent):
 
     async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         session = self._active(params.session_id)
+        try:
+            return await self._turn(session, params)
+        except SessionBusy:
+            # Another process took the session over (the store refused our write): it is
+            # no longer live here.
+            if self.sessions.get(session.session_id) is session:
+                del self.sessions[session.session_id]
+                await self._stop(session)
+            raise session_busy(session.session_id) from None
+
+    async def _turn(self, session: Session, params: acp.PromptRequest) -> acp.PromptResponse:
         if session.turn_task is not None:
             raise RequestError.invalid_params(
                 {"sessionId": session.session_id},
