@@ -295,7 +295,12 @@ def test_racing_nodes_never_both_win(
         a.create(SessionRecord(sid, "/x"))
         barrier = threading.Barrier(6)
 
-        def grab(store: PostgresSessionStore, name: str, sid: str = sid) -> None:
+        def grab(
+            store: PostgresSessionStore,
+            name: str,
+            sid: str = sid,
+            barrier: threading.Barrier = barrier,
+        ) -> None:
             barrier.wait()
             try:
                 store.acquire(sid)

@@ -3,11 +3,19 @@
 `FileSystem`, `Workspace` and the terminal names live in `acpstack.local` (shared with
 agents); they are re-exported here unchanged.
 Agents run as a subprocess (`spawn_agent`), on any transport (`connect_client`), or remotely over
-streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websocket`; the `remote` extra).
+streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websocket`; the `remote` extra),
+which fail over to another server behind the same URL with `reconnect=True`.
 """
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
+from acpstack.client._failover import (
+    CONNECTION_LOST,
+    Failover,
+    FailoverEvent,
+    FailoverTransport,
+    is_connection_lost,
+)
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._remote import (
     connect_http,
@@ -21,6 +29,7 @@ from acpstack.client._state import Message, SessionState, ToolCallState
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
 __all__ = [
+    "CONNECTION_LOST",
     "AgentPeer",
     "AskUser",
     "Client",
@@ -28,6 +37,9 @@ __all__ = [
     "ClientRuntime",
     "ClientSession",
     "DenyAll",
+    "Failover",
+    "FailoverEvent",
+    "FailoverTransport",
     "FileSystem",
     "Message",
     "PermissionPolicy",
@@ -44,6 +56,7 @@ __all__ = [
     "connect_http",
     "connect_remote",
     "connect_websocket",
+    "is_connection_lost",
     "reattach_session",
     "reconnect",
     "spawn_agent",

@@ -10,6 +10,7 @@
   a request that arrived on a session's stream.
 - Cookies are kept for the connection (or in the caller's jar, across reconnects).
 - 401, 403, 404 and 410 end the connection; another HTTP error fails only its request.
+- A stream that breaks (a network error, not an end the server chose) ends the connection.
 - `close()` DELETEs the connection.
 
 HTTP/1.1 comes from `_http1` (h11): a general-purpose client cost ~0.8 ms per POST here,
@@ -207,7 +208,7 @@ class HttpClientTransport(MessageTransport):
         headers = [("Accept", SSE_TYPE), (CONNECTION_HEADER, self.connection_id or "")]
         if session is not None:
             headers.append((SESSION_HEADER, session))
-        ended = "the server ended the stream"
+        ended, broken = "the server ended the stream", False
         stream = Http1Connection(
             self._endpoint,
             connect_timeout=self._timeout,
@@ -229,11 +230,11 @@ class HttpClientTransport(MessageTransport):
                     await self._wait_reading()
                     self._receive(messages, session)
         except self._stream_errors as exc:
-            ended = f"the stream failed: {exc!r}"
+            ended, broken = f"the stream failed: {exc!r}", True
         finally:
             _settle(opened, CONFLICT)
             await stream.aclose()
-        self._stream_ended(session, ended)
+        self._stream_ended(session, ended, broken)
 
     def _stream_refused(self, session: str | None, response: Response) -> None:
         status = response.status
@@ -250,11 +251,14 @@ class HttpClientTransport(MessageTransport):
             self._failed.add(session)
             _settle(opened, CONFLICT)
 
-    def _stream_ended(self, session: str | None, why: str) -> None:
+    def _stream_ended(self, session: str | None, why: str, broken: bool) -> None:
         if self._finished or self._closing:
             return
-        if session is None:
-            self._finish(f"the connection stream ended: {why}")
+        if session is None or broken:
+            # A stream that breaks (not one the server ended) means the server or the way
+            # to it is gone: the whole connection ends, so that a caller can reconnect.
+            what = "connection" if session is None else f"session {session}'s"
+            self._finish(f"the {what} stream ended: {why}")
             return
         opened = self._streams.get(session)
         if opened is None or session in self._failed:

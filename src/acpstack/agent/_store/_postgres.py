@@ -354,8 +354,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         with self._conn() as conn, conn.transaction():
             # FOR SHARE: appends to the source wait until its history is copied.
             row = conn.execute(
-                f"SELECT {_ROW}, last_seq FROM acpstack_sessions "
-                "WHERE session_id = %s FOR SHARE",
+                f"SELECT {_ROW}, last_seq FROM acpstack_sessions WHERE session_id = %s FOR SHARE",
                 (source_id,),
             ).fetchone()
             if row is None:
@@ -419,8 +418,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         try:
             with pool.connection() as conn:
                 conn.execute(
-                    "UPDATE acpstack_sessions SET owner = NULL, owner_name = NULL "
-                    "WHERE owner = %s",
+                    "UPDATE acpstack_sessions SET owner = NULL, owner_name = NULL WHERE owner = %s",
                     (self.key,),
                 )
         except self._psycopg.Error as exc:  # the sessions free up when presence ends anyway

@@ -1,0 +1,203 @@
+"""Many sessions streaming through a load balancer while a server dies; then a check of
+every session's history. Run by tools/cluster/_failover.py (or by hand):
+
+    python tools/cluster/failover_load.py URL SESSIONS PER_CONNECTION TURNS CHUNKS
+
+URL is http(s):// or ws(s)://. Each connection (`reconnect=True`) opens PER_CONNECTION
+sessions of tools/cluster/stream_agent.py; every session runs TURNS turns one after the
+other, each streaming CHUNKS chunks. A turn ends "acknowledged" (its answer came, with
+every chunk in order and the model history it reported) or "lost" (the connection broke
+while it was in flight: the error says so). Stdout gets `{"progress": N}` lines (turns
+finished) while it runs, then one JSON line with the counts. Then every session is loaded
+on a fresh connection and its stored history checked: every acknowledged turn complete,
+in order, once. The exit status is 0 when every check held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from acpstack import Client
+from acpstack.client import Failover, FailoverEvent, connect_remote, is_connection_lost
+from acpstack.rpc import run
+from acpstack.schema import v1 as acp
+from acpstack.wire import RequestError
+
+CWD = "/tmp"
+
+
+@dataclass
+class SessionLog:
+    acknowledged: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    after_failover: int = 0  # turns acknowledged after the session's connection failed over
+    problems: list[str] = field(default_factory=list)
+
+
+class Recorder(Client):
+    """Keeps the text chunks each session received during its current turn."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, list[str]] = {}
+        self.replayed: dict[str, list[tuple[str, str]]] = {}
+
+    async def session_update(self, params: acp.SessionNotification) -> None:
+        update = params.update
+        text = getattr(update.content, "text", "") if hasattr(update, "content") else ""
+        if isinstance(update, acp.AgentMessageChunk):
+            self.chunks.setdefault(params.session_id, []).append(text)
+            self.replayed.setdefault(params.session_id, []).append(("agent", text))
+        elif isinstance(update, acp.UserMessageChunk):
+            self.replayed.setdefault(params.session_id, []).append(("user", text))
+
+
+@dataclass
+class Load:
+    url: str
+    sessions: int
+    per_connection: int
+    turns: int
+    chunks: int
+    logs: dict[str, SessionLog] = field(default_factory=dict)
+    failovers: list[float] = field(default_factory=list)  # seconds from lost to reconnected
+    missing: list[str] = field(default_factory=list)
+    done_turns: int = 0
+    reported: int = 0
+
+    def expected(self, turn: int, history: int) -> list[str]:
+        return [f"{turn}.{i:03d}\n" for i in range(self.chunks)] + [
+            f"{turn}.end history={history}\n"
+        ]
+
+    def progress(self) -> None:
+        self.done_turns += 1
+        step = max(1, self.sessions * self.turns // 100)
+        if self.done_turns - self.reported >= step:
+            self.reported = self.done_turns
+            print(json.dumps({"progress": self.done_turns}), flush=True)
+
+    async def connection(self) -> None:
+        client = Recorder()
+        broke_at: list[float] = []
+        failed_over: set[str] = set()
+
+        def on_event(event: FailoverEvent) -> None:
+            if event.kind == "lost":
+                broke_at.append(time.monotonic())
+                failed_over.update(client.chunks)
+            elif event.kind == "reconnected" and broke_at:
+                self.failovers.append(time.monotonic() - broke_at[-1])
+                self.missing += list(event.missing)
+
+        policy = Failover(on_event=on_event, busy_timeout=60)
+        async with connect_remote(self.url, client, reconnect=policy, timeout=120) as conn:
+            await conn.agent.initialize(timeout=120)
+            ids = []
+            for _ in range(self.per_connection):
+                new = await conn.agent.session_new(acp.NewSessionRequest(cwd=CWD, mcp_servers=[]))
+                ids.append(new.session_id)
+                client.chunks[new.session_id] = []
+            await asyncio.gather(*(self.session(conn, client, sid, failed_over) for sid in ids))
+
+    async def session(self, conn: Any, client: Recorder, sid: str, failed_over: set[str]) -> None:
+        log = self.logs[sid] = SessionLog()
+        for turn in range(self.turns):
+            client.chunks[sid] = []
+            prompt = acp.PromptRequest(
+                session_id=sid, prompt=[acp.TextContent(text=f"turn {turn} chunks {self.chunks}")]
+            )
+            try:
+                await conn.agent.session_prompt(prompt, timeout=180)
+            except RequestError as err:
+                if not is_connection_lost(err):
+                    raise
+                log.lost.append(turn)
+                self.progress()
+                continue
+            got = client.chunks[sid]
+            history = int(got[-1].rpartition("=")[2]) if got else -1
+            if got != self.expected(turn, history):
+                log.problems.append(f"turn {turn}: got {len(got)} chunks, not all in order")
+            elif not 2 * len(log.acknowledged) <= history <= 2 * turn:
+                log.problems.append(f"turn {turn}: the model history held {history} messages")
+            log.acknowledged.append(turn)
+            log.after_failover += sid in failed_over
+            self.progress()
+
+    async def verify(self, connections: int = 20) -> list[str]:
+        """Load every session on fresh connections and check its stored history."""
+        sids = list(self.logs)
+        groups = [sids[i::connections] for i in range(connections)]
+        problems: list[str] = []
+
+        async def check(group: list[str]) -> None:
+            client = Recorder()
+            async with connect_remote(self.url, client, timeout=120) as conn:
+                await conn.agent.initialize(timeout=120)
+                for sid in group:
+                    await conn.agent.session_load(
+                        acp.LoadSessionRequest(session_id=sid, cwd=CWD, mcp_servers=[]),
+                        timeout=120,
+                    )
+                    problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
+
+        await asyncio.gather(*(check(g) for g in groups if g))
+        return problems
+
+    def check_history(self, sid: str, replayed: list[tuple[str, str]]) -> list[str]:
+        stored: dict[int, list[str]] = {}
+        order: list[int] = []
+        for who, text in replayed:
+            if who == "user":
+                order.append(int(text.split()[1]))
+                stored[order[-1]] = []
+            elif order:
+                stored[order[-1]].append(text)
+        log = self.logs[sid]
+        problems = []
+        if order != sorted(set(order)):
+            problems.append(f"{sid}: turns stored out of order or twice: {order}")
+        for turn in log.acknowledged:
+            chunks = stored.get(turn) or []
+            whole = len(chunks) == self.chunks + 1 and chunks[-1].startswith(f"{turn}.end ")
+            if not whole or chunks[:-1] != self.expected(turn, 0)[:-1]:
+                problems.append(f"{sid}: acknowledged turn {turn} is not whole in the store")
+        return problems
+
+
+async def main(url: str, sessions: int, per_connection: int, turns: int, chunks: int) -> int:
+    load = Load(url, sessions, per_connection, turns, chunks)
+    started = time.monotonic()
+    await asyncio.gather(*(load.connection() for _ in range(sessions // per_connection)))
+    seconds = time.monotonic() - started
+    problems = [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
+    checked = time.monotonic()
+    problems += await load.verify()
+    logs = load.logs.values()
+    result = {
+        "sessions": len(load.logs),
+        "turns": sum(len(log.acknowledged) + len(log.lost) for log in logs),
+        "acknowledged": sum(len(log.acknowledged) for log in logs),
+        "lost": sum(len(log.lost) for log in logs),
+        "recovered": sum(log.after_failover for log in logs),
+        "sessions_with_a_lost_turn": sum(bool(log.lost) for log in logs),
+        "failovers": len(load.failovers),
+        "failover_seconds_max": max(load.failovers, default=0.0),
+        "sessions_not_reattached": len(load.missing),
+        "chunks_received": sum(len(log.acknowledged) for log in logs) * (chunks + 1),
+        "seconds": seconds,
+        "verify_seconds": time.monotonic() - checked,
+        "problems": problems[:20],
+    }
+    print(json.dumps(result), flush=True)
+    return 1 if problems or load.missing else 0
+
+
+if __name__ == "__main__":
+    url, numbers = sys.argv[1], [int(a) for a in sys.argv[2:6]]
+    sys.exit(run(main(url, *numbers)))
