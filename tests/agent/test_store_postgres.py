@@ -28,6 +28,7 @@ from acpstack.agent._store import (
     open_store,
 )
 from acpstack.agent._store import _pg_schema as schema
+from tools.cluster._postgres import free_port, wait_for_release
 
 HELPERS = Path(__file__).parent / "helpers"
 sys.path.insert(0, str(Path(__file__).parent))
@@ -46,16 +47,6 @@ def sql(url: str, *statements: str, params: tuple[Any, ...] = ()) -> list[tuple[
             cursor = conn.execute(statement, params if "%s" in statement else None)
             rows = cursor.fetchall() if cursor.description else []
         return rows
-
-
-def wait_for_release(url: str, key: int) -> None:
-    """Block until nobody holds the advisory lock `key` (a node's presence), 10 s at most."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SET statement_timeout = 10000")
-        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 @pytest.fixture
@@ -383,8 +374,6 @@ def test_open_store_picks_the_backend(postgres_url: str, tmp_path: Path) -> None
 
 def test_unreachable_server_is_a_clear_error_without_the_password() -> None:
     import psycopg
-
-    from tools.cluster._postgres import free_port
 
     url = f"postgresql://user:sekrit-pw@127.0.0.1:{free_port()}/db?connect_timeout=5"
     with pytest.raises(psycopg.OperationalError) as caught:

@@ -64,6 +64,8 @@ def run_failover(
             if driver.poll() is None:
                 driver.kill()
                 driver.wait()
+            if driver.stdout is not None:
+                driver.stdout.close()
         errors.seek(0)
         events = int(cluster.postgres.psql("SELECT count(*) FROM acpstack_events", "acpstack"))
         seconds = float(result.get("seconds") or 0) or 1.0

@@ -193,3 +193,25 @@ class LocalPostgres:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def owner_key(url: str, session_id: str) -> int | None:
+    """The presence key of the node that holds a session (PostgresSessionStore's lease)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT owner FROM acpstack_sessions WHERE session_id = %s", (session_id,)
+        ).fetchone()
+    return None if row is None else row[0]
+
+
+def wait_for_release(url: str, key: int, timeout: float = 10) -> None:
+    """Block until no process holds the advisory lock `key` (a dead node's presence ends
+    when the server has dropped its connection): an event to wait on, not a poll."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET statement_timeout = {int(timeout * 1000)}")
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))

@@ -31,6 +31,18 @@ from acpstack.wire import RequestError
 CWD = "/tmp"
 
 
+def await_chain(coro: Any) -> str:
+    """Where a task waits: each coroutine it awaits, innermost last."""
+    where = []
+    while coro is not None and hasattr(coro, "cr_frame"):
+        frame = coro.cr_frame
+        if frame is not None:
+            where.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = coro.cr_await
+    where.append(repr(coro)[:150])
+    return " > ".join(where)
+
+
 @dataclass
 class SessionLog:
     acknowledged: list[int] = field(default_factory=list)
@@ -68,6 +80,10 @@ class Load:
     missing: list[str] = field(default_factory=list)
     done_turns: int = 0
     reported: int = 0
+    last_progress: float = field(default_factory=time.monotonic)
+    transports: list[Any] = field(default_factory=list)
+    phases: dict[int, str] = field(default_factory=dict)  # connection -> what it is doing
+    current: dict[str, int] = field(default_factory=dict)  # session -> turn in flight
 
     def expected(self, turn: int, history: int) -> list[str]:
         return [f"{turn}.{i:03d}\n" for i in range(self.chunks)] + [
@@ -76,12 +92,14 @@ class Load:
 
     def progress(self) -> None:
         self.done_turns += 1
+        self.last_progress = time.monotonic()
         step = max(1, self.sessions * self.turns // 100)
         if self.done_turns - self.reported >= step:
             self.reported = self.done_turns
             print(json.dumps({"progress": self.done_turns}), flush=True)
 
-    async def connection(self) -> None:
+    async def connection(self, index: int) -> None:
+        self.phases[index] = "connecting"
         client = Recorder()
         broke_at: list[float] = []
         failed_over: set[str] = set()
@@ -96,17 +114,31 @@ class Load:
 
         policy = Failover(on_event=on_event, busy_timeout=60)
         async with connect_remote(self.url, client, reconnect=policy, timeout=120) as conn:
+            self.transports.append(conn.transport)
+            self.phases[index] = "initialize"
             await conn.agent.initialize(timeout=120)
             ids = []
-            for _ in range(self.per_connection):
-                new = await conn.agent.session_new(acp.NewSessionRequest(cwd=CWD, mcp_servers=[]))
+            while len(ids) < self.per_connection:
+                self.phases[index] = f"session/new {len(ids)}"
+                try:
+                    new = await conn.agent.session_new(
+                        acp.NewSessionRequest(cwd=CWD, mcp_servers=[]), timeout=120
+                    )
+                except RequestError as err:
+                    if not is_connection_lost(err):
+                        raise
+                    continue  # lost in a failover: ask again (an orphan may be left)
                 ids.append(new.session_id)
                 client.chunks[new.session_id] = []
+            self.phases[index] = "turns"
             await asyncio.gather(*(self.session(conn, client, sid, failed_over) for sid in ids))
+            self.phases[index] = "closing"
+        self.phases[index] = "done"
 
     async def session(self, conn: Any, client: Recorder, sid: str, failed_over: set[str]) -> None:
         log = self.logs[sid] = SessionLog()
         for turn in range(self.turns):
+            self.current[sid] = turn
             client.chunks[sid] = []
             prompt = acp.PromptRequest(
                 session_id=sid, prompt=[acp.TextContent(text=f"turn {turn} chunks {self.chunks}")]
@@ -128,6 +160,29 @@ class Load:
             log.acknowledged.append(turn)
             log.after_failover += sid in failed_over
             self.progress()
+        self.current.pop(sid, None)
+
+    async def watch(self, stall: float = 60) -> None:
+        """Fail with what is stuck when no turn has finished for `stall` seconds."""
+        while True:
+            await asyncio.sleep(1)
+            if time.monotonic() - self.last_progress > stall:
+                states = [
+                    f"{getattr(t, '_state', '?')}/gen {getattr(t, 'generation', '?')}"
+                    for t in self.transports
+                ]
+                for task in asyncio.all_tasks():  # where everything waits, for the report
+                    print(
+                        f"TASK {task.get_name()}: {await_chain(task.get_coro())}", file=sys.stderr
+                    )
+                stuck = dict(list(self.current.items())[:10])
+                phases = [p for p in self.phases.values() if p != "done"]
+                raise RuntimeError(
+                    f"no turn finished for {stall:.0f} s; {len(self.current)} sessions "
+                    f"unfinished, e.g. {stuck}; connections not done: {phases[:20]}, "
+                    f"transports: {sorted(set(states))} "
+                    f"({sum(s.startswith('reconnecting') for s in states)} reconnecting)"
+                )
 
     async def verify(self, connections: int = 20) -> list[str]:
         """Load every session on fresh connections and check its stored history."""
@@ -173,7 +228,16 @@ class Load:
 async def main(url: str, sessions: int, per_connection: int, turns: int, chunks: int) -> int:
     load = Load(url, sessions, per_connection, turns, chunks)
     started = time.monotonic()
-    await asyncio.gather(*(load.connection() for _ in range(sessions // per_connection)))
+    watch = asyncio.ensure_future(load.watch())
+    try:
+        work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
+        await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
+        if watch.done():
+            work.cancel()
+            watch.result()  # raises: what is stuck
+        await work
+    finally:
+        watch.cancel()
     seconds = time.monotonic() - started
     problems = [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
     checked = time.monotonic()

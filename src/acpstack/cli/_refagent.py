@@ -170,7 +170,7 @@ def open_session_store(location: str | None) -> SessionStore:
         return open_store(where)
     except Exception as exc:  # sqlite3, psycopg, OS errors and a missing extra alike
         shown = redact_url(where) if where else "(default)"
-        message = Redactor(url_secrets(where or "")).text(str(exc))
+        message = " ".join(Redactor(url_secrets(where or "")).text(str(exc)).split())  # one line
         raise ConfigError(f"cannot open the session store {shown}: {message}") from None
 
 

@@ -10,7 +10,6 @@ which fail over to another server behind the same URL with `reconnect=True`.
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
 from acpstack.client._failover import (
-    CONNECTION_LOST,
     Failover,
     FailoverEvent,
     FailoverTransport,
@@ -29,7 +28,6 @@ from acpstack.client._state import Message, SessionState, ToolCallState
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
 __all__ = [
-    "CONNECTION_LOST",
     "AgentPeer",
     "AskUser",
     "Client",

@@ -36,12 +36,17 @@ from typing import Any, Literal
 
 import msgspec
 
-from acpstack.transports import DataCallback, EofCallback, Transport, peek_envelope
+from acpstack.transports import (
+    CONNECTION_LOST,
+    DataCallback,
+    EofCallback,
+    Transport,
+    peek_envelope,
+)
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR, FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.client")
 
-CONNECTION_LOST = "connection_lost"
 SESSION_BUSY_REASON = "session_busy"
 OPENING = frozenset({"session/new", "session/fork", "unstable_session/fork"})
 REATTACHING = frozenset({"session/load", "session/resume"})
@@ -138,7 +143,8 @@ class FailoverTransport:
         self._on_eof: EofCallback | None = None
         self._paused = False
         self._reason: str | None = None
-        self._ended_generation = -1  # the last generation whose transport ended
+        self._ended_generation = -1  # the last generation whose transport ended (or broke)
+        self._break_reason: str | None = None  # set while a batch shows the connection broke
         self._initialized: Any = None  # the params of the initialize that worked
         self._authenticated: Any = None
         self._pending: dict[RequestId, tuple[str, Any]] = {}  # ours in flight: method, params
@@ -247,7 +253,9 @@ class FailoverTransport:
             transport.pause_reading()
 
     def _incoming(self, generation: int, data: bytes) -> None:
-        if generation != self.generation or self._state == "closed":
+        if self._state == "closed" or generation == self._ended_generation:
+            return
+        if generation != self.generation:
             return
         passed: list[bytes] = []
         for frame in self._in.feed(data):
@@ -255,8 +263,13 @@ class FailoverTransport:
                 message = self._inspect(frame)
                 if message is not None:
                     passed.append(message)
+                if self._break_reason is not None:
+                    break  # the rest of a connection that broke is not passed on
         if passed and self._on_data is not None:
             self._on_data(b"\n".join(passed) + b"\n")
+        reason, self._break_reason = self._break_reason, None
+        if reason is not None:
+            self._broke(reason)
 
     def _inspect(self, frame: bytes) -> bytes | None:
         """The message to pass on to the runtime (None: it is ours, or not for it)."""
@@ -269,6 +282,8 @@ class FailoverTransport:
             if future is not None:
                 if not future.done():
                     future.set_result(_decode(frame))
+                return None
+            if CONNECTION_LOST.encode() in frame and self._transport_lost(env.id, frame):
                 return None
             self._answered(env.id, env.result_session_id, frame)
             return frame
@@ -301,6 +316,19 @@ class FailoverTransport:
             session = params.get("sessionId") if isinstance(params, dict) else None
             self._sessions.pop(str(session), None)
 
+    def _transport_lost(self, request_id: RequestId, frame: bytes) -> bool:
+        """The remote transport failed one of our requests because a stream broke: the
+        connection is going, so fail over now (this request is failed with the others),
+        before more requests are sent into it."""
+        error = _decode(frame).get("error")
+        data = error.get("data") if isinstance(error, dict) else None
+        if not isinstance(data, dict) or data.get("reason") != CONNECTION_LOST:
+            return False
+        if self._state != "open" or self._initialized is None or request_id not in self._pending:
+            return False
+        self._break_reason = self._current.close_reason() or str(error.get("message"))
+        return True
+
     def _ended(self, generation: int) -> None:
         if generation != self.generation or self._state == "closed":
             return
@@ -314,9 +342,12 @@ class FailoverTransport:
         if self._initialized is None:  # never got going: nothing to fail over
             self._give_up(None)
             return
+        self._broke(self._current.close_reason() or "the connection closed")
+
+    def _broke(self, reason: str) -> None:
+        self._ended_generation = self.generation
         self._state = "reconnecting"
         self._ready.clear()
-        reason = self._current.close_reason() or "the connection closed"
         lost = self._fail_in_flight(reason)
         self._report(FailoverEvent("lost", reason, lost_requests=lost))
         self._task = asyncio.get_running_loop().create_task(self._reconnect(reason))
@@ -352,6 +383,8 @@ class FailoverTransport:
         for attempt in range(1, policy.attempts + 1):
             with contextlib.suppress(Exception):
                 await self._current.close()  # e.g. DELETE: a server still alive lets go
+            if self._state == "closed":
+                return  # closed meanwhile (and a cancel may have been swallowed on the way)
             try:
                 missing = await self._attempt()
             except (_Broken, _Refused, OSError, TimeoutError) as exc:
@@ -409,6 +442,8 @@ class FailoverTransport:
 
     async def _ask(self, method: str, params: Any) -> Any:
         """A request of our own on the new connection; its result, or _Refused/_Broken."""
+        if self._state == "closed":
+            raise asyncio.CancelledError
         if self._ended_generation == self.generation:
             raise _Broken(self._current.close_reason() or "the new connection closed")
         request_id = f"acpstack-failover-{self.generation}-{next(self._ids)}"

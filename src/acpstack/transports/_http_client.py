@@ -9,7 +9,9 @@
 - Every POST of a session's message carries `Acp-Session-Id`, and so does every reply to
   a request that arrived on a session's stream.
 - Cookies are kept for the connection (or in the caller's jar, across reconnects).
-- 401, 403, 404 and 410 end the connection; another HTTP error fails only its request.
+- 401, 403, 404 and 410 end the connection, and so do 502, 503 and 504 (a proxy in front
+  of several servers lost the one that holds the connection); another HTTP error fails
+  only its request.
 - A stream that breaks (a network error, not an end the server chose) ends the connection.
 - `close()` DELETEs the connection.
 
@@ -34,6 +36,7 @@ from acpstack.transports._extras import require_extra
 from acpstack.transports._http1 import Http1Connection, Response, endpoint
 from acpstack.transports._remote_base import (
     CONNECTION_HEADER,
+    CONNECTION_LOST,
     JSON_TYPE,
     SESSION_HEADER,
     SSE_TYPE,
@@ -43,10 +46,12 @@ from acpstack.transports._remote_base import (
 from acpstack.transports._sse import SseDecoder, SseError
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR
 
-FATAL_STATUSES = frozenset({401, 403, 404, 410})
+# 502, 503 and 504 come from a proxy that could not reach the server holding the
+# connection (it died or hangs): the connection is as good as gone.
+FATAL_STATUSES = frozenset({401, 403, 404, 410, 502, 503, 504})
 REATTACH_METHODS = frozenset({"session/load", "session/resume"})
 ERROR_BODY_LIMIT = 8 * 1024
-OPEN, UNKNOWN, CONFLICT = "open", "unknown", "conflict"
+OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
 
 
 class HttpClientTransport(MessageTransport):
@@ -134,6 +139,11 @@ class HttpClientTransport(MessageTransport):
                     f"the server refused session {session}'s stream (409); load or resume it again",
                 )
                 return
+            if state == BROKEN:
+                self._fail_request(
+                    env, f"session {session}'s stream could not be opened; not sent", lost=True
+                )
+                return
             if state == OPEN:
                 headers.append((SESSION_HEADER, session))
             if env.kind == "request":
@@ -152,13 +162,18 @@ class HttpClientTransport(MessageTransport):
         else:
             log.warning("the server refused a %s: %s", env.kind, _describe(response))
 
-    def _fail_request(self, env: Envelope, text: str, response: Response | None = None) -> None:
-        """Answer one of our own requests locally with an error (nothing else is affected)."""
+    def _fail_request(
+        self, env: Envelope, text: str, response: Response | None = None, *, lost: bool = False
+    ) -> None:
+        """Answer one of our own requests locally with an error (nothing else is affected).
+        `lost`: the connection broke under it (`data.reason` says "connection_lost")."""
         if env.kind != "request":
             log.warning("%s", text)
             return
         error: dict[str, Any] = {"code": INTERNAL_ERROR, "message": text}
-        if response is not None:
+        if lost:
+            error["data"] = {"reason": CONNECTION_LOST, "method": env.method}
+        elif response is not None:
             error["data"] = {
                 "status": response.status,
                 "body": response.body[:ERROR_BODY_LIMIT].decode("utf-8", "replace"),
@@ -232,13 +247,13 @@ class HttpClientTransport(MessageTransport):
         except self._stream_errors as exc:
             ended, broken = f"the stream failed: {exc!r}", True
         finally:
-            _settle(opened, CONFLICT)
+            _settle(opened, BROKEN)  # it failed before the server answered
             await stream.aclose()
         self._stream_ended(session, ended, broken)
 
     def _stream_refused(self, session: str | None, response: Response) -> None:
         status = response.status
-        if session is None or status in (401, 403, 410):
+        if session is None or (status in FATAL_STATUSES and status != 404):
             self._finish(
                 f"the server refused the {'connection' if session is None else 'session'} stream: {_describe(response)}"
             )
@@ -265,7 +280,9 @@ class HttpClientTransport(MessageTransport):
             return
         del self._streams[session]  # the next message about the session opens it again
         if opened.done() and opened.result() == OPEN:
-            self._fail_session_requests(session, f"session {session}'s stream ended: {why}")
+            self._fail_session_requests(
+                session, f"session {session}'s stream ended: {why}", lost=True
+            )
 
     def _receive(self, messages: list[bytes], session: str | None) -> None:
         for index, message in enumerate(messages):
@@ -291,11 +308,11 @@ class HttpClientTransport(MessageTransport):
         self._failed.add(session)
         self._fail_session_requests(session, why)
 
-    def _fail_session_requests(self, session: str, why: str) -> None:
+    def _fail_session_requests(self, session: str, why: str, *, lost: bool = False) -> None:
         failed = [rid for rid, s in self._session_requests.items() if s == session]
         for rid in failed:
             del self._session_requests[rid]
-            self._fail_request(Envelope("request", rid), why)
+            self._fail_request(Envelope("request", rid), why, lost=lost)
 
     async def _shutdown(self) -> None:
         connection_id, self.connection_id = self.connection_id, None

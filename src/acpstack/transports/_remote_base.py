@@ -9,7 +9,6 @@ line. (The WebSocket transport writes frames straight from `write`, so it needs 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 
@@ -142,8 +141,13 @@ class MessageTransport:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            try:
                 await task
+            except asyncio.CancelledError:
+                if current is not None and current.cancelling():
+                    raise  # we are cancelled ourselves, not just the task we waited for
+            except Exception:
+                pass
 
     def _wake_drainers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
@@ -165,6 +169,9 @@ class MessageTransport:
 
 
 CONNECTION_HEADER = "Acp-Connection-Id"
+# `error.data.reason` of a request that failed because the connection (or the stream its
+# answer was to come on) broke while it was in flight: its fate is unknown.
+CONNECTION_LOST = "connection_lost"
 SESSION_HEADER = "Acp-Session-Id"
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"

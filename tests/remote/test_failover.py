@@ -1,0 +1,106 @@
+"""Failover with real parts: three `acpstack serve` processes behind HAProxy (the example
+configuration as it is) on a throwaway PostgreSQL, many sessions streaming, one server
+killed with SIGKILL part way through (tools/cluster). And `acpstack chat --url` carrying on
+when its server dies mid-turn.
+
+The cluster runs are marked `cluster`: `./run test-pythons` leaves them out (they test
+processes and engines, not the Python version). Their counts are printed at the end of the
+pytest run. The same run at any size: `python -m benchmarks.failover`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _serving import serve_process
+
+from tools.cluster._cluster import STREAM_AGENT, ClusterUnavailable
+from tools.cluster._failover import run_failover
+from tools.cluster._postgres import PostgresUnavailable, free_port
+
+TURNS, CHUNKS = 4, 20
+
+
+def summary(result: dict[str, Any]) -> str:
+    return (
+        f"failover over {result['profile']}: {result['sessions']} sessions, "
+        f"{result['turns']} turns: {result['acknowledged']} acknowledged, "
+        f"{result['lost']} lost in flight on the killed server, {result['recovered']} "
+        f"completed after a failover ({result['failovers']} connections failed over, the "
+        f"slowest in {result['failover_seconds_max']:.1f} s); {result['chunks_per_s']} "
+        f"chunks/s, {result['store_events_per_s']} store events/s"
+    )
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize(("profile", "sessions"), [("http", 1000), ("ws", 200)])
+def test_sessions_carry_on_when_a_server_is_killed(
+    profile: str, sessions: int, record_property: Any
+) -> None:
+    try:
+        result = run_failover(
+            sessions=sessions, turns=TURNS, chunks=CHUNKS, profile=profile, timeout=300
+        )
+    except (ClusterUnavailable, PostgresUnavailable) as exc:
+        pytest.skip(f"no cluster here: {exc}")
+    detail = {k: v for k, v in result.items() if not k.endswith("tail")}
+    assert result["exit_code"] == 0, (detail, result["stderr_tail"])
+    record_property("failover", summary(result))
+    assert result["problems"] == []  # every acknowledged turn whole and in order in the store
+    assert result["killed_after_turns"] is not None, "the run ended before the kill"
+    assert result["turns"] == sessions * TURNS  # every turn acknowledged or reported lost
+    # Turns were in flight on the killed server, each reported lost, one per session at
+    # most; those sessions, like all the others, went on to the end on another server.
+    assert 0 < result["lost"] <= sessions // 2
+    assert result["sessions_with_a_lost_turn"] == result["lost"]
+    assert result["recovered"] > 0 and result["failovers"] > 0
+    assert result["sessions_not_reattached"] == 0
+    # What the store holds: a prompt, the chunks, the end line and two model messages
+    # for each acknowledged turn, and the lost turns' parts.
+    assert result["store_events"] >= result["acknowledged"] * (CHUNKS + 4)
+
+
+@pytest.mark.timeout(120)
+def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Path) -> None:
+    """The server dies mid-turn; another starts on the same address (as behind a load
+    balancer): the chat says the turn was lost, reconnects, and the next turn runs there
+    with the model's history from the store."""
+    import pexpect
+
+    port = free_port()
+    env = {"ACPSTACK_STORE": str(tmp_path / "sessions.db"), "ACPSTACK_CHUNK_DELAY": "0.05"}
+    args = ("--port", str(port), "--agent", STREAM_AGENT)
+    with serve_process(*args, env=env) as first:
+        chat = pexpect.spawn(
+            sys.executable,
+            ["-m", "acpstack", "chat", "--url", f"http://127.0.0.1:{port}/acp"],
+            env=dict(os.environ, TERM="xterm", NO_COLOR="1"),
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(50, 160),
+        )
+        try:
+            chat.expect("connected to")
+            chat.sendline("turn 0 chunks 3")
+            chat.expect(r"0\.end history=0")
+            chat.sendline("turn 1 chunks 400")
+            chat.expect(r"1\.002")
+            os.kill(first.proc.pid, signal.SIGKILL)
+            first.proc.wait(timeout=20)
+            chat.expect("the connection to the agent broke while session/prompt was in flight")
+            with serve_process(*args, env=env):
+                chat.expect(r"reconnected to the agent; 1 session\(s\) reattached")
+                chat.sendline("turn 2 chunks 2")
+                # The model history came from the store: turn 0's two messages and the
+                # prompt of the lost turn 1.
+                chat.expect(r"2\.end history=3")
+                chat.sendeof()
+                chat.expect(pexpect.EOF)
+        finally:
+            chat.close(force=True)
