@@ -81,8 +81,8 @@ _ROW = (
     "session_id, cwd, additional_directories, mcp_servers, mode_id, config_values, title, "
     f"{_ts('created_at')}, {_ts('updated_at')}, meta"
 )
-# A write goes through when this store holds the session, or nobody does and this store
-# never took it (a session it held and lost stays closed to it).
+# A write goes through when this store holds the session, or when it does not think it
+# does and nobody does (a session it holds but lost to another node stays closed to it).
 _FENCE = "(owner = %(me)s OR (owner IS NULL AND NOT %(held)s))"
 _APPEND = f"""
 WITH bumped AS (
@@ -144,7 +144,6 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         self._psycopg = driver
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # session -> acquires not yet released
-        self._taken: set[str] = set()  # sessions this store has held (their writes are fenced)
         self.key = secrets.randbits(63)  # this node, as the owner of its sessions
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         params: dict[str, Any] = {
@@ -210,7 +209,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             self._presence = self._connect_presence()
 
     def _args(self, session_id: str, **more: Any) -> dict[str, Any]:
-        return {"sid": session_id, "me": self.key, "held": session_id in self._taken, **more}
+        return {"sid": session_id, "me": self.key, "held": session_id in self._held, **more}
 
     @staticmethod
     def _refusal(conn: psycopg.Connection[Any], session_id: str) -> Exception:
@@ -340,7 +339,6 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             conn.execute("DELETE FROM acpstack_sessions WHERE session_id = %s", (session_id,))
         with self._lock:
             self._held.pop(session_id, None)
-            self._taken.discard(session_id)
 
     def fork(
         self,
@@ -382,7 +380,6 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 raise self._refusal(conn, session_id)
         with self._lock:
             self._held[session_id] = self._held.get(session_id, 0) + 1
-            self._taken.add(session_id)
 
     def release(self, session_id: str) -> None:
         with self._lock:
