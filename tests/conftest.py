@@ -6,14 +6,16 @@ the test process itself is the client: running it on both loops covers the push-
 transports with both loops' pipe implementations.
 
 `postgres_url` gives a test an empty schema on a throwaway PostgreSQL server (see below).
+Tests that need PostgreSQL or HAProxy skip only when it is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -34,26 +36,42 @@ def pytest_asyncio_loop_factories(
     return factories
 
 
-# -- PostgreSQL ------------------------------------------------------------------------
-# One throwaway server (tools/cluster) for the whole run, started on first use; each test
-# gets a schema of its own in it. Where PostgreSQL or psycopg is missing, or the server
-# does not start, the tests that need it skip and say why.
+# -- PostgreSQL and HAProxy --------------------------------------------------------------
+# One throwaway PostgreSQL server (tools/cluster) for the whole run, started on first use;
+# each test gets a schema of its own in it. A test that needs PostgreSQL or HAProxy skips
+# only when the program is not installed, and says so; anything else that goes wrong
+# (the server does not start, ...) fails the test. CI installs both and sets
+# ACPSTACK_REQUIRE_ENGINES, which turns even that skip into a failure.
+
+REQUIRE_ENGINES = "ACPSTACK_REQUIRE_ENGINES"
+
+
+def skip_not_installed(exc: Exception) -> NoReturn:
+    """Skip the test for a program that is not installed, unless CI requires it."""
+    if os.environ.get(REQUIRE_ENGINES):
+        pytest.fail(f"{exc}; {REQUIRE_ENGINES} is set, so this test must run here")
+    pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def not_installed() -> Callable[[Exception], NoReturn]:
+    """`except NotInstalled as exc: not_installed(exc)` in a test (skip, or fail in CI)."""
+    return skip_not_installed
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    from tools.cluster._postgres import LocalPostgres, PostgresUnavailable
+    from tools.cluster._postgres import LocalPostgres, NotInstalled
 
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip('psycopg is not installed (pip install "acpstack[postgres]")')
     server = LocalPostgres()
     try:
         server.start()
-    except PostgresUnavailable as exc:
+    except NotInstalled as exc:
         server.stop()
-        pytest.skip(f"PostgreSQL is not available: {exc}")
+        skip_not_installed(exc)
+    except BaseException:
+        server.stop()
+        raise
     try:
         yield server
     finally:

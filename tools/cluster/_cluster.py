@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO, Self
 
-from tools.cluster._postgres import LocalPostgres, free_port
+from tools.cluster._postgres import LocalPostgres, NotInstalled, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HAPROXY_CFG = ROOT / "examples" / "deploy" / "haproxy.cfg"
@@ -31,7 +31,7 @@ READY = re.compile(r"on http://127\.0\.0\.1:(\d+)/acp")
 
 
 class ClusterUnavailable(RuntimeError):
-    """HAProxy (or PostgreSQL) is missing here, or would not start; the message says why."""
+    """HAProxy is installed but would not start, or refused the configuration."""
 
 
 class Node:
@@ -84,7 +84,7 @@ def find_haproxy() -> str:
         (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.path.exists(p)), None
     )
     if found is None:
-        raise ClusterUnavailable("HAProxy is not installed (apt-get install haproxy)")
+        raise NotInstalled("HAProxy is not installed (apt-get install haproxy)")
     return found
 
 

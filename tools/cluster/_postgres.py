@@ -23,8 +23,13 @@ from typing import Self
 USER = "acpstack"
 
 
+class NotInstalled(RuntimeError):
+    """A program that a test or benchmark needs (PostgreSQL, HAProxy) is not installed here.
+    The only reason a test that needs one may skip (tests/conftest.py)."""
+
+
 class PostgresUnavailable(RuntimeError):
-    """PostgreSQL is not installed here, or could not be started (the message says why)."""
+    """PostgreSQL is installed but could not be started or used (the message says why)."""
 
 
 def find_bin(name: str) -> str | None:
@@ -96,7 +101,7 @@ class LocalPostgres:
     def start(self) -> None:
         initdb, pg_ctl = find_bin("initdb"), find_bin("pg_ctl")
         if initdb is None or pg_ctl is None:
-            raise PostgresUnavailable(
+            raise NotInstalled(
                 "PostgreSQL is not installed (initdb/pg_ctl not found; apt-get install postgresql)"
             )
         run_as = _run_as()
@@ -156,7 +161,7 @@ class LocalPostgres:
         """Run SQL with psql (no Python driver needed); returns its output."""
         psql = find_bin("psql")
         if psql is None:
-            raise PostgresUnavailable("psql not found")
+            raise NotInstalled("psql is not installed (apt-get install postgresql)")
         done = subprocess.run(
             [psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", self.url(database)]
             + ["-c", sql],
