@@ -1,4 +1,6 @@
-"""`python -m benchmarks`: W1-W7 for acpstack, the official Python and TypeScript SDKs and the floor; W8 (remote) for acpstack and the TypeScript SDK."""
+"""`python -m benchmarks`: the workloads of BENCHMARKS.md and their scaling variants for
+acpstack, the official Python and TypeScript SDKs and the floor; W8 (remote) for acpstack
+and the TypeScript SDK. Workload ids are listed in benchmarks/README.md."""
 
 from __future__ import annotations
 
@@ -7,13 +9,16 @@ import datetime
 import json
 import os
 import platform
+import shutil
+import statistics
 import sys
 from pathlib import Path
 
-from benchmarks import _remote, _runner, _setup
+from benchmarks import _remote, _report, _runner, _setup
+from benchmarks._workloads import IMPLS, NOT_RUN, WORKLOADS
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument(
         "--reps",
@@ -22,16 +27,14 @@ def main() -> int:
         help="repetitions (medians are reported; this machine drifts between reps)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="10x smaller workloads, for a smoke run"
+        "--quick", action="store_true", help="smaller workloads (most 10x), for a smoke run"
     )
     parser.add_argument(
         "--only",
-        default=",".join([*_runner.WORKLOADS, "W8"]),
-        help="workloads, e.g. W1,W2 (W8: remote)",
+        default=",".join([*WORKLOADS, "W8"]),
+        help=f"workloads, any of {','.join(WORKLOADS)},W8 (W8: remote)",
     )
-    parser.add_argument(
-        "--impl", default="acpstack,py-sdk,ts-sdk,floor", help="implementations to run"
-    )
+    parser.add_argument("--impl", default=",".join(IMPLS), help="implementations to run")
     parser.add_argument(
         "--out",
         type=Path,
@@ -44,16 +47,46 @@ def main() -> int:
         help="the Python interpreter the Python peers run on (venvs are made from it)",
     )
     args = parser.parse_args()
+    args.only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    unknown = [w for w in args.only if w not in [*WORKLOADS, "W8"]]
+    if unknown:
+        parser.error(f"unknown workload {', '.join(unknown)}; known: {', '.join(WORKLOADS)}, W8")
+    return args
 
+
+def heading(versions: dict[str, str], build: dict[str, object], args: argparse.Namespace) -> str:
+    compiled = build["compiled"]
+    what = str(build["build"])
+    if isinstance(compiled, list) and compiled:
+        what += f" ({len(compiled)} compiled modules)"
+    sdks = [
+        f"{name} {versions[key]}"
+        for name, key in (
+            ("py-sdk", "agent-client-protocol"),
+            ("ts-sdk", "@agentclientprotocol/sdk"),
+        )
+        if key in versions
+    ]
+    node = f" on node {versions['node']}" if "node" in versions else ""
+    mode = "quick, " if args.quick else ""
+    return (
+        f"acpstack {versions['acpstack']} build: {what}; Python {versions['python']}; "
+        f"{', '.join(sdks)}{node}; {mode}{args.reps} reps, medians"
+    )
+
+
+def main() -> int:
+    args = parse_args()
     ours_python = _setup.acpstack_python(args.python)
     pysdk_python = _setup.python_sdk(args.python)
     floor_python = _setup.floor_python(args.python)
     node_peers = _setup.node_sdk()
     available = _runner.sides(ours_python, floor_python, pysdk_python, node_peers)
     chosen = [i for i in args.impl.split(",") if i in available]
-    workloads = [w for w in args.only.split(",") if w in _runner.WORKLOADS]
+    workloads = [w for w in WORKLOADS if w in args.only]
     versions = _setup.versions(ours_python, pysdk_python, node_peers)
-    print(f"versions: {versions}", file=sys.stderr)
+    build = _setup.acpstack_build(ours_python)
+    print(f"versions: {versions}; acpstack build: {build}", file=sys.stderr)
     results = (
         _runner.run_all(
             available, chosen, workloads, args.reps, args.quick, ours_python, pysdk_python
@@ -61,15 +94,16 @@ def main() -> int:
         if workloads
         else _runner.Results()
     )
-    if "W8" in args.only.split(","):
+    if "W8" in args.only:
         _remote.run_w8(ours_python, node_peers, chosen, args.reps, args.quick, results)
 
-    text = "\n\n".join(
-        t
-        for t in (_runner.table(results, chosen) if workloads else "", _remote.table(results))
-        if t
-    )
+    tables = [
+        _report.table(results, chosen, workloads) if workloads else "",
+        _remote.table(results),
+    ]
+    text = "\n\n".join([heading(versions, build, args), *(t for t in tables if t)])
     print(text)
+    summary = _report.summary(results)
     stamp = datetime.datetime.now(datetime.UTC)
     out = (
         args.out
@@ -82,16 +116,21 @@ def main() -> int:
                 "date": stamp.isoformat(timespec="seconds"),
                 "host": platform.node(),
                 "cpus": os.cpu_count(),
-                "pinned": "taskset -c 0" if _runner.shutil.which("taskset") else None,
+                "pinned": "taskset -c 0" if shutil.which("taskset") else None,
                 "reps": args.reps,
                 "quick": args.quick,
                 "versions": versions,
+                "acpstack_build": build,
+                "workloads": workloads + (["W8"] if "W8" in args.only else []),
+                "goals": _report.goals(summary),
+                "summary": summary,
                 "medians": {
-                    pair: {m: _runner.statistics.median(v) for m, v in ms.items()}
+                    pair: {m: statistics.median(v) for m, v in ms.items()}
                     for pair, ms in results.samples.items()
                 },
                 "samples": results.samples,
                 "errors": results.errors,
+                "not_run": {w: {"impls": sorted(i), "why": why} for w, (i, why) in NOT_RUN.items()},
                 "table": text,
             },
             indent=2,

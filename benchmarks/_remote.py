@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._runner import PEERS, TIMEOUT, Results, fmt, pinned
+from benchmarks._report import fmt
+from benchmarks._runner import PEERS, TIMEOUT, Results, failure_line, pinned
 
 PROFILES = ("http", "ws")
 
@@ -96,8 +97,7 @@ def run_one(
         )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"exit {done.returncode}: {tail[:200]}")
+            raise RuntimeError(f"exit {done.returncode}: {failure_line(done.stderr)[:200]}")
         result: dict[str, float] = json.loads(lines[-1])
         return result
     finally:
@@ -144,7 +144,7 @@ def table(results: Results) -> str:
     ]
     rows = [["pair", *(f"{m} {u}" for m, u in metrics)]]
     for label in labels:
-        rows.append([label, *(fmt(results.median(label, m), m) for m, _ in metrics)])
+        rows.append([label, *(fmt(results.median(label, m), u) for m, u in metrics)])
     ours, theirs = "acpstack", "ts-sdk"
     if ours in labels and theirs in labels:
         ratio = ["acpstack vs ts-sdk"]

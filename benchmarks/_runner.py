@@ -12,30 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PEERS = Path(__file__).resolve().parent / "peers"
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
-CROSS_WORKLOADS = ["W1", "W2", "W3"]
-# W7 is ours, not in BENCHMARKS.md: the agent's RSS over a long stream must stay flat.
-ACPSTACK_ONLY = ["W7"]
-TIMEOUT = 300
+from benchmarks._workloads import CROSS_WORKLOADS, STREAM_SIZES, TO_MS, WORKLOADS, runs
 
-# metric -> (unit, higher is better, goal)
-METRICS: dict[str, tuple[str, bool, float | None]] = {
-    "W1": ("updates/s", True, 90_000),
-    "W2 p50": ("µs", False, 45),
-    "W2 p99": ("µs", False, 100),
-    "W3": ("requests/s", True, 25_000),
-    "W4": ("s", False, 0.2),
-    "W5": ("ms", False, 100),
-    "W6": ("MB RSS", False, 25),
-    "import": ("ms", False, 50),
-    "import deps": ("ms", False, None),
-    "W7": ("MB growth", False, 1),
-    "W8 http": ("updates/s", True, None),
-    "W8 http p50": ("µs", False, None),
-    "W8 ws": ("updates/s", True, None),
-    "W8 ws p50": ("µs", False, None),
-}
+PEERS = Path(__file__).resolve().parent / "peers"
+TIMEOUT = 300
 
 
 @dataclass
@@ -93,12 +73,7 @@ def sides(
 def pairs(available: dict[str, Side], chosen: list[str]) -> list[tuple[str, Side, Side, list[str]]]:
     """(label, client side, agent side, workloads): each implementation with itself, then cross pairs."""
     out = [
-        (
-            name,
-            side,
-            side,
-            WORKLOADS if name == "acpstack" else [w for w in WORKLOADS if w not in ACPSTACK_ONLY],
-        )
+        (name, side, side, [w for w in WORKLOADS if runs(name, w)])
         for name, side in available.items()
         if name in chosen
     ]
@@ -125,10 +100,17 @@ def run_pair(client: Side, agent: Side, workload: str, env: dict[str, str]) -> d
     done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"exit {done.returncode}: {tail[:200]}")
+        raise RuntimeError(f"exit {done.returncode}: {failure_line(done.stderr)[:200]}")
     result: dict[str, float] = json.loads(lines[-1])
     return result
+
+
+def failure_line(stderr: str) -> str:
+    """The line of a failed peer's stderr that says what went wrong: the last one, past
+    Node's stack frames and version line."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    said = [line for line in lines if line and not line.startswith(("at ", "Node.js v"))]
+    return said[-1] if said else "no output"
 
 
 def import_time_ms(python: str, module: str) -> float:
@@ -144,6 +126,18 @@ def import_time_ms(python: str, module: str) -> float:
         return min(times)
 
     return max(0.0, (wall(f"import {module}") - wall("pass")) * 1000)
+
+
+def record(results: Results, label: str, workload: str, result: dict[str, float]) -> None:
+    """A client's JSON: "value" is the workload's own metric, any other key K (W2's p50,
+    S*'s rate, BIG-*'s peaks, W7's RSS readings) the metric "WORKLOAD K"."""
+    for key, value in result.items():
+        if key == "value":
+            results.add(label, workload, value * 1000 if workload in TO_MS else value)
+        else:
+            results.add(label, f"{workload} {key}", value)
+    if workload in STREAM_SIZES:
+        results.add(label, f"{workload} MiB/s", result["value"] * STREAM_SIZES[workload] / 2**20)
 
 
 def run_all(
@@ -170,14 +164,7 @@ def run_all(
                 except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
                     results.errors.setdefault(label, {})[workload] = str(exc)
                     continue
-                if workload == "W2":
-                    results.add(label, "W2 p50", result["p50"])
-                    results.add(label, "W2 p99", result["p99"])
-                else:
-                    results.add(label, workload, result["value"])
-                    for extra in ("start", "end"):  # W7's RSS readings, kept in the JSON
-                        if extra in result:
-                            results.add(label, f"{workload} {extra}", result[extra])
+                record(results, label, workload, result)
         if "acpstack" in chosen:
             results.add("acpstack", "import", import_time_ms(str(ours_python), "acpstack.agent"))
             # What acpstack's two dependencies alone cost here: the rest of "import" is ours.
@@ -187,77 +174,3 @@ def run_all(
         if "py-sdk" in chosen:
             results.add("py-sdk", "import", import_time_ms(str(pysdk_python), "acp"))
     return results
-
-
-def fmt(value: float | None, metric: str) -> str:
-    if value is None:
-        return "—"
-    if metric in ("W4", "W7"):
-        return f"{value:.3f}"
-    if value >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.1f}"
-
-
-def ratio(ours: float | None, theirs: float | None, higher_better: bool) -> str:
-    if not ours or not theirs:
-        return "—"
-    r = ours / theirs if higher_better else theirs / ours
-    return f"{r:.2f}×"
-
-
-def table(results: Results, chosen: list[str]) -> str:
-    impls = [
-        i for i in ("acpstack", "py-sdk", "ts-sdk", "floor") if i in chosen and i in results.samples
-    ]
-    header = ["metric", "unit", *impls, "vs py-sdk", "vs ts-sdk", "vs floor", "goal", "met"]
-    rows = [header]
-    for metric, (unit, higher, goal) in METRICS.items():
-        ours = results.median("acpstack", metric)
-        row = [metric, unit, *(fmt(results.median(i, metric), metric) for i in impls)]
-        row += [
-            ratio(ours, results.median(o, metric), higher) for o in ("py-sdk", "ts-sdk", "floor")
-        ]
-        goal_text = "—" if goal is None else (f"≥ {goal:,.0f}" if higher else f"≤ {goal:g}")
-        met = (
-            "—"
-            if ours is None or goal is None
-            else ("yes" if (ours >= goal if higher else ours <= goal) else "NO")
-        )
-        rows += [[*row, goal_text, met]]
-    cross = [label for label in results.samples if "→" in label]
-    lines = _render(rows)
-    if cross:
-        crows = [["pair", "W1 updates/s", "W2 p50 µs", "W3 requests/s"]]
-        for label in cross:
-            crows.append(
-                [
-                    label,
-                    fmt(results.median(label, "W1"), "W1"),
-                    fmt(results.median(label, "W2 p50"), "W2"),
-                    fmt(results.median(label, "W3"), "W3"),
-                ]
-            )
-        lines += "\n\nCross pairs (interop under load; which side costs the time):\n" + _render(
-            crows
-        )
-    if results.errors:
-        lines += "\n\nErrors:\n" + "\n".join(
-            f"  {label} {w}: {e}" for label, errs in results.errors.items() for w, e in errs.items()
-        )
-    return lines
-
-
-def _render(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, row in enumerate(rows):
-        out.append(
-            "  ".join(
-                cell.rjust(w) if i > 1 or n == 0 and i > 1 else cell.ljust(w)
-                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            )
-        )
-        if n == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)

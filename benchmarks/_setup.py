@@ -101,6 +101,35 @@ def node_sdk() -> Path | None:
     return peers
 
 
+# Run in acpstack's venv: which build is installed. A module compiled with mypyc imports from
+# an extension module (.so), which Python picks over the .py beside it.
+_BUILD_PROBE = """
+import importlib, json, pathlib
+import acpstack
+root = pathlib.Path(acpstack.__file__).parent
+compiled = sorted(
+    ".".join(("acpstack", *p.relative_to(root).parts[:-1], p.name.split(".")[0]))
+    for p in [*root.rglob("*.so"), *root.rglob("*.pyd")]
+    if "__mypyc" not in p.name  # mypyc's shared runtime library, not a module
+)
+try:
+    probe = importlib.import_module("acpstack.wire._ndjson").__file__ or ""
+except ImportError:
+    probe = ""
+kind = "mypyc" if probe.endswith((".so", ".pyd")) or compiled else "pure Python"
+print(json.dumps({"build": kind, "compiled": compiled}))
+"""
+
+
+def acpstack_build(ours: Path) -> dict[str, object]:
+    """{"build": "pure Python" or "mypyc", "compiled": [modules from extension files]}."""
+    found = subprocess.run(
+        [str(ours), "-c", _BUILD_PROBE], capture_output=True, text=True, check=True
+    )
+    build: dict[str, object] = json.loads(found.stdout)
+    return build
+
+
 def _installed(python: Path, *packages: str) -> dict[str, str]:
     code = "import sys; from importlib.metadata import version; print(*(version(p) for p in sys.argv[1:]))"
     found = subprocess.run(

@@ -36,6 +36,19 @@ def pytest_asyncio_loop_factories(
     return factories
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Nothing a test starts may read or write the user's own acpstack data: the session
+    store, chat history, config and caches go to a directory of this test run (inherited by
+    every process the tests start). Tests that need a specific place still pass their own."""
+    import os
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="acpstack-tests-")
+    for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        os.environ[name] = os.path.join(home, name.lower())
+    os.environ.pop("ACPSTACK_STORE", None)
+
+
 # -- PostgreSQL and HAProxy --------------------------------------------------------------
 # One throwaway PostgreSQL server (tools/cluster) for the whole run, started on first use;
 # each test gets a schema of its own in it. A test that needs PostgreSQL or HAProxy skips

@@ -1,35 +1,27 @@
 """Benchmark client on acpstack's public API: `acpstack_client.py WORKLOAD -- AGENT ARGV...`.
 
-Prints one JSON line with the measurement. Checks counts and order of what it received.
+Prints one JSON line with the measurement. Checks counts, order and sizes of what it received.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
+from typing import Any
 
-from _common import (
-    N_LONG_STREAM,
-    N_READS,
-    N_ROUND_TRIPS,
-    N_SESSIONS_W4,
-    N_SESSIONS_W6,
-    N_STREAM,
-    N_UPDATES_W4,
-    percentiles,
-    rss_mb,
-)
+from _async_workloads import Tally, measure, settle
+from _common import N_LONG_STREAM, rss_mb
 
 import acpstack
 from acpstack import Client, spawn_agent
+from acpstack.client import AgentPeer
 from acpstack.schema import v1 as acp
 
 
-class BenchClient(Client):
+class BenchClient(Client, Tally):
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
+        Tally.__init__(self)
         self.rss_probe: tuple[int, int] | None = None  # (agent pid, update index) for W7
         self.rss_at_probe = 0.0
 
@@ -38,15 +30,16 @@ class BenchClient(Client):
         assert isinstance(update, acp.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         )
-        expected = self.counts.get(params.session_id, 0)
-        if int(update.content.text[:8]) != expected:
-            raise SystemExit(f"update out of order: {update.content.text[:8]} != {expected}")
-        self.counts[params.session_id] = expected + 1
+        sid, text = params.session_id, update.content.text
+        expected = self.counts.get(sid, 0)
+        if len(text) != self.size or int(text[:8]) != expected:
+            self.fail(sid, text)
+        self.counts[sid] = expected + 1
         if self.rss_probe is not None and expected == self.rss_probe[1]:
             self.rss_at_probe = rss_mb(self.rss_probe[0])
 
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
-        return acp.ReadTextFileResponse(content="hello\n")
+        return acp.ReadTextFileResponse(content=self.read_content)
 
 
 INIT = acp.InitializeRequest(
@@ -55,64 +48,43 @@ INIT = acp.InitializeRequest(
         fs=acp.FileSystemCapabilities(read_text_file=True, write_text_file=False), terminal=False
     ),
 )
+NEW = acp.NewSessionRequest(cwd="/tmp", mcp_servers=[])
 
 
-def prompt(sid: str, text: str) -> acp.PromptRequest:
-    return acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=text)])
+class Driver:
+    """What `_async_workloads` needs, on acpstack's typed peer."""
+
+    def __init__(self, tally: BenchClient, peer: AgentPeer, pid: int) -> None:
+        self.tally, self.agent_pid, self.peer = tally, pid, peer
+        self.send_prompt = peer.session_prompt
+
+    async def new_session(self) -> str:
+        return (await self.peer.session_new(NEW)).session_id
+
+    def prompt_request(self, sid: str, text: str) -> Any:
+        return acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=text)])
+
+
+async def long_stream(d: Driver) -> dict[str, object]:
+    """W7: agent RSS after the first 20% of a long stream and at its end: no growth per message."""
+    sid = await d.new_session()
+    d.tally.rss_probe = (d.agent_pid, N_LONG_STREAM // 5)
+    await d.send_prompt(d.prompt_request(sid, f"stream {N_LONG_STREAM}"))
+    await settle(d.tally, [sid], N_LONG_STREAM)
+    end = rss_mb(d.agent_pid)
+    start = d.tally.rss_at_probe
+    return {"value": end - start, "start": start, "end": end}
 
 
 async def run(workload: str, agent: list[str]) -> dict[str, object]:
     client = BenchClient()
     started = time.perf_counter()
     async with spawn_agent(agent, client) as conn:
-        peer = conn.agent
-        await peer.initialize(INIT)
-        if workload == "W5":
-            return {"value": (time.perf_counter() - started) * 1000}
-        new = acp.NewSessionRequest(cwd="/tmp", mcp_servers=[])
-        if workload == "W6":
-            for _ in range(N_SESSIONS_W6):
-                await peer.session_new(new)
-            return {"value": rss_mb(conn.transport.pid)}  # type: ignore[attr-defined]
-        sid = (await peer.session_new(new)).session_id
-        if workload == "W1":
-            t0 = time.perf_counter()
-            await peer.session_prompt(prompt(sid, f"stream {N_STREAM}"))
-            elapsed = time.perf_counter() - t0
-            assert client.counts[sid] == N_STREAM
-            return {"value": N_STREAM / elapsed}
-        if workload == "W2":
-            samples = []
-            request = prompt(sid, "noop")
-            for _ in range(N_ROUND_TRIPS):
-                t0 = time.perf_counter()
-                await peer.session_prompt(request)
-                samples.append((time.perf_counter() - t0) * 1e6)
-            return percentiles(samples)
+        await conn.agent.initialize(INIT)
+        driver = Driver(client, conn.agent, conn.transport.pid)  # type: ignore[attr-defined]
         if workload == "W7":
-            # Agent RSS after the first 20% of a long stream and at its end: no growth per message.
-            pid = conn.transport.pid  # type: ignore[attr-defined]
-            client.rss_probe = (pid, N_LONG_STREAM // 5)
-            await peer.session_prompt(prompt(sid, f"stream {N_LONG_STREAM}"))
-            assert client.counts[sid] == N_LONG_STREAM
-            end = rss_mb(pid)
-            return {"value": end - client.rss_at_probe, "start": client.rss_at_probe, "end": end}
-        if workload == "W3":
-            t0 = time.perf_counter()
-            await peer.session_prompt(prompt(sid, f"read {N_READS}"))
-            return {"value": N_READS / (time.perf_counter() - t0)}
-        if workload == "W4":
-            sids = [sid] + [
-                (await peer.session_new(new)).session_id for _ in range(N_SESSIONS_W4 - 1)
-            ]
-            t0 = time.perf_counter()
-            await asyncio.gather(
-                *(peer.session_prompt(prompt(s, f"stream {N_UPDATES_W4}")) for s in sids)
-            )
-            elapsed = time.perf_counter() - t0
-            assert all(client.counts[s] == N_UPDATES_W4 for s in sids)
-            return {"value": elapsed}
-    raise SystemExit(f"unknown workload {workload}")
+            return await long_stream(driver)
+        return await measure(workload, driver, started)
 
 
 def main() -> None:

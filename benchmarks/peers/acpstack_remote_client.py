@@ -14,7 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import N_ROUND_TRIPS, N_STREAM, percentiles  # noqa: E402
+from _common import (  # noqa: E402
+    N_ROUND_TRIPS,
+    N_STREAM,
+    WARM_ROUND_TRIPS,
+    WARM_STREAM,
+    percentiles,
+)
 
 from acpstack import Client  # noqa: E402
 from acpstack.client import connect_remote  # noqa: E402
@@ -49,8 +55,13 @@ async def main(url: str) -> dict[str, object]:
         def prompt(text: str) -> acp.PromptRequest:
             return acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text=text)])
 
-        for _ in range(50):  # warm-up: connections, caches
+        # Warm-up (connections, caches; the TypeScript client's V8), as in _common.py.
+        await agent.session_prompt(prompt(f"stream {WARM_STREAM}"))
+        for _ in range(WARM_ROUND_TRIPS):
             await agent.session_prompt(prompt("hi"))
+        if client.count != WARM_STREAM or client.failure:
+            raise RuntimeError(f"warm-up got {client.count} updates ({client.failure})")
+        client.count = 0
         t0 = time.perf_counter()
         await agent.session_prompt(prompt(f"stream {N_STREAM}"))
         elapsed = time.perf_counter() - t0

@@ -6,8 +6,6 @@ import sys
 
 import orjson
 
-PAD = "x" * 32
-
 
 def main() -> None:
     read, out = sys.stdin.buffer.readline, sys.stdout.buffer
@@ -24,9 +22,10 @@ def main() -> None:
             result = {"sessionId": sid}
         elif method == "session/prompt":
             sid = params["sessionId"]
-            command, _, count = params["prompt"][0]["text"].partition(" ")
+            command, *args = params["prompt"][0]["text"].split()
             if command == "stream":
-                for i in range(int(count)):
+                pad = "x" * (int(args[1]) - 8 if len(args) > 1 else 32)
+                for i in range(int(args[0])):
                     out.write(
                         orjson.dumps(
                             {
@@ -36,7 +35,7 @@ def main() -> None:
                                     "sessionId": sid,
                                     "update": {
                                         "sessionUpdate": "agent_message_chunk",
-                                        "content": {"type": "text", "text": f"{i:08d}{PAD}"},
+                                        "content": {"type": "text", "text": f"{i:08d}{pad}"},
                                     },
                                 },
                             }
@@ -44,7 +43,8 @@ def main() -> None:
                         + b"\n"
                     )
             elif command == "read":
-                for _ in range(int(count)):
+                size = int(args[1]) if len(args) > 1 else None
+                for _ in range(int(args[0])):
                     out.write(
                         orjson.dumps(
                             {
@@ -58,7 +58,9 @@ def main() -> None:
                     )
                     out.flush()
                     next_id += 1
-                    orjson.loads(read())
+                    answer = orjson.loads(read())
+                    if size is not None and len(answer["result"]["content"]) != size:
+                        raise SystemExit(f"read {len(answer['result']['content'])}, not {size}")
             result = {"stopReason": "end_turn"}
         else:
             continue
@@ -67,4 +69,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the client stopped reading: it has failed and says why
+        sys.exit(1)

@@ -14,8 +14,6 @@ from acp.schema import (
     TextContentBlock,
 )
 
-PAD = "x" * 32
-
 
 class BenchAgent:
     def __init__(self) -> None:
@@ -34,19 +32,25 @@ class BenchAgent:
         return NewSessionResponse(session_id=sid)
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
-        command, _, count = prompt[0].text.partition(" ")
+        command, *args = prompt[0].text.split()
         if command == "stream":
-            for i in range(int(count)):
+            pad = "x" * (int(args[1]) - 8 if len(args) > 1 else 32)
+            for i in range(int(args[0])):
                 await self.conn.session_update(
                     session_id=session_id,
                     update=AgentMessageChunk(
                         session_update="agent_message_chunk",
-                        content=TextContentBlock(type="text", text=f"{i:08d}{PAD}"),
+                        content=TextContentBlock(type="text", text=f"{i:08d}{pad}"),
                     ),
                 )
         elif command == "read":
-            for _ in range(int(count)):
-                await self.conn.read_text_file(session_id=session_id, path="/bench/file.txt")
+            size = int(args[1]) if len(args) > 1 else None
+            for _ in range(int(args[0])):
+                answer = await self.conn.read_text_file(
+                    session_id=session_id, path="/bench/file.txt"
+                )
+                if size is not None and len(answer.content) != size:
+                    raise ValueError(f"read {len(answer.content)} characters, not {size}")
         return PromptResponse(stop_reason="end_turn")
 
     async def cancel(self, session_id: str, **_: Any) -> None:

@@ -1,8 +1,8 @@
-// Benchmark agent on the official TypeScript SDK (@agentclientprotocol/sdk); same prompts as ours.
+// Benchmark agent on the official TypeScript SDK (@agentclientprotocol/sdk); same prompts as ours:
+// "stream N [SIZE]", "read N [SIZE]", anything else answers at once.
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
-const PAD = "x".repeat(32);
 const sessions = new Map();
 
 const app = acp
@@ -14,18 +14,22 @@ const app = acp
     return { sessionId };
   })
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
-    const [command, count] = params.prompt[0].text.split(" ");
+    const [command, count, size] = params.prompt[0].text.split(" ");
     const sessionId = params.sessionId;
     if (command === "stream") {
+      const pad = "x".repeat(size === undefined ? 32 : Number(size) - 8);
       for (let i = 0; i < Number(count); i++) {
         await client.notify(acp.methods.client.session.update, {
           sessionId,
-          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: String(i).padStart(8, "0") + PAD } },
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: String(i).padStart(8, "0") + pad } },
         });
       }
     } else if (command === "read") {
       for (let i = 0; i < Number(count); i++) {
-        await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: "/bench/file.txt" });
+        const answer = await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: "/bench/file.txt" });
+        if (size !== undefined && answer.content.length !== Number(size)) {
+          throw new Error(`read ${answer.content.length} characters, not ${size}`);
+        }
       }
     }
     return { stopReason: "end_turn" };

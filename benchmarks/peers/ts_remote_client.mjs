@@ -8,6 +8,7 @@ import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-
 const QUICK = process.env.ACPSTACK_BENCH_QUICK === "1";
 const N_STREAM = QUICK ? 2000 : 20000;
 const N_ROUND_TRIPS = QUICK ? 200 : 2000;
+const [WARM_STREAM, WARM_ROUND_TRIPS] = QUICK ? [2000, 300] : [10000, 3000];
 const url = process.argv[2];
 let count = 0;
 let failure = null;
@@ -22,7 +23,11 @@ await acp.client({ name: "ts-bench-remote-client" })
     await ctx.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
     const { sessionId } = await ctx.request(acp.methods.agent.session.new, { cwd: "/tmp", mcpServers: [] });
     const prompt = (text) => ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
-    for (let i = 0; i < 50; i++) await prompt("hi");
+    // Warm-up (connections, caches, V8's compiled code), as in _common.py.
+    await prompt(`stream ${WARM_STREAM}`);
+    for (let i = 0; i < WARM_ROUND_TRIPS; i++) await prompt("hi");
+    if (count !== WARM_STREAM || failure) throw new Error(`warm-up got ${count} updates (${failure})`);
+    count = 0;
     const t0 = performance.now();
     await prompt(`stream ${N_STREAM}`);
     const elapsed = (performance.now() - t0) / 1000;

@@ -12,7 +12,7 @@ import os
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,27 @@ class Recorder(ClientRuntime):
 
     def __init__(self, **kwargs: Any) -> None:
         self.log: list[tuple[str, Any]] = []
-        super().__init__(on_update=lambda sid, update: self.log.append((sid, update)), **kwargs)
+        self.grew = asyncio.Event()
+        super().__init__(on_update=self._record, **kwargs)
+
+    def _record(self, sid: str, update: Any) -> None:
+        self.log.append((sid, update))
+        self.grew.set()
+
+    async def until(self, check: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait for the updates received so far to satisfy `check`."""
+        async with asyncio.timeout(timeout):
+            while not check():
+                self.grew.clear()
+                await self.grew.wait()
+
+    def has_terminal_content(self, sid: str) -> bool:
+        return any(
+            isinstance(u, acp.ToolCallUpdate)
+            and any(isinstance(c, acp.Terminal) for c in (u.content or []))
+            for s, u in self.log
+            if s == sid
+        )
 
     def updates(self, sid: str) -> list[bytes]:
         return [encode(u) for s, u in self.log if s == sid]
@@ -208,8 +228,7 @@ async def test_close_cancels_the_running_turn_and_frees_the_session(tmp_path: Pa
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
         turn = asyncio.create_task(client.prompt(sid, "stream"))
-        while len(client.texts(sid)) < 3:
-            await asyncio.sleep(0.01)
+        await client.until(lambda: len(client.texts(sid)) >= 3)
         await client.close_session(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
         with pytest.raises(RequestError) as info:
@@ -227,8 +246,7 @@ async def test_kill_9_during_a_burst_loses_nothing_the_client_saw(tmp_path: Path
     async with agent(db, first) as conn:
         sid = (await first.new_session(str(tmp_path))).session_id
         turn = asyncio.create_task(first.prompt(sid, "burst 100000 0.0005"))
-        while len(first.texts(sid)) < 300:
-            await asyncio.sleep(0.005)
+        await first.until(lambda: len(first.texts(sid)) >= 300)
         os.kill(pid_of(conn), signal.SIGKILL)
         with pytest.raises(ConnectionClosed):
             await asyncio.wait_for(turn, 10)
@@ -264,7 +282,7 @@ async def test_cancel_during_a_permission_request(tmp_path: Path) -> None:
         await asyncio.wait_for(asked.wait(), 10)
         await client.cancel(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # a window in which nothing may arrive
         assert client.after_answer(sid) == []
         # Never read as approval: the author's code either was cancelled while waiting or saw
         # the cancelled decision (which of the two depends on which message it read first).
@@ -277,13 +295,11 @@ async def test_cancel_during_a_terminal_wait_kills_and_releases_it(tmp_path: Pat
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
         turn = asyncio.create_task(client.prompt_marked(sid, "terminal 30"))
-        while "started" not in client.texts(sid):
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)  # the terminal exists and the agent waits for it
+        await client.until(lambda: client.has_terminal_content(sid))  # the agent waits on it
         assert len(client.terminals.terminal_ids(sid)) == 1
         await client.cancel(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # a window in which nothing may arrive
         assert client.after_answer(sid) == []
         assert (
             client.terminals.terminal_ids(sid) == []
@@ -296,11 +312,10 @@ async def test_cancel_during_streaming_no_update_after_the_answer(tmp_path: Path
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
         turn = asyncio.create_task(client.prompt_marked(sid, "stream"))
-        while len(client.texts(sid)) < 50:
-            await asyncio.sleep(0.005)
+        await client.until(lambda: len(client.texts(sid)) >= 50)
         await client.cancel(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # a window in which nothing may arrive
         assert client.after_answer(sid) == []
         texts = client.texts(sid)
         assert texts == [f"{i:08d} stream" for i in range(len(texts))]
@@ -313,20 +328,18 @@ async def test_cancel_request_of_a_prompt_and_an_author_that_raises_while_cancel
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
         turn = asyncio.create_task(client.prompt(sid, "raise-on-cancel"))
-        while "waiting" not in client.texts(sid):
-            await asyncio.sleep(0.01)
+        await client.until(lambda: "waiting" in client.texts(sid))
         await client.cancel(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
         # $/cancel_request of the prompt: the agent stops the turn too, and stays usable.
         turn = asyncio.create_task(client.prompt(sid, "stream"))
-        while len(client.texts(sid)) < 5:
-            await asyncio.sleep(0.01)
+        await client.until(lambda: len(client.texts(sid)) >= 5)
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
             await turn
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # updates already on their way still arrive
         count = len(client.texts(sid))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # a window in which nothing more may arrive
         assert len(client.texts(sid)) == count  # the stream stopped
         assert (await client.prompt(sid, "hello")).stop_reason == "end_turn"
 
@@ -346,7 +359,7 @@ async def test_a_second_concurrent_prompt_is_refused(tmp_path: Path) -> None:
     async with agent(tmp_path / "s.db", client):
         sid = (await client.new_session(str(tmp_path))).session_id
         slow = asyncio.create_task(client.prompt(sid, "slow 1"))
-        await asyncio.sleep(0.2)
+        await client.until(lambda: "slow" in client.texts(sid))  # the turn is running
         with pytest.raises(RequestError) as info:
             await client.prompt(sid, "hello")
         assert info.value.code == -32602 and "already running" in info.value.message

@@ -658,29 +658,29 @@ def test_sqlite_migration_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         store.create(SessionRecord("old", "/x"))
     calls: list[int] = []
 
-    def migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    def migrate_2_to_3(conn: sqlite3.Connection) -> None:
         calls.append(1)
         conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
 
-    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 1, migrate_1_to_2)
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 2, migrate_2_to_3)
     with SqliteSessionStore(path) as store:
         assert store.get("old") is not None
     with SqliteSessionStore(path) as store:  # already migrated: hook not run again
-        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 3
     assert calls == [1]
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("migration failed")
 
-    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 2, broken)
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 4)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 3, broken)
     with pytest.raises(RuntimeError, match="migration failed"):
         SqliteSessionStore(path)
     conn = sqlite3.connect(path)
     try:  # rolled back as a whole
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert (
             conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone()
             is None
@@ -882,3 +882,52 @@ def test_memory_and_sqlite_agree(ops: list[tuple[Any, ...]]) -> None:
         for sid in "abcd":
             assert _strip(mem.get(sid)) == _strip(sql.get(sid))
             assert _strip(list(mem.events(sid))) == _strip(list(sql.events(sid)))
+
+
+def test_a_version_1_store_gains_the_archived_flag(tmp_path: Path) -> None:
+    # A file written before session/archive existed: schema version 1, no `archived` column.
+    path = tmp_path / "v1.sqlite3"
+    conn = sqlite3.connect(path)
+    sqlite_backend._migrate_0_to_1(conn)
+    conn.execute(
+        "INSERT INTO sessions VALUES ('old', '/w', '[]', '[]', NULL, '{}', 'kept', "
+        "'2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', '{}')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with SqliteSessionStore(path) as store:
+        record = store.get("old")
+        assert record is not None and record.title == "kept" and record.archived is False
+        assert [r.session_id for r in store.list_sessions()[0]] == ["old"]
+        store.update("old", archived=True)
+    with SqliteSessionStore(path) as store:
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store.list_sessions() == ([], None)
+        assert [r.session_id for r in store.list_sessions(archived="only")[0]] == ["old"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_archived_sessions_leave_the_list_unless_asked_for(tmp_path: Path, kind: str) -> None:
+    store: SessionStore = (
+        SqliteSessionStore(tmp_path / "a.sqlite3") if kind == "sqlite" else MemorySessionStore()
+    )
+    with store:  # type: ignore[attr-defined]
+        for sid in ("a", "b", "c"):
+            store.create(SessionRecord(sid, "/w"))
+        store.update("b", archived=True)
+        ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
+        assert sorted(ids("exclude")) == ["a", "c"]
+        assert ids("only") == ["b"]
+        assert sorted(ids("include")) == ["a", "b", "c"]
+        assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
+        # Paging over only the archived ones, and a fork of an archived session is live.
+        store.update("c", archived=True)
+        page, cursor = store.list_sessions(limit=1, archived="only")
+        rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
+        assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
+        assert store.fork("b", "f").archived is False
+        with pytest.raises(ValueError, match="archived must be one of"):
+            store.list_sessions(archived="everything")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="archived must be a bool"):
+            store.update("a", archived="yes")

@@ -65,7 +65,11 @@ def run_chat_measured(
 
 
 def records(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    """The wire records of a `--json` run (which ends with its result record)."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    if lines and lines[-1].get("type") == "result":
+        lines.pop()
+    return lines
 
 
 def agent_texts(lines: list[dict[str, Any]]) -> list[str]:

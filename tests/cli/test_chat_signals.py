@@ -27,6 +27,7 @@ PEERS = Path(__file__).parent / "peers"
 sys.path.insert(0, str(PEERS))
 from procs import alive, assert_ended, children, cmdline  # noqa: E402
 from rendezvous import Rendezvous  # noqa: E402
+from term import PROMPT  # noqa: E402
 
 CHAT = [sys.executable, "-m", "acpstack", "chat"]
 SIGNAL_AGENT = [sys.executable, str(PEERS / "signal_agent.py")]
@@ -76,6 +77,8 @@ def env(rendezvous: Rendezvous, tmp_path: Path) -> dict[str, str]:
         ACPSTACK_STORE=str(tmp_path / "sessions.db"),
         TERM="xterm",
         NO_COLOR="1",
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        PROMPT_TOOLKIT_NO_CPR="1",  # pexpect is no terminal: it answers no cursor position request
     )
 
 
@@ -128,10 +131,10 @@ def test_interactive(tmp_path: Path, rendezvous: Rendezvous, leftovers: set[int]
     child, seen = spawn_in_terminal(["chat", "--", *SIGNAL_AGENT], tmp_path, rendezvous)
     leftovers.add(child.pid)
     try:
-        child.expect("> ")
+        child.expect(PROMPT)
         child.sendline("go")
         agent, terminal = agent_and_terminal(rendezvous, child.pid, leftovers)
-        child.expect("sleep 600")  # the tool call is on screen; the input thread waits in input()
+        child.expect("sleep 600")  # the tool call is on screen (a live line)
         os.kill(child.pid, sig)
         rendezvous.expect("cancelled")
         child.expect(pexpect.EOF)
@@ -154,16 +157,16 @@ def test_interactive_at_the_prompt_gives_the_terminal_back(
     # Like the user's shell, hold the terminal open: its modes outlive the chat.
     terminal = os.open(os.readlink(f"/proc/{child.pid}/fd/0"), os.O_RDWR | os.O_NOCTTY)
     try:
-        child.expect("> ")
+        child.expect(PROMPT)
         [agent] = children(child.pid)
         leftovers.add(agent)
-        deadline = time.monotonic() + 10  # readline switches echo off as it starts reading
+        deadline = time.monotonic() + 10  # the line editor switches echo off as it starts
         while echo_on(terminal) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not echo_on(terminal)
         child.kill(signal.SIGTERM)
         assert_ended({child.pid, agent})  # (our open terminal keeps the chat's output from ending)
-        assert echo_on(terminal)  # what readline switched off is back
+        assert echo_on(terminal)  # what the line editor switched off is back
         os.close(terminal)
         terminal = -1
         child.expect(pexpect.EOF)
@@ -194,7 +197,7 @@ def test_interactive_at_the_prompt_when_the_terminal_hangs_up(
     os.close(slave)
     leftovers.add(chat.pid)
     try:
-        read_until(master, b"> ")
+        read_until(master, b"\x1b[?2004h")  # the prompt is up: it asked for bracketed paste
         os.write(master, b"go\n")
         agent, terminal = agent_and_terminal(rendezvous, chat.pid, leftovers)
     finally:

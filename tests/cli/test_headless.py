@@ -38,7 +38,10 @@ def run(args: list[str], ws: Path, *, stdin: str = "") -> subprocess.CompletedPr
 
 
 def wire(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    """The wire records of `--json` output, without the result record that ends it."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    assert lines[-1]["type"] == "result"
+    return lines[:-1]
 
 
 def test_headless_prompt_with_approve_all_edits(ws: Path) -> None:
@@ -51,7 +54,7 @@ def test_headless_prompt_with_approve_all_edits(ws: Path) -> None:
 def test_headless_deny_all_and_no_flag_never_approve(ws: Path) -> None:
     for flags in (["--deny-all"], []):
         result = run(["chat", "-p", "/edit README.md Readme Hello", *flags], ws)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 5, result.stderr  # every permission request was denied
         assert (ws / "README.md").read_text() == "# Readme\n"
         assert "unchanged" in result.stdout
 
@@ -108,7 +111,7 @@ def test_chat_with_an_official_python_sdk_agent(
     ws: Path, py_sdk_agent: list[str], flag: str, expected: str
 ) -> None:
     result = run(["chat", "-p", "permission", flag, "--json", "--", *py_sdk_agent], ws)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == (0 if expected == "allow" else 5), result.stderr
     lines = wire(result.stdout)
     init = next(
         line["message"]
@@ -169,9 +172,11 @@ def test_sessions_lists_what_chat_created(ws: Path) -> None:
         for line in wire(first.stdout)
         if line["direction"] == "recv" and line["message"].get("id") == 1
     )
-    listed = run(["sessions", "--cwd", str(ws)], ws)
+    listed = run(["sessions", "agent", "--cwd", str(ws)], ws)  # the agent's own list
     assert listed.returncode == 0, listed.stderr
     assert sid in listed.stdout
+    recorded = run(["sessions", "list", "--format", "json"], ws)  # what the chat recorded
+    assert [r["session_id"] for r in json.loads(recorded.stdout)] == [sid]
     again = run(["chat", "--session", sid, "-p", "/plan"], ws)
     assert again.returncode == 0, again.stderr
 

@@ -251,3 +251,33 @@ async def test_secrets_of_mcp_servers_are_not_stored(tmp_path: Path, field: str)
             "SELECT mcp_servers FROM sessions WHERE session_id = ?", (sid,)
         ).fetchone()
     assert "s3cret" not in stored and "***" in stored
+
+
+async def test_the_model_calls_a_tool_of_an_mcp_server_the_client_offers_over_acp(
+    tmp_path: Path,
+) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("tools")
+
+    @server.tool()
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    with FakeOpenAI() as fake:
+        fake.scripts += [
+            [("tool", 0, "c1", "mcp__tools__shout", ['{"text": "hi"}']), ("finish", "tool_calls")],
+            [("text", "Done."), ("finish", "stop")],
+        ]
+        runtime = ClientRuntime(ask=Asked())
+        declaration = runtime.mcp_host.add("tools", server)
+        command = [*agent_command(fake.url, str(tmp_path / "s.db")), "--unstable"]
+        async with spawn_agent(command, runtime, env={"FAKE_KEY": "k"}, unstable=True):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path), mcp_servers=[declaration])).session_id
+            await runtime.prompt(sid, "shout hi")
+            assert last_tool(runtime, sid).status == "completed"
+    assert "mcp__tools__shout" in {t["function"]["name"] for t in fake.requests[0]["tools"]}
+    results = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == [{"role": "tool", "tool_call_id": "c1", "content": "HI"}]

@@ -22,6 +22,7 @@ class FakeOpenAI:
         self.scripts: list[list[tuple[Any, ...]]] = []
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
+        self.headers: list[dict[str, str]] = []  # every request's headers (names lower-cased)
         self.paths: list[str] = []  # request targets (path and query)
         self.disconnected = threading.Event()
         self._arrived = threading.Condition()
@@ -78,6 +79,7 @@ class FakeOpenAI:
                 return
             self.requests.append(json.loads(body))
             self.auth_headers.append(headers.get("authorization"))
+            self.headers.append(headers)
             self.paths.append(request_line.split()[1].decode())
             with self._arrived:
                 self._arrived.notify_all()

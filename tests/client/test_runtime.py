@@ -221,3 +221,54 @@ async def test_agent_crash_mid_prompt(workspace: Path) -> None:
         with pytest.raises(ConnectionClosed):
             await runtime.prompt(sid, "read x")
     assert "about to crash: boom" in lines
+
+
+class ModesAgent(Agent):
+    """Answers session/new, load and resume with modes and a config option (no updates)."""
+
+    def state(self, mode: str) -> dict[str, object]:
+        return {
+            "modes": acp.SessionModeState(
+                current_mode_id=mode,
+                available_modes=[
+                    acp.SessionMode(id="ask", name="Ask"),
+                    acp.SessionMode(id="code", name="Code"),
+                ],
+            ),
+            "config_options": [
+                acp.SessionConfigOption(id="fast", name="Fast", type="boolean", current_value=True)
+            ],
+        }
+
+    async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        caps = acp.AgentCapabilities(
+            load_session=True,
+            session_capabilities=acp.SessionCapabilities(resume=acp.SessionResumeCapabilities()),
+        )
+        return acp.InitializeResponse(protocol_version=1, agent_capabilities=caps)
+
+    async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        return acp.NewSessionResponse(session_id="s1", **self.state("ask"))  # type: ignore[arg-type]
+
+    async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
+        return acp.LoadSessionResponse(**self.state("code"))  # type: ignore[arg-type]
+
+    async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
+        return acp.ResumeSessionResponse(**self.state("code"))  # type: ignore[arg-type]
+
+
+async def test_the_session_state_starts_from_what_new_load_and_resume_answer(
+    workspace: Path,
+) -> None:
+    runtime = ClientRuntime()
+    async with connected_pair(ModesAgent(), runtime):
+        await runtime.initialize()
+        await runtime.new_session(str(workspace))
+        state = runtime.sessions["s1"].state
+        assert state.current_mode_id == "ask"
+        assert [mode.id for mode in state.available_modes] == ["ask", "code"]
+        assert [option.id for option in state.config_options] == ["fast"]
+        await runtime.load_session("s2", str(workspace))
+        assert runtime.sessions["s2"].state.current_mode_id == "code"
+        await runtime.resume_session("s3", str(workspace))
+        assert runtime.sessions["s3"].state.available_modes[1].id == "code"

@@ -61,11 +61,25 @@ class Gate(Agent):
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.started: list[int] = []
+        self.first_started = asyncio.Event()
+        self.marker = asyncio.Event()
 
     async def ext_method(self, method: str, params: Any) -> Any:
         self.started.append(params)
+        self.first_started.set()
         await self.release.wait()
         return params
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        self.marker.set()  # everything the client sent before the marker has been read
+
+
+async def read_so_far(client: Any, agent: Gate) -> None:
+    """Wait until the agent has read everything the client sent until now."""
+    await asyncio.sleep(0)  # one loop turn: tasks that were just created send their requests
+    agent.marker.clear()
+    await client.agent.notify("_marker", {})
+    await asyncio.wait_for(agent.marker.wait(), 10)
 
 
 async def test_requests_beyond_the_limit_wait_in_line_and_can_be_cancelled_there() -> None:
@@ -75,12 +89,10 @@ async def test_requests_beyond_the_limit_wait_in_line_and_can_be_cancelled_there
     async with connect_agent(agent, a, max_inbound_requests=2), client.connection:
         await client.agent.initialize()
         calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(6)]
-        while len(agent.started) < 2:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
+        await read_so_far(client, agent)
         assert agent.started == [0, 1]  # the other four wait in line
         calls[3].cancel()  # sends $/cancel_request for a request that has not started
-        await asyncio.sleep(0.05)
+        await read_so_far(client, agent)
         agent.release.set()
         results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
         assert results[:3] + results[4:] == [0, 1, 2, 4, 5]
@@ -93,8 +105,13 @@ async def test_requests_beyond_the_limit_wait_in_line_and_can_be_cancelled_there
 class CountingMemory(MemoryTransport):
     pauses = 0
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = asyncio.Event()
+
     def pause_reading(self) -> None:
         self.pauses += 1
+        self.paused.set()
         super().pause_reading()
 
 
@@ -107,7 +124,7 @@ async def test_a_long_line_of_waiting_requests_pauses_reading_until_it_shrinks()
     async with agent_conn, client.connection:
         await client.agent.initialize()
         calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(40)]
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(a.paused.wait(), 10)
         assert a.pauses >= 1
         assert agent.started == [0]
         agent.release.set()
@@ -130,9 +147,7 @@ async def test_a_long_line_of_requests_that_answer_at_once_drains_without_recurs
     ):
         await client.agent.initialize()
         calls = [asyncio.create_task(client.agent.call("_gate", i)) for i in range(count)]
-        while len(agent.started) < 1:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.1)
+        await read_so_far(client, agent)
         assert agent.started == [0]
         agent.release.set()
         assert await asyncio.wait_for(asyncio.gather(*calls), 30) == list(range(count))

@@ -29,6 +29,8 @@ class Recorder(Client):
         self.texts: dict[str, list[str]] = {}
         self.ext_calls = 0
         self.notified: list[Any] = []
+        self.notices: dict[str, int] = {}
+        self._notice = asyncio.Condition()
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
@@ -55,6 +57,14 @@ class Recorder(Client):
 
     async def ext_notification(self, method: str, params: Any) -> None:
         self.notified.append(params)
+        async with self._notice:
+            self.notices[method] = self.notices.get(method, 0) + 1
+            self._notice.notify_all()
+
+    async def notice(self, method: str, count: int = 1, timeout: float = 10) -> None:
+        """Wait until the agent sent `method` (`_test/started`, `_test/cancelled`) `count` times."""
+        async with asyncio.timeout(timeout), self._notice:
+            await self._notice.wait_for(lambda: self.notices.get(method, 0) >= count)
 
 
 async def open_session(conn: Any) -> str:
@@ -149,28 +159,25 @@ async def test_cancel_request_both_ways() -> None:
     async with spawn_agent(AGENT, client) as conn:
         sid = await open_session(conn)
         task = asyncio.create_task(conn.agent.call("_test/slow", {}))
-        await asyncio.sleep(0.2)
+        await client.notice("_test/started")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         # The agent's handler saw the cancellation ($/cancel_request reached it).
-        for _ in range(100):
-            await conn.agent.session_prompt(prompt(sid, "cancelled-count"))
-            if client.texts[sid][-1] == "1":
-                break
-            await asyncio.sleep(0.05)
+        await client.notice("_test/cancelled")
+        await conn.agent.session_prompt(prompt(sid, "cancelled-count"))
         assert client.texts[sid][-1] == "1"
         # The raw answer of a peer-cancelled request is -32800; a handler may answer instead.
         state = conn.connection.state
         fut = asyncio.ensure_future(conn.connection.request("_test/catch_cancel", {}))
-        await asyncio.sleep(0.2)
+        await client.notice("_test/started", 2)
         rid = max(state.pending)
         conn.connection._send(
             b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid
         )
         assert await asyncio.wait_for(fut, 10) == {"partial": True}
         fut = asyncio.ensure_future(conn.connection.request("_test/slow", {}))
-        await asyncio.sleep(0.2)
+        await client.notice("_test/started", 3)
         rid = max(state.pending)
         conn.connection._send(
             b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}\n' % rid
@@ -201,7 +208,7 @@ async def test_peer_exits_mid_request() -> None:
     async with spawn_agent(AGENT, client) as conn:
         sid = await open_session(conn)
         pending = [asyncio.create_task(conn.agent.call("_test/slow", {})) for _ in range(3)]
-        await asyncio.sleep(0.1)
+        await client.notice("_test/started", 3)
         with pytest.raises(ConnectionClosed) as info:
             await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, "exit 3")), 10)
         assert "exited with code 3" in str(info.value) and "fatal: the agent is going away" in str(
@@ -242,13 +249,17 @@ async def test_a_chatty_agent_never_blocks() -> None:
 
 async def test_a_runaway_stderr_line_arrives_in_bounded_pieces() -> None:
     lines: list[str] = []
-    async with spawn_agent(AGENT, Recorder(), stderr_callback=lines.append) as conn:
+    all_there = asyncio.Event()
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if sum(len(piece) for piece in lines if set(piece) == {"y"}) >= 200000:
+            all_there.set()
+
+    async with spawn_agent(AGENT, Recorder(), stderr_callback=on_line) as conn:
         sid = await open_session(conn)
         await asyncio.wait_for(conn.agent.session_prompt(prompt(sid, "longline 200000")), 30)
-        for _ in range(100):  # stderr is a separate pipe: let it catch up
-            if sum(len(line) for line in lines if set(line) == {"y"}) >= 200000:
-                break
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(all_there.wait(), 10)  # stderr is a separate pipe
     pieces = [line for line in lines if line and set(line) == {"y"}]
     assert sum(map(len, pieces)) == 200000
     assert max(map(len, pieces)) <= 64 * 1024
@@ -258,6 +269,7 @@ async def test_bounded_inbound_concurrency() -> None:
     running = 0
     peak = 0
     release = asyncio.Event()
+    all_read = asyncio.Event()
 
     class Slow(Agent):
         async def ext_method(self, method: str, params: Any) -> Any:
@@ -268,14 +280,18 @@ async def test_bounded_inbound_concurrency() -> None:
             running -= 1
             return params
 
+        async def ext_notification(self, method: str, params: Any) -> None:
+            all_read.set()  # sent after the 50 calls: the agent has read every one of them
+
     a, b = memory_pair()
     agent_conn = connect_agent(Slow(), a, max_inbound_requests=4)
     client = connect_client(Client(), b)
     async with agent_conn, client.connection:
         await client.agent.initialize()
         calls = [asyncio.create_task(client.agent.call("_x", i)) for i in range(50)]
-        for _ in range(50):
-            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # one loop turn: each call task sends its request
+        await client.agent.notify("_marker", {})
+        await asyncio.wait_for(all_read.wait(), 10)
         assert peak == 4
         release.set()
         assert await asyncio.wait_for(asyncio.gather(*calls), 10) == list(range(50))

@@ -25,10 +25,22 @@ class FullClient(ClientRuntime):
         async def choose(methods: list[Any]) -> str | None:
             return str(methods[0].id)
 
-        super().__init__(ask=ask, choose_auth_method=choose)
+        super().__init__(ask=ask, choose_auth_method=choose, on_update=self._saw)
+        self.waiting = asyncio.Event()  # the agent said "waiting": its turn waits to be cancelled
         self.elicitations: list[acp.CreateElicitationRequest] = []
         self.completed: list[str] = []
         self.ext: list[tuple[str, Any]] = []
+
+    def _saw(self, session_id: str, update: Any) -> None:
+        if (
+            isinstance(update, acp.AgentMessageChunk)
+            and getattr(update.content, "text", "") == "waiting"
+        ):
+            self.waiting.set()
+
+    async def turn_waiting(self) -> None:
+        await asyncio.wait_for(self.waiting.wait(), 10)
+        self.waiting.clear()
 
     def capabilities(self) -> acp.ClientCapabilities:
         caps = super().capabilities()
@@ -135,12 +147,11 @@ async def test_every_v1_method(tmp_path: Path) -> None:
 
         # session/cancel cancels a running turn; $/cancel_request too.
         turn = asyncio.create_task(client.prompt(sid, "wait"))
-        while last(client, sid) != "waiting":
-            await asyncio.sleep(0.02)
+        await client.turn_waiting()
         await client.cancel(sid)
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
         turn = asyncio.create_task(client.prompt(sid, "wait"))
-        await asyncio.sleep(0.2)
+        await client.turn_waiting()
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
             await turn

@@ -31,7 +31,9 @@ Peers (``tests/interop/peers/``; see each file's header for details):
   ``ts_client_cmd(agent_argv, *options)``: spawn ``agent_argv``, run a scenario
   and print one JSON report on stdout.  Options: ``--scenario prompts|cancel``,
   ``--cwd DIR``, ``--permission allow|reject|cancel|hold``, ``--prompt TEXT``
-  (repeatable), ``--timeout SECONDS`` (default 60).  Report::
+  (repeatable), ``--timeout SECONDS`` (default 60), ``--caps all|fs|none`` (what the
+  client advertises: fs and terminals, fs only (the default), nothing; terminals are
+  real processes).  Report::
 
       {"initialize": {...raw result...}, "sessionId": "...",
        "turns": [{"prompt", "stopReason", "updates": [raw update objects in wire order],
@@ -40,7 +42,12 @@ Peers (``tests/interop/peers/``; see each file's header for details):
        "permissionRequests": [raw params], "fsReads": [{"path", "line", "limit"}],
        "fsWrites": [{"path", "content"}],
        "lateUpdates": [raw updates received while no prompt was outstanding],
-       "agentExitCode": int | null}
+       "terminals": [{"command", "args", "cwd"}], "agentExitCode": int | null}
+
+* ``ts_unstable_agent_cmd()`` / ``ts_unstable_client_cmd(agent_argv, *options)``: the same
+  SDK's unstable entry point (``@agentclientprotocol/sdk/unstable``), for the newer methods
+  (session management, auth status, elicitation, providers, MCP over ACP, ...); see the
+  headers of ``peers/ts_unstable_agent.mjs`` and ``peers/ts_unstable_client.mjs``.
 """
 
 from __future__ import annotations
@@ -74,6 +81,9 @@ PY_AGENT_SCRIPT = PEERS_DIR / "py_sdk_agent.py"
 PY_CLIENT_SCRIPT = PEERS_DIR / "py_sdk_client.py"
 TS_AGENT_SCRIPT = PEERS_DIR / "ts_agent.mjs"
 TS_CLIENT_SCRIPT = PEERS_DIR / "ts_client.mjs"
+# On the SDK's unstable entry point, for the newer methods (see each file's header).
+TS_UNSTABLE_AGENT_SCRIPT = PEERS_DIR / "ts_unstable_agent.mjs"
+TS_UNSTABLE_CLIENT_SCRIPT = PEERS_DIR / "ts_unstable_client.mjs"
 REMOTE_PEERS_DIR = REPO_ROOT / "tests" / "remote" / "peers"
 
 # Where the .mjs peers are placed inside NODE_DIR: ESM ignores NODE_PATH, so a
@@ -226,7 +236,7 @@ def _place_node_peers() -> None:
     """
     target_dir = NODE_DIR / _NODE_PEERS_SUBDIR
     target_dir.mkdir(parents=True, exist_ok=True)
-    for src in (TS_AGENT_SCRIPT, TS_CLIENT_SCRIPT, *sorted(REMOTE_PEERS_DIR.glob("*.mjs"))):
+    for src in (*sorted(PEERS_DIR.glob("*.mjs")), *sorted(REMOTE_PEERS_DIR.glob("*.mjs"))):
         data = src.read_bytes()
         dst = target_dir / src.name
         try:
@@ -274,6 +284,16 @@ def ts_agent_cmd() -> list[str]:
 def ts_client_cmd(agent_argv: Sequence[str], *options: str) -> list[str]:
     """argv of the TypeScript-SDK client; ``options`` go before ``--``."""
     return [_node(), str(_node_script(TS_CLIENT_SCRIPT)), *options, "--", *agent_argv]
+
+
+def ts_unstable_agent_cmd() -> list[str]:
+    """argv of the agent on the TypeScript SDK's unstable entry point."""
+    return [_node(), str(_node_script(TS_UNSTABLE_AGENT_SCRIPT))]
+
+
+def ts_unstable_client_cmd(agent_argv: Sequence[str], *options: str) -> list[str]:
+    """argv of the client on the TypeScript SDK's unstable entry point."""
+    return [_node(), str(_node_script(TS_UNSTABLE_CLIENT_SCRIPT)), *options, "--", *agent_argv]
 
 
 def py_sdk_remote_cmd(script: str, *args: str) -> list[str]:

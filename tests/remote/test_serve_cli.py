@@ -17,6 +17,9 @@ import websockets
 from _probe import INIT, Probe
 from _serving import SCRIPTED, STDIO_AGENT, alive, serve_process
 
+# The chat's input prompt as prompt_toolkit draws it on a pexpect terminal.
+PROMPT = r"(?:\x1b\[[0-9;?]*[a-zA-Z])*>(?:\x08|\x1b\[[0-9;?]*[a-zA-Z]| )"
+
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "tok-8f2c1e0b9d"
 
@@ -132,6 +135,14 @@ async def test_token_origin_and_host_checks_with_real_requests() -> None:
     assert TOKEN not in "".join(served.stderr), "the token must never be logged"
 
 
+@pytest.fixture
+def own_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chats these tests start keep their records and history in the test's folder."""
+    for variable in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(variable, str(tmp_path / "user" / variable.lower()))
+
+
+@pytest.mark.usefixtures("own_user_dirs")
 def test_chat_url_completes_a_turn_with_permission_prompts_over_both_profiles(
     tmp_path: Path,
 ) -> None:
@@ -180,15 +191,17 @@ def test_chat_url_completes_a_turn_with_permission_prompts_over_both_profiles(
             timeout=60,
             stdin=subprocess.DEVNULL,
         )
-        assert denied.returncode == 0 and "rejected 'Edit README.md' (--deny-all)" in denied.stderr
+        assert denied.returncode == 5  # every permission request was denied
+        assert "rejected 'Edit README.md' (--deny-all)" in denied.stderr
     assert (tmp_path / "README.md").read_text().count("tidy up") == 2  # approved twice, denied once
 
 
+@pytest.mark.usefixtures("own_user_dirs")
 def test_chat_url_errors_are_clear() -> None:
-    for url, text in (
-        ("http://127.0.0.1:9/acp", "could not reach"),
-        ("ws://127.0.0.1:9/acp", "could not open a WebSocket"),
-        ("ftp://x/acp", "http(s)://"),
+    for url, text, code in (
+        ("http://127.0.0.1:9/acp", "could not reach", 1),
+        ("ws://127.0.0.1:9/acp", "could not open a WebSocket", 1),
+        ("ftp://x/acp", "http(s)://", 2),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "acpstack", "chat", "--url", url, "-p", "hi"],
@@ -197,7 +210,8 @@ def test_chat_url_errors_are_clear() -> None:
             timeout=60,
             stdin=subprocess.DEVNULL,
         )
-        assert done.returncode in (2, 3) and text in done.stderr, (url, done.stderr)
+        assert done.returncode == code and text in done.stderr, (url, done.stderr)
+        assert "Traceback" not in done.stderr
 
 
 async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> None:
@@ -288,6 +302,7 @@ def test_serve_without_the_remote_extra_says_how_to_get_it(tmp_path: Path) -> No
     assert done.returncode == 2 and 'pip install "acpstack[remote]"' in done.stderr
 
 
+@pytest.mark.usefixtures("own_user_dirs")
 @pytest.mark.parametrize("scheme", ["http", "ws"])
 def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_with_ctrl_c(
     tmp_path: Path, scheme: str
@@ -298,7 +313,8 @@ def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_wit
     workspace.mkdir()
     (workspace / "README.md").write_text("# Readme\n")
     with serve_process("--store", str(tmp_path / "sessions.db")) as served:
-        env = dict(os.environ, TERM="xterm", NO_COLOR="1")
+        # (pexpect answers no cursor position request: prompt_toolkit is told not to ask)
+        env = dict(os.environ, TERM="xterm", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
         chat = pexpect.spawn(
             sys.executable,
             ["-m", "acpstack", "chat", "--url", scheme + served.url[4:]],
@@ -310,18 +326,19 @@ def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_wit
         )
         try:
             chat.expect("connected to acpstack reference agent")
+            chat.expect(PROMPT)
             chat.sendline("/edit README.md Readme Hello")
             chat.expect("permission requested: Edit README.md")
-            chat.expect("choose 1-4: ")
-            chat.sendline("1")  # allow once
+            chat.expect("choose 1-4")
+            chat.send("1")  # allow once: one key
             chat.expect("Edited")
             chat.sendline("/run sleep 60")
-            chat.expect("choose 1-4: ")
-            chat.sendline("1")
+            chat.expect("choose 1-4")
+            chat.send("1")
             chat.expect("sleep 60")
             chat.sendintr()  # Ctrl-C: session/cancel over the remote transport
             chat.expect("cancelled")
-            chat.expect(r"\n(?:\x1b\[[0-9;?]*[a-zA-Z])*> ", timeout=10)  # a fresh input line
+            chat.expect(PROMPT, timeout=10)  # a fresh input line
             chat.sendeof()
             chat.expect(pexpect.EOF)
         finally:

@@ -20,6 +20,8 @@ ORDER = [
     "client",
     "server",
     "testing",
+    "conformance",
+    "traffic",
     "cli",
 ]
 RANK = {
@@ -32,7 +34,9 @@ RANK = {
     "client": 4,
     "server": 5,
     "testing": 6,
-    "cli": 7,
+    "conformance": 7,
+    "traffic": 8,
+    "cli": 9,
 }
 
 
@@ -103,6 +107,8 @@ def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
     # SessionAgent runtime (SQLite store, turn helpers).
     heavy = (
         "acpstack.schema._generated_v1_unstable",
+        "acpstack.schema._generated_v2",
+        "acpstack.schema._generated_methods_v2",
         "acpstack.agent._runtime",
         "acpstack.agent._store",
         "sqlite3",
@@ -121,6 +127,44 @@ def test_a_plain_agent_does_not_load_what_it_does_not_use() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "True"
+
+
+V2_MODULES = (
+    "acpstack.schema._generated_v2",
+    "acpstack.schema._generated_methods_v2",
+    "acpstack.agent._v2_session",
+    "acpstack.client._v2_view",
+)
+V2_CONNECTION = f"""
+import asyncio, sys
+from acpstack.agent import MemorySessionStore, SessionAgent, connect_agent
+from acpstack.client import ClientRuntime, connect_client
+from acpstack.transports import memory_pair
+
+async def main(version):
+    agent_side, client_side = memory_pair()
+    runtime = ClientRuntime(protocol_version=version)
+    agent = SessionAgent(store=MemorySessionStore())
+    async with connect_agent(agent, agent_side), connect_client(runtime, client_side).connection:
+        await runtime.initialize()
+        await runtime.new_session("/tmp")
+    print(runtime.agent.protocol_version, [m for m in {V2_MODULES!r} if m in sys.modules])
+
+asyncio.run(main(int(sys.argv[1])))
+"""
+
+
+def test_protocol_v2_loads_only_for_a_v2_connection() -> None:
+    # Both sides speak v2 (SessionAgent, ClientRuntime), yet a v1 connection imports none
+    # of it: the v2 schema and the runtimes' v2 modules load when v2 is negotiated.
+    for version, loaded in ((1, []), (2, list(V2_MODULES))):
+        out = subprocess.run(
+            [sys.executable, "-c", V2_CONNECTION, str(version)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert out.strip() == f"{version} {loaded!r}"
 
 
 def from_imports(path: Path) -> list[str]:

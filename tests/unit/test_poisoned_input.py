@@ -181,6 +181,24 @@ def test_a_poisoned_response_fails_only_its_call(result: bytes) -> None:
     assert isinstance(ok, IncomingResponse) and ok.error is None and ok.result.session_id == "s2"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0"-"id":%d,"result":null}\n',  # the comma before the id damaged
+        b'{"jsonrpc":"2.0" "id":%d,"result":{"content":"x"}}\n',
+        b'{"jsonrpc":"2.0","id":%d]\n',  # cut short after the id
+    ],
+)
+def test_a_response_damaged_around_its_id_still_fails_its_call(line: bytes) -> None:
+    # Seen in a fuzzing run: the call otherwise waits for an answer that already came.
+    state = ProtocolState("client")
+    rid, _, _ = state.start_request("initialize", acp.InitializeRequest(protocol_version=1))
+    [failed] = state.receive(line % rid)
+    assert isinstance(failed, IncomingResponse) and failed.call.id == rid
+    assert failed.error is not None
+    assert replies(state) == []
+
+
 def test_a_poisoned_error_object_fails_its_call_with_a_clear_error() -> None:
     state = ProtocolState("client")
     rid, _, _ = state.start_request("initialize", acp.InitializeRequest(protocol_version=1))

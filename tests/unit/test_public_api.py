@@ -17,6 +17,8 @@ PACKAGES = [
     "acpstack.client",
     "acpstack.server",
     "acpstack.testing",
+    "acpstack.conformance",
+    "acpstack.traffic",
 ]
 
 

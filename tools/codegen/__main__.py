@@ -1,4 +1,8 @@
-"""python -m tools.codegen [--check]: regenerate (or verify) the generated schema modules."""
+"""python -m tools.codegen [--check]: regenerate (or verify) the generated modules.
+
+python -m tools.codegen vendor PATH: take a newer schema release (the layout of
+vendor/acp-schema/) in, rewrite SHA256SUMS, regenerate, print what changed.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ def formatted(outputs: dict[str, str]) -> dict[str, str]:
     """Run ruff format over the generated text so the files read well and diff cleanly."""
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in outputs.items():
+            Path(tmp, name).parent.mkdir(parents=True, exist_ok=True)
             Path(tmp, name).write_text(text, encoding="utf-8")
         subprocess.run(
             [
@@ -50,7 +55,28 @@ def formatted(outputs: dict[str, str]) -> dict[str, str]:
         return {name: Path(tmp, name).read_text(encoding="utf-8") for name in outputs}
 
 
+def vendor_main(argv: list[str]) -> int:
+    from tools.codegen.vendor import vendor
+
+    parser = argparse.ArgumentParser(prog="python -m tools.codegen vendor")
+    parser.add_argument("path", type=Path, help="a schema release laid out like vendor/acp-schema")
+    args = parser.parse_args(argv)
+    summary = vendor(args.path.resolve(), regenerate)
+    print(f"vendored {args.path} into {VENDOR}; what changed:")
+    print("\n".join(summary))
+    return 0
+
+
+def regenerate() -> int:
+    for name, text in formatted(generate_all()).items():
+        (OUT_DIR / name).write_text(text, encoding="utf-8")
+        print(f"wrote {OUT_DIR / name}")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["vendor"]:
+        return vendor_main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m tools.codegen")
     parser.add_argument(
         "--check", action="store_true", help="fail if the generated files are stale"
@@ -77,10 +103,7 @@ def main() -> int:
             return 1
         print("generated files are up to date")
         return 0
-    for name, text in outputs.items():
-        (OUT_DIR / name).write_text(text, encoding="utf-8")
-        print(f"wrote {OUT_DIR / name}")
-    return 0
+    return regenerate()
 
 
 if __name__ == "__main__":

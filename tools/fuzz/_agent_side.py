@@ -11,6 +11,7 @@ from typing import Any
 from tools.fuzz._catalog import Method, catalog, handled_by, result_def
 from tools.fuzz._harness import Target
 from tools.fuzz._mutate import (
+    checked,
     dump,
     expectation,
     mutate_line,
@@ -76,15 +77,13 @@ class AgentFuzzer:
         return [{"type": "text", "text": text}]
 
     def next_id(self) -> Any:
-        n = next(self.ids)
+        n = checked(next(self.ids))
         return n if self.rng.random() < 0.6 else f"fz-{n}"
 
     def odd_id(self) -> Any:
         """A unique id that is valid JSON-RPC but unusual."""
-        n = next(self.ids)
-        return self.rng.choice(
-            [10**30 + n, -n, 2**64 + n, f"\u00e9{n}", f"{n}\u2028", f" {n} ", str(n)]
-        )
+        n = checked(next(self.ids))
+        return self.rng.choice([10**30 + n, -n, f"\u00e9{n}", f"{n}\u2028", f" {n} ", str(n)])
 
     async def initialize(self) -> None:
         rid = self.next_id()
@@ -119,7 +118,7 @@ class AgentFuzzer:
         await self.probe()
 
     async def probe(self) -> None:
-        rid = f"probe-{next(self.ids)}"
+        rid = f"probe-{checked(next(self.ids))}"
         await self.target.send(
             dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid
         )

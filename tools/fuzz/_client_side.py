@@ -12,6 +12,7 @@ from typing import Any
 from tools.fuzz._catalog import Method, catalog, handled_by, result_def
 from tools.fuzz._harness import Target
 from tools.fuzz._mutate import (
+    checked,
     dump,
     expectation,
     mutate_line,
@@ -76,11 +77,11 @@ class ClientFuzzer:
         return str(self.workspace) + "/" + self.values.string()
 
     def next_id(self) -> Any:
-        n = next(self.ids)
+        n = checked(next(self.ids))
         return n if self.rng.random() < 0.6 else f"fa-{n}"
 
     def odd_id(self) -> Any:
-        n = next(self.ids)
+        n = checked(next(self.ids))
         return self.rng.choice([10**30 + n, -n, f"\u00e9{n}", f" {n} "])
 
     async def run(self, inputs: int) -> None:
@@ -97,7 +98,7 @@ class ClientFuzzer:
         await self.probe()
 
     async def probe(self) -> None:
-        rid = f"probe-{next(self.ids)}"
+        rid = f"probe-{checked(next(self.ids))}"
         await self.target.send(
             dump({"jsonrpc": "2.0", "id": rid, "method": "_fuzz/ping", "params": {}}), "answer", rid
         )

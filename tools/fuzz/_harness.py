@@ -68,6 +68,7 @@ class Target:
         self.required: dict[Any, tuple[float, bytes]] = {}  # id -> (sent at, line)
         self.allowed: dict[Any, bytes] = {}  # damaged lines that may be answered once
         self.answered: set[Any] = set()
+        self.recent_answers: dict[Any, bytes] = {}  # the last answers, to show both of a duplicate
         self.our_response_ids: set[Any] = set()
         self.recent: deque[bytes] = deque(maxlen=4096)  # recent damaged lines, to place echoed ids
         self.on_request: Callable[[dict[str, Any]], Awaitable[None]] | None = None
@@ -183,7 +184,9 @@ class Target:
             return
         key = _key(rid)
         if key in self.answered:
-            self.violations.append(Violation("duplicate answer", f"id {rid!r} answered twice", raw))
+            first = self.recent_answers.get(key, b"(no longer kept)")
+            detail = f"id {rid!r} answered twice; the first answer: {first[:300]!r}"
+            self.violations.append(Violation("duplicate answer", detail, raw))
             return
         if key in self.required:
             del self.required[key]
@@ -198,6 +201,9 @@ class Target:
             )
             return
         self.answered.add(key)
+        self.recent_answers[key] = raw[:300]
+        if len(self.recent_answers) > 20_000:
+            del self.recent_answers[next(iter(self.recent_answers))]
         self.stats.answers += 1
         if self.on_answer is not None:
             self.on_answer(message)

@@ -284,3 +284,9 @@ def readable_id(line: bytes, limit: int = 1 << 20) -> Any:
                 break
         i += 1
     return found
+
+
+def checked(n: int) -> int:
+    """`n` with a check digit: no one-digit change (a bit flip in a digit) of one such id is
+    another, so damage can never make a line carry the id of a different request."""
+    return n * 10 + sum(map(int, str(n))) % 10

@@ -14,8 +14,10 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._leases import SESSION_BUSY
+    from acpstack.agent._local_access import Fallback, LocalAccess
     from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
-    from acpstack.agent._runtime import SESSION_BUSY, SessionAgent
+    from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
         MemorySessionStore,
@@ -37,17 +39,32 @@ if TYPE_CHECKING:
         ToolCallHandle,
         Turn,
         diff_content,
+        output_content,
         terminal_content,
         text_content,
     )
+    from acpstack.agent._turn_extras import (
+        Compaction,
+        ElicitationAnswer,
+        InterSessionMessage,
+        Subagent,
+    )
+    from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
     "McpConnections": "_mcp",
     "McpServerError": "_mcp",
     "McpTool": "_mcp",
     "McpToolResult": "_mcp",
-    "SESSION_BUSY": "_runtime",
+    "SESSION_BUSY": "_leases",
+    "Fallback": "_local_access",
+    "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
+    "ProviderSettings": "_unstable",
+    "ElicitationAnswer": "_turn_extras",
+    "Compaction": "_turn_extras",
+    "InterSessionMessage": "_turn_extras",
+    "Subagent": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
     "PostgresSessionStore": "_store",
@@ -66,6 +83,7 @@ _LAZY = {
     "ToolCallHandle": "_turn",
     "Turn": "_turn",
     "diff_content": "_turn",
+    "output_content": "_turn",
     "terminal_content": "_turn",
     "text_content": "_turn",
 }
@@ -77,6 +95,11 @@ __all__ = [
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
+    "Fallback",
+    "LocalAccess",
+    "Compaction",
+    "ElicitationAnswer",
+    "InterSessionMessage",
     "McpConnections",
     "McpServerError",
     "McpTool",
@@ -84,6 +107,7 @@ __all__ = [
     "MemorySessionStore",
     "PermissionDecision",
     "PostgresSessionStore",
+    "ProviderSettings",
     "Session",
     "SessionAgent",
     "SessionBusy",
@@ -92,12 +116,14 @@ __all__ = [
     "SessionStore",
     "SqliteSessionStore",
     "StoredEvent",
+    "Subagent",
     "ToolCallHandle",
     "Turn",
     "connect_agent",
     "default_store_path",
     "diff_content",
     "open_store",
+    "output_content",
     "run_agent",
     "serve_stdio",
     "terminal_content",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from acpstack.agent._generated_peer import AgentHandlers, ClientPeerMethods
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
@@ -25,15 +26,16 @@ log = logging.getLogger("acpstack.agent")
 _encode = msgspec.json.Encoder().encode
 
 
-class ClientPeer:
-    """Typed calls from the agent to the client.
+class ClientPeer(ClientPeerMethods):
+    """Typed calls from the agent to the client (one per method: `ClientPeerMethods`).
 
     Every call checks what the client advertised in `initialize` first and raises
     `CapabilityError` instead of sending something the client did not allow.
     """
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, extensions: tuple[str, ...] = ()) -> None:
         self.connection = connection
+        self.extensions = extensions  # the frozen extensions the connection speaks
 
     @property
     def capabilities(self) -> acp.ClientCapabilities | None:
@@ -44,6 +46,11 @@ class ClientPeer:
     def unstable(self) -> bool:
         """Whether the connection speaks ACP's unstable methods."""
         return self.connection.unstable
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version of the connection (None before `initialize`)."""
+        return self.connection.protocol_version
 
     async def session_update(self, session_id: str, update: acp.SessionUpdate) -> None:
         """Send one `session/update` notification."""
@@ -57,85 +64,17 @@ class ClientPeer:
         body = b'{"sessionId":' + _encode(session_id) + b',"update":' + update + b"}"
         await self.connection.notify("session/update", msgspec.Raw(body))
 
-    async def session_request_permission(
-        self, params: acp.RequestPermissionRequest, *, timeout: float | None = None
-    ) -> acp.RequestPermissionResponse:
-        result: acp.RequestPermissionResponse = await self.connection.request(
-            "session/request_permission", params, timeout=timeout
-        )
-        return result
-
-    async def fs_read_text_file(
-        self, params: acp.ReadTextFileRequest, *, timeout: float | None = None
-    ) -> acp.ReadTextFileResponse:
-        result: acp.ReadTextFileResponse = await self.connection.request(
-            "fs/read_text_file", params, timeout=timeout
-        )
-        return result
-
-    async def fs_write_text_file(
-        self, params: acp.WriteTextFileRequest, *, timeout: float | None = None
-    ) -> acp.WriteTextFileResponse:
-        result: acp.WriteTextFileResponse = await self.connection.request(
-            "fs/write_text_file", params, timeout=timeout
-        )
-        return result
-
-    async def terminal_create(
-        self, params: acp.CreateTerminalRequest, *, timeout: float | None = None
-    ) -> acp.CreateTerminalResponse:
-        result: acp.CreateTerminalResponse = await self.connection.request(
-            "terminal/create", params, timeout=timeout
-        )
-        return result
-
-    async def terminal_output(
-        self, params: acp.TerminalOutputRequest, *, timeout: float | None = None
-    ) -> acp.TerminalOutputResponse:
-        result: acp.TerminalOutputResponse = await self.connection.request(
-            "terminal/output", params, timeout=timeout
-        )
-        return result
-
-    async def terminal_wait_for_exit(
-        self, params: acp.WaitForTerminalExitRequest, *, timeout: float | None = None
-    ) -> acp.WaitForTerminalExitResponse:
-        result: acp.WaitForTerminalExitResponse = await self.connection.request(
-            "terminal/wait_for_exit", params, timeout=timeout
-        )
-        return result
-
-    async def terminal_kill(
-        self, params: acp.KillTerminalRequest, *, timeout: float | None = None
-    ) -> acp.KillTerminalResponse:
-        result: acp.KillTerminalResponse = await self.connection.request(
-            "terminal/kill", params, timeout=timeout
-        )
-        return result
-
-    async def terminal_release(
-        self, params: acp.ReleaseTerminalRequest, *, timeout: float | None = None
-    ) -> acp.ReleaseTerminalResponse:
-        result: acp.ReleaseTerminalResponse = await self.connection.request(
-            "terminal/release", params, timeout=timeout
-        )
-        return result
-
     async def elicitation_create(
         self, params: acp.CreateElicitationRequest, *, timeout: float | None = None
     ) -> acp.CreateElicitationResponse:
+        """`elicitation/create` request; also checks that the client advertised the mode
+        asked for (`elicitation.form` or `elicitation.url`)."""
         mode = params.mode
         if isinstance(mode, str) and not capability_allows(
             self.capabilities, ("elicitation", mode)
         ):
             raise CapabilityError(f"the client did not advertise `elicitation.{mode}`")
-        result: acp.CreateElicitationResponse = await self.connection.request(
-            "elicitation/create", params, timeout=timeout
-        )
-        return result
-
-    async def elicitation_complete(self, params: acp.CompleteElicitationNotification) -> None:
-        await self.connection.notify("elicitation/complete", params)
+        return await super().elicitation_create(params, timeout=timeout)
 
     async def ext_method(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Call a `_`-prefixed extension method; the result is plain JSON."""
@@ -149,8 +88,9 @@ class ClientPeer:
         await self.connection.notify(method, params)
 
 
-class Agent:
-    """Base class for ACP agents: override the handlers you support.
+class Agent(AgentHandlers):
+    """Base class for ACP agents: override the handlers you support (`AgentHandlers` has a
+    typed stub for every method an agent handles, stable and unstable).
 
     Handlers receive the typed params and return the typed result. A handler you do not
     override answers -32601 (Method not found), as the protocol asks for optional methods.
@@ -158,6 +98,10 @@ class Agent:
     """
 
     client: ClientPeer
+    # The ACP protocol versions this agent speaks. On a version 2 connection the runtime
+    # calls the `v2_`-named handlers (`v2_initialize`, `v2_session_prompt`, ...) with
+    # `acpstack.schema.v2` types; `SessionAgent` speaks both.
+    protocol_versions: tuple[int, ...] = (1,)
 
     def on_connect(self, client: ClientPeer) -> None:
         """Called once the connection exists, before any message is handled."""
@@ -174,46 +118,6 @@ class Agent:
         return acp.InitializeResponse(
             protocol_version=PROTOCOL_VERSION, agent_capabilities=acp.AgentCapabilities()
         )
-
-    async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
-        raise RequestError.method_not_found("authenticate")
-
-    async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
-        raise RequestError.method_not_found("logout")
-
-    async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
-        raise RequestError.method_not_found("session/new")
-
-    async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
-        raise RequestError.method_not_found("session/load")
-
-    async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
-        raise RequestError.method_not_found("session/list")
-
-    async def session_delete(self, params: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
-        raise RequestError.method_not_found("session/delete")
-
-    async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
-        raise RequestError.method_not_found("session/resume")
-
-    async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
-        raise RequestError.method_not_found("session/close")
-
-    async def session_set_mode(
-        self, params: acp.SetSessionModeRequest
-    ) -> acp.SetSessionModeResponse:
-        raise RequestError.method_not_found("session/set_mode")
-
-    async def session_set_config_option(
-        self, params: acp.SetSessionConfigOptionRequest
-    ) -> acp.SetSessionConfigOptionResponse:
-        raise RequestError.method_not_found("session/set_config_option")
-
-    async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
-        raise RequestError.method_not_found("session/prompt")
-
-    async def session_cancel(self, params: acp.CancelNotification) -> None:
-        """`session/cancel` notification: stop the running turn of that session."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
         raise RequestError.method_not_found(method)

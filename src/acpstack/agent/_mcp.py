@@ -1,5 +1,9 @@
 """Connections to the MCP servers a client passes in `session/new` / `load` / `resume`.
 
+stdio, http and sse servers, and (on unstable connections) servers the client itself
+provides over ACP (`{"type": "acp"}`, see `_mcp_acp.py`; spoken in MCP 2026-07-28, so the
+session starts with `server/discover` instead of the `initialize` handshake).
+
 Built on the official `mcp` SDK (the `acpstack[mcp]` extra, imported lazily). Each server
 gets one owner task: the SDK's transports are anyio context managers that must be entered
 and left in the same task, so the owner enters them, reports ready (or the error), and
@@ -14,9 +18,14 @@ import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acpstack.schema import v1 as acp
+
+if TYPE_CHECKING:
+    from acpstack.agent._agent import ClientPeer
+    from acpstack.agent._mcp_acp import AcpMcpTransport
+    from acpstack.schema import v1_unstable as acpu
 
 log = logging.getLogger("acpstack.mcp")
 
@@ -84,8 +93,15 @@ class McpConnections:
     """The MCP servers of one session: start them, list and call their tools, stop them."""
 
     def __init__(
-        self, *, allow_http: bool = False, allow_sse: bool = False, connect_timeout: float = 30.0
+        self,
+        *,
+        allow_http: bool = False,
+        allow_sse: bool = False,
+        connect_timeout: float = 30.0,
+        acp_client: ClientPeer | None = None,
     ) -> None:
+        self.acp_client = acp_client  # set: servers the client offers over ACP are allowed
+        self._acp: list[AcpMcpTransport] = []
         self.allow_http = allow_http
         self.allow_sse = allow_sse
         self.connect_timeout = connect_timeout
@@ -148,7 +164,10 @@ class McpConnections:
                         client_info=mcp.types.Implementation(name="acpstack", version="0"),
                     )
                 )
-                await session.initialize()
+                if _is_acp(server.config):
+                    await session.discover()
+                else:
+                    await session.initialize()
                 server.session = session
                 server.ready.set_result(None)
                 await server.stop.wait()
@@ -168,6 +187,16 @@ class McpConnections:
             server.session = None
 
     def _transport(self, config: McpServerConfig) -> Any:
+        if _is_acp(config):
+            if self.acp_client is None:
+                raise McpServerError(
+                    config.name, "acp MCP servers need a connection with unstable features on"
+                )
+            from acpstack.agent._mcp_acp import AcpMcpTransport
+
+            transport = AcpMcpTransport(self.acp_client, getattr(config, "server_id"))  # noqa: B009
+            self._acp.append(transport)
+            return transport.streams()
         if isinstance(config, acp.McpServerStdio):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -196,6 +225,10 @@ class McpConnections:
         raise McpServerError(
             getattr(config, "name", "?"), f"unsupported MCP server type {type(config).__name__}"
         )
+
+    def deliver_acp_notification(self, params: acpu.MessageMcpNotification) -> bool:
+        """Route a client's `mcp/message` notification to the request it belongs to."""
+        return any(transport.deliver(params) for transport in self._acp)
 
     def _server(self, name: str) -> _Server:
         if self._closed:
@@ -314,6 +347,10 @@ def _tool(server: str, tool: Any) -> McpTool:
         title=title,
         read_only=read_only is True,
     )
+
+
+def _is_acp(config: Any) -> bool:
+    return type(config).__name__ == "McpServerAcp"  # (an unstable type, not loaded otherwise)
 
 
 def _which(command: str) -> bool:

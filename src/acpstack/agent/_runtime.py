@@ -8,9 +8,8 @@ concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_r
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
 
 With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
-live in one process at a time: new, load, resume and fork acquire it, and stopping it
-(close, delete, the client leaving) releases it. Loading or resuming a session that is
-live elsewhere, or a turn in a session another process has taken over, is answered
+live in one process at a time (`_leases.py`): loading or resuming a session that is live
+elsewhere, or a turn in a session another process has taken over, is answered
 `SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
@@ -21,44 +20,36 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any
-
-import msgspec
-from msgspec import UNSET
+from typing import TYPE_CHECKING, Any, get_args
 
 from acpstack._version import __version__
-from acpstack.agent._agent import Agent
+from acpstack.agent._config import ConfigOptionMethods
+from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
+from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
-from acpstack.agent._store import (
-    SessionBusy,
-    SessionLeases,
-    SessionRecord,
-    SessionStore,
-    SqliteSessionStore,
-)
+from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
 from acpstack.agent._turn import Turn
+from acpstack.agent._turns import TurnMethods
+from acpstack.agent._unstable import (
+    SYSTEM_PROMPT,
+    ProviderSettings,
+    UnstableSessionMethods,
+    unstable_capabilities,
+)
+from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import INTERNAL_ERROR, RequestError
 
+if TYPE_CHECKING:
+    from acpstack.schema import v1_unstable as acpu
+
 log = logging.getLogger("acpstack.agent")
 
-MODE_CONFIG_ID = "mode"
-# Not defined by ACP: an implementation-defined code (-32001..-32099) for a session that
-# is live in another process of a shared store. Retrying later may succeed.
-SESSION_BUSY = -32010
 
-
-def session_busy(session_id: str) -> RequestError:
-    return RequestError(
-        SESSION_BUSY,
-        f"Session {session_id} is live on another node; try again once it is closed there",
-        {"reason": "session_busy", "sessionId": session_id},
-    )
-
-
-class SessionAgent(Agent):
+class SessionAgent(TurnMethods, V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -69,12 +60,22 @@ class SessionAgent(Agent):
       (override `check_authentication` to verify), and `logout` is supported.
     - `mcp`: connect to the MCP servers of each session with the official `mcp` SDK
       (the `acpstack[mcp]` extra); failures are per server, see `Session.mcp`.
-      `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers.
+      `mcp_http` / `mcp_sse` also accept (and advertise) http and sse servers; MCP
+      servers a client offers over ACP (`{"type": "acp"}`) on unstable connections.
+    - `fallback`: what the turn helpers do for a client that does not offer `fs` or
+      `terminal`: "local" (default) reads, writes and runs commands in this process,
+      inside the session's roots; "refuse" fails that tool call (`ClientCapabilityMissing`).
+      A missing capability that ends a turn ends it with an explanation, never -32603.
+    - unstable connections also get `session/set_title`, `archive`/`unarchive`, `status`,
+      `fork`, `auth/status` (+ `auth/status_update`), `systemPrompt` (`append`, plus
+      `system_prompt_modes`; see `Session.system_prompt`) and, with `providers`,
+      `providers/*` (see `_unstable.py`).
     """
 
     name = "acpstack-agent"
     title: str | None = None
     version = __version__
+    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,
@@ -88,7 +89,14 @@ class SessionAgent(Agent):
         mcp_sse: bool = False,
         mcp_fail_fast: bool = False,
         prompt_capabilities: acp.PromptCapabilities | None = None,
+        fallback: Fallback = "local",
+        providers: ProviderSettings | None = None,
+        system_prompt_modes: Sequence[str] = ("append",),
     ) -> None:
+        if fallback not in get_args(Fallback):
+            raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
+        self.fallback: Fallback = fallback
+        self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
         self.modes = list(modes)
         self.extra_config_options = list(config_options)
@@ -101,6 +109,8 @@ class SessionAgent(Agent):
         self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
             embedded_context=True
         )
+        self.providers = providers
+        self.system_prompt_modes = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 
@@ -120,7 +130,7 @@ class SessionAgent(Agent):
     def stored_mcp_server(self, server: Any) -> Any:
         """The JSON form of an MCP server configuration kept in the session record.
         Override to leave out secrets (header and environment values)."""
-        return _plain(server)
+        return plain(server)
 
     # -- initialize and auth -------------------------------------------------------------
 
@@ -156,25 +166,41 @@ class SessionAgent(Agent):
             auth_methods=list(self.auth_methods),
             agent_info=acp.Implementation(name=self.name, version=self.version, title=self.title),
         )
-        if store.supports_fork and self.client.unstable:
-            result = _with_fork(result)
+        if self.client.unstable:
+            result = unstable_capabilities(
+                result,
+                fork=store.supports_fork,
+                archive=store.supports_list,
+                auth_status=True,
+                providers=self.providers is not None,
+                system_prompt_modes=self.system_prompt_modes,
+                mcp_acp=self.use_mcp,
+            )
         return result
 
     async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
-        if params.method_id not in {m.id for m in self.auth_methods}:
-            raise RequestError.invalid_params(
-                {"methodId": params.method_id}, f"Unknown authentication method: {params.method_id}"
-            )
-        if not await self.check_authentication(params.method_id):
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-        self.authenticated = True
+        await self._login(params.method_id)
         return acp.AuthenticateResponse()
 
     async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
-        if not self.auth_methods:
-            raise RequestError.method_not_found("logout")
-        self.authenticated = False
+        await self._logout("logout")
         return acp.LogoutResponse()
+
+    async def _login(self, method_id: str) -> None:
+        if method_id not in {m.id for m in self.auth_methods}:
+            raise RequestError.invalid_params(
+                {"methodId": method_id}, f"Unknown authentication method: {method_id}"
+            )
+        if not await self.check_authentication(method_id):
+            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
+        self.authenticated = True
+        await self.report_auth_status()
+
+    async def _logout(self, method: str) -> None:
+        if not self.auth_methods:
+            raise RequestError.method_not_found(method)
+        self.authenticated = False
+        await self.report_auth_status()
 
     def _require_auth(self) -> None:
         if not self.authenticated:
@@ -187,30 +213,54 @@ class SessionAgent(Agent):
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         self._require_auth()
-        _check_absolute(params.cwd, "cwd")
-        extra = _dirs(params.additional_directories)
-        record = SessionRecord(
-            session_id=uuid.uuid4().hex,
-            cwd=params.cwd,
-            additional_directories=extra,
-            mcp_servers=[self.stored_mcp_server(s) for s in params.mcp_servers],
-            mode_id=self.modes[0][0] if self.modes else None,
-            config_values=self._default_config_values(),
+        session = await self._open_new(
+            params.cwd,
+            params.additional_directories,
+            params.mcp_servers,
+            self.system_prompt_of(params),
         )
-        self.store.create(record)
-        self._hold(record.session_id)
-        session = Session.from_record(record, self.client, self.store)
-        await self._activate(session, params.mcp_servers)
         return acp.NewSessionResponse(
             session_id=session.session_id,
             modes=self._mode_state(session),
             config_options=self._config_options(session),
         )
 
+    async def _open_new(
+        self, cwd: str, additional: Any, servers: Sequence[Any], system_prompt: Any
+    ) -> Session:
+        """A new session, stored and active (`servers`: v1 MCP server configurations)."""
+        check_absolute(cwd, "cwd")
+        record = SessionRecord(
+            session_id=uuid.uuid4().hex,
+            cwd=cwd,
+            additional_directories=dirs(additional),
+            mcp_servers=[self.stored_mcp_server(s) for s in servers],
+            mode_id=self.modes[0][0] if self.modes else None,
+            config_values=self._default_config_values(),
+            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
+        )
+        self.store.create(record)
+        hold(self.store, record.session_id)
+        session = self._session_of(record)
+        await self._activate(session, servers)
+        return session
+
+    def _session_of(self, record: SessionRecord) -> Session:
+        """The live session of `record`, speaking the connection's protocol version."""
+        if self.client.protocol_version == 2:
+            from acpstack.agent._v2_session import V2Session
+
+            return V2Session.from_record(record, self.client, self.store)
+        return Session.from_record(record, self.client, self.store)
+
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         self._require_auth()
         session = await self._reopen(
-            params.session_id, params.cwd, params.additional_directories, params.mcp_servers
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            params.mcp_servers,
+            self.system_prompt_of(params),
         )
         await session.replay()  # the whole history goes out before the response
         return acp.LoadSessionResponse(
@@ -221,25 +271,21 @@ class SessionAgent(Agent):
         self._require_auth()
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         session = await self._reopen(
-            params.session_id, params.cwd, params.additional_directories, servers
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            servers,
+            self.system_prompt_of(params),
         )
         return acp.ResumeSessionResponse(
             modes=self._mode_state(session), config_options=self._config_options(session)
         )
 
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
-        self._require_auth()
-        cwd = params.cwd if isinstance(params.cwd, str) else None
-        cursor = params.cursor if isinstance(params.cursor, str) else None
-        try:
-            records, next_cursor = self.store.list_sessions(cwd=cwd, cursor=cursor)
-        except ValueError as exc:
-            raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+        records, next_cursor = self._list_records(params)
         infos = []
         for r in records:
-            info = acp.SessionInfo(
-                session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=r.updated_at or None
-            )
+            info = self.session_info(r)
             if r.additional_directories:
                 info.additional_directories = list(r.additional_directories)
             infos.append(info)
@@ -248,26 +294,45 @@ class SessionAgent(Agent):
             result.next_cursor = next_cursor
         return result
 
+    def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
+        self._require_auth()
+        cwd = params.cwd if isinstance(params.cwd, str) else None
+        cursor = params.cursor if isinstance(params.cursor, str) else None
+        archived: Any = self.archive_filter(params)
+        try:
+            return self.store.list_sessions(cwd=cwd, cursor=cursor, archived=archived)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
-        session = self.sessions.pop(params.session_id, None)
-        if session is None:
-            if self.store.get(params.session_id) is None:
-                raise RequestError.resource_not_found(params.session_id)
-            return acp.CloseSessionResponse()
-        await self._stop(session)
+        await self._close(params.session_id)
         return acp.CloseSessionResponse()
 
+    async def _close(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            if self.store.get(session_id) is None:
+                raise self._not_found(session_id)
+            return
+        await self._stop(session)
+
+    def _not_found(self, session_id: str) -> RequestError:
+        if self.client.protocol_version == 2:
+            return session_not_found(session_id)  # v2's data: {sessionId}
+        return RequestError.resource_not_found(session_id)
+
     async def session_delete(self, params: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
-        session = self.sessions.pop(params.session_id, None)
-        if session is not None:
-            await self._stop(session)
-        try:
-            self.store.delete(params.session_id)
-        except SessionBusy:
-            raise session_busy(params.session_id) from None
+        await self._delete(params.session_id)
         return acp.DeleteSessionResponse()
 
-    async def session_fork(self, params: Any) -> Any:
+    async def _delete(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            await self._stop(session)
+        with refused_as_busy(session_id):
+            self.store.delete(session_id)
+
+    async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
         from acpstack.schema import v1_unstable as acpu
 
@@ -275,39 +340,49 @@ class SessionAgent(Agent):
         if self.store.get(params.session_id) is None:
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
-        extra = _dirs(params.additional_directories)
+        extra = dirs(params.additional_directories)
+        system_prompt = self.system_prompt_of(params)
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
-        self._hold(new_id)
-        session = Session.from_record(record, self.client, self.store)
+        hold(self.store, new_id)
+        if system_prompt is not None:
+            record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
+        session = self._session_of(record)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
         return acpu.ForkSessionResponse(session_id=new_id)
 
     async def _reopen(
-        self, session_id: str, cwd: str, additional: Any, servers: Sequence[Any]
+        self,
+        session_id: str,
+        cwd: str,
+        additional: Any,
+        servers: Sequence[Any],
+        system_prompt: dict[str, str] | None = None,
     ) -> Session:
-        _check_absolute(cwd, "cwd")
+        check_absolute(cwd, "cwd")
         record = self.store.get(session_id)
         if record is None:
-            raise RequestError.resource_not_found(session_id)
-        self._hold(session_id)  # before the old copy lets go, so no other process slips in
+            raise self._not_found(session_id)
+        hold(self.store, session_id)  # before the old copy lets go: no other process slips in
         try:
             old = self.sessions.pop(session_id, None)
             if old is not None:
                 await self._stop(old)
             # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
+            meta = {"meta": {**record.meta, SYSTEM_PROMPT: system_prompt}} if system_prompt else {}
             record = self.store.update(
                 session_id,
                 cwd=cwd,
-                additional_directories=_dirs(additional),
+                additional_directories=dirs(additional),
                 mcp_servers=[self.stored_mcp_server(s) for s in servers],
+                **meta,
             )
         except BaseException:
-            self._let_go(session_id)
+            let_go(self.store, session_id)
             raise
-        session = Session.from_record(record, self.client, self.store)
+        session = self._session_of(record)
         await self._activate(session, servers)
         return session
 
@@ -316,7 +391,11 @@ class SessionAgent(Agent):
         if self.use_mcp and servers:
             from acpstack.agent._mcp import McpConnections
 
-            session.mcp = McpConnections(allow_http=self.mcp_http, allow_sse=self.mcp_sse)
+            session.mcp = McpConnections(
+                allow_http=self.mcp_http,
+                allow_sse=self.mcp_sse,
+                acp_client=self.client if self.client.unstable else None,
+            )
             try:
                 errors = await session.mcp.start(list(servers), fail_fast=self.mcp_fail_fast)
             except Exception as exc:
@@ -344,225 +423,36 @@ class SessionAgent(Agent):
             log.exception("on_session_start failed for session %s", session.session_id)
 
     async def _stop(self, session: Session) -> None:
-        if session.start_task is not None and not session.start_task.done():
-            session.start_task.cancel()
+        start, session.start_task = session.start_task, None
+        if start is not None and not start.done():
+            start.cancel()  # the hook is owned by the session: cancelled and awaited here
+            await asyncio.wait([start])  # (its cancellation is not ours: wait, don't await)
         await self._cancel_turn(session)
         if session.mcp is not None:
             with contextlib.suppress(Exception):
                 await session.mcp.aclose()
             session.mcp = None
-        self._let_go(session.session_id)
+        local = self._local.pop(session.session_id, None)
+        if local is not None:  # ends the commands the agent still runs for the session
+            with contextlib.suppress(Exception):
+                await local.aclose()
+        let_go(self.store, session.session_id)
 
-    def _hold(self, session_id: str) -> None:
-        """Make the session live in this process (a shared store's lease), or SESSION_BUSY."""
-        if isinstance(self.store, SessionLeases):
-            try:
-                self.store.acquire(session_id)
-            except SessionBusy:
-                raise session_busy(session_id) from None
-            except KeyError:
-                raise RequestError.resource_not_found(session_id) from None
-
-    def _let_go(self, session_id: str) -> None:
-        if isinstance(self.store, SessionLeases):
-            try:
-                self.store.release(session_id)
-            except Exception:  # the lease ends with this process's presence anyway
-                log.warning(
-                    "session %s: could not release it in the store", session_id, exc_info=True
-                )
+    async def _lost(self, session: Session) -> RequestError:
+        """Another process took the session over (the store refused our write): it is no
+        longer live here. The error for the request that found out."""
+        if self.sessions.get(session.session_id) is session:
+            del self.sessions[session.session_id]
+            await self._stop(session)
+        return session_busy(session.session_id)
 
     async def on_disconnect(self) -> None:
         for session in list(self.sessions.values()):
             await self._stop(session)
         self.sessions.clear()
 
-    # -- turns ---------------------------------------------------------------------------
-
-    def _active(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RequestError.resource_not_found(session_id)
-        return session
-
-    async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
-        session = self._active(params.session_id)
-        try:
-            return await self._turn(session, params)
-        except SessionBusy:
-            # Another process took the session over (the store refused our write): it is
-            # no longer live here.
-            if self.sessions.get(session.session_id) is session:
-                del self.sessions[session.session_id]
-                await self._stop(session)
-            raise session_busy(session.session_id) from None
-
-    async def _turn(self, session: Session, params: acp.PromptRequest) -> acp.PromptResponse:
-        if session.turn_task is not None:
-            raise RequestError.invalid_params(
-                {"sessionId": session.session_id},
-                "A prompt turn is already running in this session",
-            )
-        task = asyncio.current_task()
-        assert task is not None
-        session.turn_task = task
-        session.cancel_requested = False
-        session.record_prompt(list(params.prompt))
-        try:
-            stop = await self.prompt(Turn(session, list(params.prompt)))
-        except asyncio.CancelledError:
-            # session/cancel, $/cancel_request or shutdown: the turn ends as "cancelled".
-            return acp.PromptResponse(stop_reason="cancelled")
-        except Exception:
-            if session.cancel_requested:
-                return acp.PromptResponse(stop_reason="cancelled")
-            raise
-        finally:
-            session.turn_task = None
-        if session.cancel_requested:
-            return acp.PromptResponse(stop_reason="cancelled")
-        return acp.PromptResponse(stop_reason=stop or "end_turn")
-
-    async def session_cancel(self, params: acp.CancelNotification) -> None:
-        session = self.sessions.get(params.session_id)
-        if session is not None:
-            await self._cancel_turn(session, wait=False)
-
-    async def _cancel_turn(self, session: Session, *, wait: bool = True) -> None:
-        task = session.turn_task
-        if task is None or task.done():
-            return
-        session.cancel_requested = True
-        task.cancel()
-        if wait and task is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 10)
-
-    # -- modes and config options ----------------------------------------------------------
-
-    def _default_config_values(self) -> dict[str, Any]:
-        return {o.id: o.current_value for o in self.extra_config_options}
-
-    def _mode_state(self, session: Session) -> acp.SessionModeState | None:
-        if not self.modes:
-            return None
-        current = session.mode_id or self.modes[0][0]
-        return acp.SessionModeState(
-            current_mode_id=current,
-            available_modes=[acp.SessionMode(id=i, name=n) for i, n in self.modes],
-        )
-
-    def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
-        options: list[acp.SessionConfigOption] = []
-        if self.modes:
-            current = session.mode_id or self.modes[0][0]
-            choices = [acp.SessionConfigSelectOption(value=i, name=n) for i, n in self.modes]
-            options.append(
-                acp.SessionConfigOption(
-                    id=MODE_CONFIG_ID,
-                    name="Mode",
-                    category="mode",
-                    type="select",
-                    current_value=current,
-                    options=choices,
-                )
-            )
-        for option in self.extra_config_options:
-            current_value = session.config_values.get(option.id, option.current_value)
-            options.append(msgspec.structs.replace(option, current_value=current_value))
-        return options or None
-
-    async def session_set_mode(
-        self, params: acp.SetSessionModeRequest
-    ) -> acp.SetSessionModeResponse:
-        session = self._active(params.session_id)
-        await self._set_mode(session, params.mode_id)
-        return acp.SetSessionModeResponse()
-
-    async def _set_mode(self, session: Session, mode_id: str) -> None:
-        if mode_id not in {i for i, _ in self.modes}:
-            raise RequestError.invalid_params({"modeId": mode_id}, f"Unknown mode: {mode_id}")
-        session.mode_id = mode_id
-        session.save()
-        await session.send(acp.CurrentModeUpdate(current_mode_id=mode_id))
-        options = self._config_options(session)
-        if options:
-            await session.send(acp.ConfigOptionUpdate(config_options=options))
-
-    async def session_set_config_option(
-        self, params: acp.SetSessionConfigOptionRequest
-    ) -> acp.SetSessionConfigOptionResponse:
-        session = self._active(params.session_id)
-        if params.config_id == MODE_CONFIG_ID and self.modes:
-            if not isinstance(params.value, str):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, "The mode option takes a value id"
-                )
-            await self._set_mode(session, params.value)
-        else:
-            option = next((o for o in self.extra_config_options if o.id == params.config_id), None)
-            if option is None:
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, f"Unknown config option: {params.config_id}"
-                )
-            if (option.type == "boolean") != isinstance(params.value, bool):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id}, "Wrong value type for this option"
-                )
-            if option.type == "select" and params.value not in _select_values(option):
-                raise RequestError.invalid_params(
-                    {"configId": params.config_id, "value": params.value},
-                    "Unknown value for this option",
-                )
-            session.config_values[option.id] = params.value
-            session.save()
-        return acp.SetSessionConfigOptionResponse(
-            config_options=self._config_options(session) or []
-        )
-
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
-
-
-def _with_fork(result: acp.InitializeResponse) -> Any:
-    """The same answer in the unstable types, advertising unstable `session/fork`."""
-    from acpstack.schema import v1_unstable as acpu
-
-    unstable = msgspec.json.decode(msgspec.json.encode(result), type=acpu.InitializeResponse)
-    caps = unstable.agent_capabilities
-    assert isinstance(caps, acpu.AgentCapabilities) and isinstance(
-        caps.session_capabilities, acpu.SessionCapabilities
-    )
-    caps.session_capabilities.fork = acpu.SessionForkCapabilities()
-    return unstable
-
-
-def _select_values(option: acp.SessionConfigOption) -> set[str]:
-    values: set[str] = set()
-    for item in option.options if isinstance(option.options, list) else []:
-        if isinstance(item, acp.SessionConfigSelectGroup):
-            values.update(o.value for o in item.options)
-        else:
-            values.add(item.value)
-    return values
-
-
-def _check_absolute(path: str, what: str) -> None:
-    if not path.startswith("/") and not (len(path) > 2 and path[1] == ":" and path[2] in "\\/"):
-        raise RequestError.invalid_params(
-            {"path": f"$.params.{what}", "value": path}, f"{what} must be an absolute path"
-        )
-
-
-def _dirs(value: Any) -> list[str]:
-    dirs = list(value) if isinstance(value, list) else []
-    for d in dirs:
-        _check_absolute(d, "additionalDirectories")
-    return dirs
-
-
-def _plain(server: Any) -> Any:
-    return msgspec.to_builtins(server) if server is not UNSET else None

@@ -41,6 +41,9 @@ class Session:
     mode_id: str | None = None
     config_values: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    # The client's `systemPrompt` ({"mode": "append"|..., "text": ...}), for the author's
+    # model: added to (or replacing) the agent's own instructions. None: not given.
+    system_prompt: dict[str, str] | None = None
     mcp: McpConnections | None = None
     turn_task: asyncio.Task[Any] | None = None
     start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
@@ -59,14 +62,26 @@ class Session:
         self.store.append_event(self.session_id, UPDATE, payload)
         await self.client.session_update_encoded(self.session_id, payload)
 
-    def record_prompt(self, blocks: list[acp.ContentBlock]) -> None:
-        mid = uuid.uuid4().hex
+    def record_prompt(self, blocks: list[acp.ContentBlock], message_id: str | None = None) -> None:
+        mid = message_id or uuid.uuid4().hex
         for block in blocks:
             self.store.append_event(
                 self.session_id,
                 PROMPT,
                 _encode(acp.UserMessageChunk(content=block, message_id=mid)),
             )
+
+    async def ask_permission(
+        self, tool_call: acp.ToolCallUpdate, options: list[acp.PermissionOption]
+    ) -> Any:
+        """Ask the client's user about `tool_call` (`session/request_permission`); the
+        outcome (`acp.SelectedPermissionOutcome`, `acp.CancelledRequestPermissionOutcome`
+        or anything else, which never counts as approval)."""
+        params = acp.RequestPermissionRequest(
+            session_id=self.session_id, tool_call=tool_call, options=options
+        )
+        answer = await self.client.session_request_permission(params)
+        return answer.outcome
 
     async def replay(self) -> int:
         """Send the whole recorded history (prompts and updates) as session/update, in order."""
@@ -101,4 +116,5 @@ class Session:
             mode_id=record.mode_id,
             config_values=dict(record.config_values),
             title=record.title,
+            system_prompt=record.meta.get("system_prompt"),
         )

@@ -3,6 +3,12 @@
 `Turn` streams messages, thoughts, plans and tool calls, asks permission, runs commands
 in a client terminal and reads/writes files through the client. Every update goes
 through the session, which records it in the store before it is sent.
+
+When the client does not offer `fs` or `terminal`, the file and command helpers follow
+the turn's `fallback` policy: ``"local"`` does the work in the agent's process inside the
+session's roots (see `_local_access`), ``"refuse"`` raises `ClientCapabilityMissing`
+(and fails the helper's tool call first). Permission is never asked by the helpers
+themselves: the caller asks before a write or a command, whichever side does the work.
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ import itertools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from msgspec import UNSET
 
+from acpstack.agent._client_terminals import ClientTerminals, Terminals
+from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
@@ -33,8 +42,8 @@ STANDARD_OPTIONS = (
 )
 
 
-class ClientCapabilityMissing(RuntimeError):
-    """The client did not advertise what this helper needs (e.g. `fs.writeTextFile`)."""
+SHOWN_OUTPUT_CHARS = 64_000
+"""How much of a local command's output its tool call shows (the end of it)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,9 @@ class PermissionDecision:
 
 @dataclass(frozen=True)
 class CommandResult:
+    """How a command ended. `terminal_id` is the client terminal's id, or "" when the
+    command ran in the agent's process (the client offers no terminals)."""
+
     output: str
     truncated: bool
     exit_code: int | None
@@ -71,6 +83,30 @@ def diff_content(path: str, old_text: str | None, new_text: str) -> acp.Diff:
 
 def terminal_content(terminal_id: str) -> acp.Terminal:
     return acp.Terminal(terminal_id=terminal_id)
+
+
+def output_content(result: CommandResult) -> acp.Content:
+    """A command's output and how it ended, as text (for a command with no client terminal)."""
+    output = result.output
+    if len(output) > SHOWN_OUTPUT_CHARS:
+        hidden = len(output) - SHOWN_OUTPUT_CHARS
+        output = f"[... {hidden} characters not shown]\n" + output[-SHOWN_OUTPUT_CHARS:]
+    fence = "```"
+    while fence in output:
+        fence += "`"
+    if output and not output.endswith("\n"):
+        output += "\n"
+    if result.exit_code is not None:
+        status = f"exit code {result.exit_code}"
+    elif result.signal is not None:
+        status = f"killed by {result.signal}"
+    else:
+        status = "ended"
+    if result.timed_out:
+        status += " (timed out)"
+    if result.truncated:
+        status += "; the beginning of the output was dropped (output limit)"
+    return text_content(f"{fence}\n{output}{fence}\n{status}")
 
 
 class ToolCallHandle:
@@ -134,18 +170,37 @@ class ToolCallHandle:
             update.locations = self.locations = list(locations)
         if raw_output is not UNSET:
             update.raw_output = raw_output
+        self.turn._track(self, status)
         await self.turn.session.send(update)
 
 
-class Turn:
-    """One `session/prompt`: the prompt, and the helpers to answer it."""
+class Turn(TurnExtras):
+    """One `session/prompt`: the prompt, and the helpers to answer it (notices, compaction
+    and elicitation helpers: `TurnExtras`)."""
 
-    def __init__(self, session: Session, prompt: list[acp.ContentBlock]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        prompt: list[acp.ContentBlock],
+        *,
+        fallback: Fallback = "local",
+        local: LocalAccess | None = None,
+    ) -> None:
+        """`fallback`: what the file and command helpers do when the client does not offer
+        `fs` or `terminal` (``"local"`` or ``"refuse"``); it may be changed during the
+        turn. `local`: the session's `LocalAccess` (the runtime passes it); without one the
+        turn makes its own when needed, and `aclose` ends it."""
+        if fallback not in get_args(Fallback):
+            raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
         self.session = session
         self.prompt = prompt
+        self.fallback: Fallback = fallback
         self.message_id = uuid.uuid4().hex
         self._thought_id = uuid.uuid4().hex
         self._tool_ids = itertools.count(1)
+        self._local = local
+        self._own_local: LocalAccess | None = None
+        self._unfinished: dict[str, ToolCallHandle] = {}
 
     @property
     def text(self) -> str:
@@ -214,8 +269,21 @@ class Turn:
         if content:
             handle.content = list(content)
             call.content = list(content)
+        self._track(handle, status)
         await self.session.send(call)
         return handle
+
+    def _track(self, tool: ToolCallHandle, status: acp.ToolCallStatus) -> None:
+        if status in ("completed", "failed"):
+            self._unfinished.pop(tool.tool_call_id, None)
+        else:
+            self._unfinished[tool.tool_call_id] = tool
+
+    async def fail_unfinished(self, message: str) -> None:
+        """Fail every tool call of this turn that is neither completed nor failed (the
+        runtime does this when a turn ends on an error, so none is left pending)."""
+        for tool in list(self._unfinished.values()):
+            await tool.fail(message)
 
     # -- permission -----------------------------------------------------------------
 
@@ -226,11 +294,7 @@ class Turn:
     ) -> PermissionDecision:
         """Ask the user. Only a selected option of an allow kind counts as approval."""
         tool_call = tool.as_update() if isinstance(tool, ToolCallHandle) else tool
-        params = acp.RequestPermissionRequest(
-            session_id=self.session.session_id, tool_call=tool_call, options=list(options)
-        )
-        answer = await self.session.client.session_request_permission(params)
-        outcome = answer.outcome
+        outcome = await self.session.ask_permission(tool_call, list(options))
         if isinstance(outcome, acp.SelectedPermissionOutcome):
             chosen = next((o for o in options if o.option_id == outcome.option_id), None)
             if chosen is None:  # an id we never offered: never approval
@@ -246,11 +310,18 @@ class Turn:
             return PermissionDecision("cancelled")
         return PermissionDecision("reject")
 
-    # -- client resources -------------------------------------------------------------
+    # -- files and commands -----------------------------------------------------------
 
     async def read_file(
-        self, path: str, *, line: int | None = None, limit: int | None = None
+        self,
+        path: str,
+        *,
+        line: int | None = None,
+        limit: int | None = None,
+        tool: ToolCallHandle | None = None,
     ) -> str:
+        """Read a text file through the client, or (client without `fs.readTextFile`) as
+        the `fallback` policy says. With `tool`, a refusal fails that tool call first."""
         params = acp.ReadTextFileRequest(session_id=self.session.session_id, path=path)
         if line is not None:
             params.line = line
@@ -258,23 +329,25 @@ class Turn:
             params.limit = limit
         try:
             result = await self.session.client.fs_read_text_file(params)
-        except CapabilityError as exc:
-            raise ClientCapabilityMissing(
-                "the client does not allow reading files (fs.readTextFile)"
-            ) from exc
+        except CapabilityError:
+            local = await self._without("fs.readTextFile", f"Cannot read {path}", "reads", tool)
+            return await local.read_text_file(path, line, limit)
         content: str = result.content
         return content
 
-    async def write_file(self, path: str, content: str) -> None:
+    async def write_file(
+        self, path: str, content: str, *, tool: ToolCallHandle | None = None
+    ) -> None:
+        """Write a text file through the client, or (client without `fs.writeTextFile`) as
+        the `fallback` policy says. Ask permission before calling this."""
         params = acp.WriteTextFileRequest(
             session_id=self.session.session_id, path=path, content=content
         )
         try:
             await self.session.client.fs_write_text_file(params)
-        except CapabilityError as exc:
-            raise ClientCapabilityMissing(
-                "the client does not allow writing files (fs.writeTextFile)"
-            ) from exc
+        except CapabilityError:
+            local = await self._without("fs.writeTextFile", f"Cannot write {path}", "writes", tool)
+            await local.write_text_file(path, content)
 
     async def run_command(
         self,
@@ -287,59 +360,80 @@ class Turn:
         output_byte_limit: int | None = None,
         tool: ToolCallHandle | None = None,
     ) -> CommandResult:
-        """Run a command in a client terminal: create, wait (or kill on timeout), output, release.
+        """Run a command to its end: create, wait (or kill on timeout), output, release.
 
-        The terminal is released even when waiting fails or the turn is cancelled. With
-        `tool`, the terminal is embedded in that tool call (before release, as ACP asks).
+        In a client terminal when the client offers them, else as the `fallback` policy
+        says (locally: in the session's cwd or `cwd` inside its roots, in its own process
+        group, with the same timeout and output limit). The command is ended and freed
+        even when waiting fails or the turn is cancelled. With `tool`, a client terminal
+        is embedded in that tool call (before release, as ACP asks); a local command's
+        output is shown there as text when it ends. Ask permission before calling this.
         """
-        client = self.session.client
-        sid = self.session.session_id
-        params = acp.CreateTerminalRequest(session_id=sid, command=command, args=list(args))
-        if cwd is not None:
-            params.cwd = cwd
-        if env:
-            params.env = [acp.EnvVariable(name=k, value=v) for k, v in env.items()]
-        if output_byte_limit is not None:
-            params.output_byte_limit = output_byte_limit
+        client_side = ClientTerminals(self.session.client, self.session.session_id)
+        terminals: Terminals = client_side
         try:
-            created = await client.terminal_create(params)
-        except CapabilityError as exc:
-            raise ClientCapabilityMissing("the client does not offer terminals (terminal)") from exc
-        tid = created.terminal_id
+            tid = await client_side.create(
+                command, args, cwd=cwd, env=env, output_byte_limit=output_byte_limit
+            )
+        except CapabilityError:
+            shown = " ".join([command, *args])
+            terminals = await self._without("terminal", f"Cannot run `{shown}`", "runs", tool)
+            tid = await terminals.create(
+                command, args, cwd=cwd, env=env, output_byte_limit=output_byte_limit
+            )
+        local = terminals is not client_side
         timed_out = False
         try:
             if tool is not None:
-                await tool.progress(content=[terminal_content(tid)])
-            wait = client.terminal_wait_for_exit(
-                acp.WaitForTerminalExitRequest(session_id=sid, terminal_id=tid)
-            )
+                await tool.progress(content=None if local else [terminal_content(tid)])
             try:
-                await asyncio.wait_for(wait, timeout)
+                await asyncio.wait_for(terminals.wait_for_exit(tid), timeout)
             except TimeoutError:
                 timed_out = True
-                await client.terminal_kill(acp.KillTerminalRequest(session_id=sid, terminal_id=tid))
-            out = await client.terminal_output(
-                acp.TerminalOutputRequest(session_id=sid, terminal_id=tid)
-            )
+                await terminals.kill(tid)
+            out = await terminals.output(tid)
         finally:
             with contextlib.suppress(Exception):
-                # Shielded: a cancelled turn still frees the terminal.
-                await asyncio.shield(
-                    client.terminal_release(
-                        acp.ReleaseTerminalRequest(session_id=sid, terminal_id=tid)
-                    )
-                )
-        status = out.exit_status if isinstance(out.exit_status, acp.TerminalExitStatus) else None
-        return CommandResult(
+                # Shielded: a cancelled turn still ends and frees the command.
+                await asyncio.shield(terminals.release(tid))
+        status = out.exit_status
+        result = CommandResult(
             output=out.output,
             truncated=out.truncated,
-            exit_code=status.exit_code
-            if status is not None and isinstance(status.exit_code, int)
-            else None,
-            signal=status.signal if status is not None and isinstance(status.signal, str) else None,
+            exit_code=status.exit_code if status is not None else None,
+            signal=status.signal if status is not None else None,
             timed_out=timed_out,
-            terminal_id=tid,
+            terminal_id="" if local else tid,
         )
+        if local and tool is not None:
+            await tool.progress(content=[output_content(result)])
+        return result
+
+    async def _without(
+        self, capability: str, action: str, verb: str, tool: ToolCallHandle | None
+    ) -> LocalAccess:
+        """The client does not offer `capability`: the local access, or the refusal."""
+        if self.fallback == "refuse":
+            what = "commands" if capability == "terminal" else "files"
+            error = ClientCapabilityMissing(
+                f"{action}: the client does not offer `{capability}`, and this agent {verb} "
+                f"{what} only through the client"
+            )
+            if tool is not None:
+                await tool.fail(error.message)
+            raise error
+        if self._local is None:
+            session = self.session
+            self._local = self._own_local = LocalAccess(
+                session.session_id, session.cwd, session.additional_directories
+            )
+        return self._local
+
+    async def aclose(self) -> None:
+        """End the commands of a `LocalAccess` this turn made itself (none when the
+        runtime passed the session's)."""
+        if self._own_local is not None:
+            await self._own_local.aclose()
 
 
 __all__ = [
@@ -350,6 +444,7 @@ __all__ = [
     "ToolCallHandle",
     "Turn",
     "diff_content",
+    "output_content",
     "terminal_content",
     "text_content",
 ]

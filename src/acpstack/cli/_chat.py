@@ -1,4 +1,10 @@
-"""`acpstack chat`: a terminal client for any ACP agent (interactive or headless)."""
+"""`acpstack chat`: a terminal client for any ACP agent (interactive or headless).
+
+This module holds the chat's life: starting the agent, opening the session, the exit code
+and (with `--format json`) the result record, signals and `--timeout`. The headless turn
+is in `_chat_headless.py`, the prompt loop in `_chat_interactive.py`, the slash commands
+in `_commands.py`, the rendering in `_render.py`.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +15,34 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
 
-from acpstack.cli._chat_input import (
-    BUILTINS,
-    HeadlessPolicy,
-    InteractivePolicy,
-    LineReader,
-    install_completion,
-    quiet_when_gone,
+from acpstack.cli._chat_book import SessionBook, usage_of
+from acpstack.cli._errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    CliError,
 )
+from acpstack.cli._policy import ChatPolicy, LabelledRule
 from acpstack.cli._redact import Redactor
-from acpstack.client import ClientRuntime, ClientSession, connect_client
+from acpstack.cli._registry import AgentLaunch, RegistryError
+from acpstack.cli._render import Renderer
+from acpstack.cli._streams import quiet_when_gone
+from acpstack.client import ClientRuntime, ClientSession
 from acpstack.local import become_subreaper, end_orphans
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
-from acpstack.transports import SubprocessTransport
+from acpstack.transports import SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError, RequestError
+
+if TYPE_CHECKING:
+    from acpstack.cli._input import ChatInput
 
 log = logging.getLogger("acpstack.cli")
 
@@ -40,14 +52,7 @@ STDERR_TAIL_LINES = 200
 TERMINATING_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
-
-CHAT_HELP = """Built-in commands:
-  /mode [ID]            show or switch the session mode
-  /config [ID VALUE]    show or set a config option
-  /sessions             list the agent's sessions
-  /load ID              load a session (its history is replayed)
-  /help                 this text; the agent's own commands are listed below
-  /quit                 leave (or Ctrl-D); Ctrl-C cancels a running turn, twice quits"""
+FORMATS = ("text", "json", "quiet")
 
 
 def default_agent_command() -> list[str]:
@@ -57,75 +62,153 @@ def default_agent_command() -> list[str]:
 @dataclass
 class ChatOptions:
     agent_command: list[str] = field(default_factory=default_agent_command)
+    agent_env: dict[str, str] = field(default_factory=dict)
+    launch: AgentLaunch | None = None  # an agent by name (a binary is downloaded on start)
     cwd: str = field(default_factory=os.getcwd)
     prompt: str | None = None
-    json_output: bool = False
-    approve_all: bool = False
+    output: str = "text"  # headless: text, json or quiet
+    timeout: float | None = None  # headless: the whole run; interactive: each turn
+    rules: list[LabelledRule] = field(default_factory=list)
     deny_all: bool = False
-    allow_kinds: list[str] = field(default_factory=list)
-    session: str | None = None
-    interactive: bool = True  # the prompt loop (REPL)
-    render: bool = (
-        False  # show the whole session (Markdown, tool calls, plan), not only the final text
-    )
-    ask_user: bool = False  # answer permission requests by key on the terminal
-    auto_approve_reason: str | None = None  # demo without a terminal: approve, and say why
-    url: str | None = None  # a remote agent (streamable HTTP or WebSocket) instead of agent_command
+    session: str | None = None  # the agent's session id to load (or resume)
+    interactive: bool = True  # the prompt loop
+    ask_user: bool = False  # permission questions answered by key on the terminal
+    url: str | None = None  # a remote agent (streamable HTTP or WebSocket) instead of a command
     token: str | None = None  # the remote server's token
+    auth_method: str | None = None
+    mode: str | None = None
+    config: list[tuple[str, str]] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)
+    enable_fs: bool = True
+    enable_terminal: bool = True
+    book: SessionBook | None = None  # session record and lock
+    history_file: str | None = None  # the prompt's history (interactive)
+    notices: list[str] = field(default_factory=list)  # said on stderr once the chat starts
 
 
 class Chat:
     def __init__(self, opts: ChatOptions) -> None:
-        from acpstack.cli._render import Renderer
-
         self.opts = opts
-        # The agent's command line as we show it: an API key in a --base-url stays out.
         self.shown_command = Redactor().text(" ".join(opts.agent_command))
-        self.render = opts.interactive or opts.render
-        out = quiet_when_gone(sys.stdout if self.render and not opts.json_output else sys.stderr)
-        self.console = Console(file=out, highlight=False, soft_wrap=True)
+        self.headless = not opts.interactive
+        human = opts.interactive or opts.output == "text"
+        self.out = quiet_when_gone(sys.stdout)
+        self.console = Console(file=self.out if human else sys.stderr, highlight=False)
         self.err = Console(file=quiet_when_gone(sys.stderr), highlight=False, soft_wrap=True)
-        self.reader: LineReader | None = None
-        policy: Any = (
-            InteractivePolicy(self)
-            if opts.ask_user
-            else HeadlessPolicy(opts, self.console if self.render else self.err)
+        self.input: ChatInput | None = None  # the keyboard, when someone is at it
+        self.policy = ChatPolicy(
+            rules=opts.rules,
+            ask=self._ask_permission if opts.ask_user else None,
+            report=self.say,
+            deny_all=opts.deny_all,
         )
         self.runtime = ClientRuntime(
-            permission_policy=policy,
+            permission_policy=self.policy,
             on_update=self._on_update,
+            on_dropped=self._on_dropped,
             choose_auth_method=self._choose_auth,
+            ask_elicitation=self._ask_elicitation if opts.ask_user else None,
+            enable_fs=opts.enable_fs,
+            enable_terminal=opts.enable_terminal,
         )
-        self.renderer = Renderer(self.console, self.runtime)
+        self.renderer: Renderer | None = self._renderer() if human else None
         self.session_id: str | None = None
         self.turn: asyncio.Task[acp.PromptResponse] | None = None
         self.quit = asyncio.Event()
         self.interrupts = 0
+        self.stop_reason: str | None = None
+        self.error: str | None = None
+        self.forced_exit: int | None = None  # set by a signal or the timeout
+        self.replaying = False  # session/load's history: not shown headless
         self._stdout_closed = False
-        self.exit_signal: int | None = None  # the signal that is ending the chat
         self._body: asyncio.Task[int] | None = None
-        self._cancel_on_exit: str | None = None  # the session whose turn a signal interrupted
+        self._cancel_on_exit: str | None = None  # the session whose turn was interrupted
+        self._pending_output: set[Any] = set()
+
+    def _renderer(self) -> Renderer:
+        if self.console.is_terminal:
+            from acpstack.cli._view_live import LiveView
+
+            return Renderer(LiveView(self.console), self.runtime, rich=True)
+        from acpstack.cli._view_plain import PlainView
+
+        return Renderer(PlainView(self.out), self.runtime, rich=False)
+
+    # -- what the agent sends -------------------------------------------------------------
 
     def _on_update(self, session_id: str, update: Any) -> None:
-        if self.render and not self.opts.json_output:
-            self.renderer.on_update(session_id, update)
+        if self.renderer is None or (self.replaying and self.headless):
+            return
+        renderer = self.renderer
+        if self.input is not None and self.input.active:  # the prompt is on screen
+            from prompt_toolkit.application import run_in_terminal
+
+            self.keep(
+                asyncio.ensure_future(
+                    run_in_terminal(lambda: renderer.on_update(session_id, update))
+                )
+            )
+            return
+        renderer.on_update(session_id, update)
+
+    def _on_dropped(self, dropped: Any) -> None:
+        what = dropped.method or "a message"
+        note = Text(
+            f"(dropped {what} from the agent: {dropped.reason}, {dropped.detail})", style="dim"
+        )
+        if self.renderer is not None and not self.headless:
+            self.renderer.view.print(note)
+        else:
+            self.err.print(note)
+
+    def keep(self, task: asyncio.Future[Any]) -> None:
+        """Hold a fire-and-forget task until it is done (the loop keeps only weak references)."""
+        self._pending_output.add(task)
+        task.add_done_callback(self._pending_output.discard)
+
+    async def _ask_permission(self, request: acp.RequestPermissionRequest) -> Any:
+        from acpstack.cli._input import Interrupted
+
+        assert self.renderer is not None and self.input is not None
+        keys = [str(i) for i in range(1, min(len(request.options), 9) + 1)]
+        self.renderer.permission(request, keys)
+        self.renderer.view.pause()
+        try:
+            question = f"choose {keys[0]}-{keys[-1]} (Esc rejects, Ctrl-C cancels the turn): "
+            choices = list(zip(keys, request.options, strict=False))
+            return await self.input.read_choice(question, choices, lambda option: option.name)
+        except Interrupted:
+            self.on_interrupt()
+            return None
+        finally:
+            self.renderer.view.resume()
+
+    async def _ask_elicitation(self, request: acp.CreateElicitationRequest) -> Any:
+        from acpstack.cli._chat_elicit import ask_elicitation
+
+        return await ask_elicitation(self, request)
 
     async def _choose_auth(self, methods: list[acp.AuthMethod]) -> str | None:
-        if not self.opts.interactive or self.reader is None:
-            names = ", ".join(f"{m.id} ({m.name})" for m in methods)
-            self.err.print(f"the agent requires authentication; methods: {names}")
+        names = ", ".join(f"{m.id} ({m.name})" for m in methods)
+        if self.opts.auth_method is not None:
+            if any(m.id == self.opts.auth_method for m in methods):
+                return self.opts.auth_method
+            raise CliError(f"--auth {self.opts.auth_method}: the agent offers {names}", EXIT_USAGE)
+        if self.input is None or self.renderer is None:
+            self.err.print(
+                f"the agent requires authentication; give --auth METHOD, one of: {names}"
+            )
             return None
-        self.renderer.end_message()
-        self.console.print(Text("The agent asks you to authenticate:", style="bold"))
-        for index, method in enumerate(methods, 1):
-            description = f": {method.description}" if isinstance(method.description, str) else ""
-            self.console.print(f"  [{index}] {method.name}{description}")
-        line = await self.reader.read(f"choose 1-{len(methods)} (empty to skip): ")
-        if line and line.strip().isdigit() and 1 <= int(line) <= len(methods):
-            return methods[int(line) - 1].id
-        return None
+        lines = [Text("The agent asks you to authenticate:", style="bold")]
+        for index, method in enumerate(methods[:9], 1):
+            about = f": {method.description}" if isinstance(method.description, str) else ""
+            lines.append(Text(f"  [{index}] {method.name}{about}"))
+        self.renderer.view.print(*lines)
+        choices = [(str(i), m.id) for i, m in enumerate(methods[:9], 1)]
+        return await self.input.read_choice("choose a method (Esc skips): ", choices)
 
-    def _wire(self, record: dict[str, Any]) -> None:
+    def write_record(self, record: dict[str, Any]) -> None:
+        """One line of `--format json` on stdout."""
         if self._stdout_closed:
             return
         try:
@@ -139,19 +222,60 @@ class Chat:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def run(self) -> int:
-        if self.opts.prompt is None and not self.opts.interactive:
-            self.opts.prompt = (
-                sys.stdin.read()
-            )  # before anything starts: a signal here ends us plainly
+        code = await self._run()
+        if self.opts.output == "json" and self.headless:
+            self.write_record(self.result_record(code))
+        if self.opts.book is not None:
+            self.opts.book.release()
+        return code
+
+    def result_record(self, code: int) -> dict[str, Any]:
+        session = self.runtime.sessions.get(self.session_id) if self.session_id else None
+        counts = self.policy.counts
+        return {
+            "type": "result",
+            "exitCode": code,
+            "stopReason": self.stop_reason,
+            "sessionId": self.session_id,
+            "usage": usage_of(session.state) if session is not None else None,
+            "permissions": {
+                "requested": counts.requested,
+                "approved": counts.approved,
+                "denied": counts.denied,
+            },
+            "error": self.error,
+        }
+
+    def say(self, text: Text) -> None:
+        """A line for the user: on the terminal through the view (which keeps its live area
+        in order), else on stderr (stdout is for the session, or for the records)."""
+        if self.renderer is not None and self.console.is_terminal:
+            self.renderer.view.print(text)
+        else:
+            self.err.print(text)
+
+    def fail(self, message: str) -> None:
+        """Report an error once: to the user, and in the result record."""
+        self.error = message
+        self.say(Text(message, style="red"))
+
+    async def _run(self) -> int:
+        if self.opts.prompt is None and self.headless:
+            self.opts.prompt = sys.stdin.read()  # before anything starts
             if not self.opts.prompt.strip():
-                self.err.print("error: empty prompt (give -p PROMPT or write it to stdin)")
-                return 2
+                self.fail("error: empty prompt (give -p PROMPT or write it to stdin)")
+                return EXIT_USAGE
+        for notice in self.opts.notices:
+            self.say(Text(notice, style="yellow"))
         loop = asyncio.get_running_loop()
         # Orphans of the agent and of its commands (also those that left their process group
         # with setsid) are re-parented to us, so that nothing outlives the chat.
         subreaper = become_subreaper()
         self._body = body = asyncio.ensure_future(self._run_agent())
         handled = self._handle_signals(loop)
+        deadline = None
+        if self.headless and self.opts.timeout is not None:
+            deadline = loop.call_later(self.opts.timeout, self._on_timeout)
         try:
             await asyncio.wait([body])
         except asyncio.CancelledError:  # we are cancelled ourselves: take the agent down with us
@@ -159,26 +283,26 @@ class Chat:
             await asyncio.wait([body])
             raise
         finally:
+            if deadline is not None:
+                deadline.cancel()
             for sig in handled:
                 loop.remove_signal_handler(sig)
-            if self.reader is not None:
-                self.reader.restore_terminal()
             await _end_orphans(subreaper)
-        if self.exit_signal is not None:
+        if self.forced_exit is not None:
             if not body.cancelled() and body.exception() is not None:
                 log.debug("while shutting down", exc_info=body.exception())
-            return 128 + self.exit_signal
+            return self.forced_exit
         return body.result()
 
     def _handle_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         """SIGTERM and SIGHUP (and Ctrl-C when nobody is at the keyboard) end the chat like
         quitting: the running turn is cancelled, terminals released, the agent stopped."""
-        interactive = self.opts.interactive or self.opts.ask_user
+        at_keyboard = self.opts.interactive or self.opts.ask_user
         handlers: dict[int, Any] = {
-            sig: (lambda s=sig: self._on_terminate(s)) for sig in TERMINATING_SIGNALS
+            sig: (lambda s=sig: self.stop(128 + s)) for sig in TERMINATING_SIGNALS
         }
         handlers[signal.SIGINT] = (
-            self._on_interrupt if interactive else (lambda: self._on_terminate(signal.SIGINT))
+            self.on_interrupt if at_keyboard else (lambda: self.stop(EXIT_INTERRUPTED))
         )
         handled = []
         for sig, handler in handlers.items():
@@ -187,66 +311,113 @@ class Chat:
                 handled.append(sig)
         return handled
 
-    def _on_terminate(self, sig: int) -> None:
-        if self.exit_signal is not None:
+    def _on_timeout(self) -> None:
+        self.fail(f"timed out after {self.opts.timeout:g} s (--timeout)")
+        self.stop(EXIT_TIMEOUT)
+
+    def stop(self, code: int) -> None:
+        """End the chat now with `code`: cancel the turn, stop the agent."""
+        if self.forced_exit is not None:
             return  # already on the way out
-        self.exit_signal = sig
+        self.forced_exit = code
         self.quit.set()
         if self.turn is not None and not self.turn.done():
             self._cancel_on_exit = self.session_id
         if self._body is not None:
             self._body.cancel()
 
-    async def _run_agent(self) -> int:
-        try:
-            if self.opts.url:
-                from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
+    def on_interrupt(self) -> None:
+        """Ctrl-C while a turn runs: cancel it; a second one quits."""
+        if self.turn is None or self.turn.done():
+            self.stop(EXIT_INTERRUPTED)
+            return
+        self.interrupts += 1
+        if self.interrupts >= 2:
+            self.say(Text("quitting", style="red"))
+            self.stop(EXIT_INTERRUPTED)
+            return
+        self.say(Text("cancelling the turn (Ctrl-C again to quit)", style="yellow"))
+        assert self.session_id is not None
+        asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id))
 
-                try:
-                    transport: Any = await remote_transport(self.opts.url, self.opts.token)
-                except REMOTE_ERRORS as exc:
-                    self.err.print(describe(exc))
-                    return 2
-            else:
-                transport = await SubprocessTransport.spawn(
-                    self.opts.agent_command,
-                    cwd=self.opts.cwd,
-                    stderr_tail_lines=STDERR_TAIL_LINES,
-                    description=self.shown_command,
-                )
+    async def _connect(self) -> Transport:
+        if self.opts.url:
+            from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
+
+            try:
+                return await remote_transport(self.opts.url, self.opts.token)
+            except ValueError as exc:  # not an http(s):// or ws(s):// URL
+                raise CliError(describe(exc), EXIT_USAGE) from None
+            except REMOTE_ERRORS as exc:
+                raise CliError(describe(exc)) from None
+        command = self.opts.agent_command
+        if self.opts.launch is not None:
+            try:
+                progress = self.err.print
+                command = await asyncio.to_thread(self.opts.launch.ready_command, progress)
+            except RegistryError as exc:
+                raise CliError(f"error: {exc}") from None
+        try:
+            return await SubprocessTransport.spawn(
+                command,
+                env=self.opts.agent_env,
+                cwd=self.opts.cwd,
+                stderr_tail_lines=STDERR_TAIL_LINES,
+                description=self.shown_command,
+            )
         except OSError as exc:
-            self.err.print(f"error: could not start the agent `{self.shown_command}`: {exc}")
-            return 2
-        if self.opts.json_output:
+            raise CliError(
+                f"error: could not start the agent `{self.shown_command}`: {exc}"
+            ) from None
+
+    async def _run_agent(self) -> int:
+        from acpstack.client import connect_client
+
+        try:
+            if self.opts.book is not None:
+                self.opts.book.lock_name()
+                if self.opts.session or self.opts.book.known_session_id:
+                    self.opts.book.lock_session(
+                        self.opts.session or self.opts.book.known_session_id or ""
+                    )
+            transport = await self._connect()
+        except CliError as exc:
+            self.fail(exc.message)
+            return exc.exit_code
+        if self.opts.output == "json" and self.headless:
             from acpstack.cli._tap import TapTransport
 
             transport = TapTransport(
-                transport, self._wire, max_message_size=DEFAULT_MAX_MESSAGE_SIZE
+                transport, self.write_record, max_message_size=DEFAULT_MAX_MESSAGE_SIZE
             )
         conn = connect_client(self.runtime, transport, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
         if self.opts.interactive or self.opts.ask_user:
-            self.reader = LineReader(asyncio.get_running_loop())
-            self.reader.start()
-        async with (
-            conn.connection
-        ):  # on the way out: the agent is stopped, then every terminal released
+            self.input = self._make_input()
+        async with conn.connection:  # on the way out: the agent is stopped, terminals released
             try:
                 return await self._main()
             except ConnectionClosed as exc:
-                self.renderer.end_message()
-                self.err.print(Text(f"the agent stopped: {exc}", style="red"))
-                return 3
+                self.fail(f"the agent stopped: {exc}")
             except RequestError as err:
-                self.renderer.end_message()
-                self.err.print(
-                    Text(f"error from the agent: {err.message} (code {err.code})", style="red")
-                )
-                return 4
+                self.fail(f"error from the agent: {err.message} (code {err.code})")
             except CapabilityError as exc:
-                self.err.print(Text(f"error: {exc}", style="red"))
-                return 4
+                self.fail(f"error: {exc}")
+            except CliError as exc:
+                self.fail(exc.message)
+                return exc.exit_code
             finally:
                 await self._cancel_turn_on_exit()
+        return EXIT_ERROR
+
+    def _make_input(self) -> ChatInput:
+        from pathlib import Path
+
+        from acpstack.cli._commands import command_names
+        from acpstack.cli._input import ChatCompleter, ChatInput
+
+        completer = ChatCompleter(lambda: command_names(self), os.path.abspath(self.opts.cwd))
+        history = Path(self.opts.history_file) if self.opts.history_file else None
+        return ChatInput(history, completer)
 
     async def _cancel_turn_on_exit(self) -> None:
         """After a signal: tell the agent the turn is cancelled (session/cancel) before it is stopped."""
@@ -258,177 +429,46 @@ class Chat:
     async def _main(self) -> int:
         init = await self.runtime.initialize()
         info = init.agent_info if isinstance(init.agent_info, acp.Implementation) else None
-        if self.render and not self.opts.json_output:
+        if self.opts.interactive or self.console.is_terminal and self.renderer is not None:
             name = f"{info.title or info.name} {info.version}" if info else "agent"
-            self.console.print(
-                Text(
-                    f"connected to {name}; /help for commands, Ctrl-C cancels a turn, Ctrl-D quits",
-                    style="dim",
-                )
+            hint = (
+                "; /help for commands, Ctrl-C cancels a turn, Ctrl-D quits"
+                if self.opts.interactive
+                else ""
             )
-        await self._open_session()
-        if self.opts.prompt is not None or not self.opts.interactive:
-            return await self._single_turn()
-        return await self._interactive()
+            self.say(Text(f"connected to {name}{hint}", style="dim"))
+        from acpstack.cli._chat_session import apply_settings
 
-    async def _open_session(self) -> None:
-        cwd = os.path.abspath(self.opts.cwd)
-        if self.opts.session:
-            caps = self.runtime.agent.capabilities
-            if caps is not None and caps.load_session is True:
-                await self.runtime.load_session(self.opts.session, cwd)
-            else:
-                await self.runtime.resume_session(self.opts.session, cwd)
-            self.session_id = self.opts.session
-        else:
-            self.session_id = (await self.runtime.new_session(cwd)).session_id
-        self.renderer.end_message()
+        await self.open_session()
+        await apply_settings(self)
+        if self.headless:
+            from acpstack.cli._chat_headless import single_turn
 
-    # -- headless ---------------------------------------------------------------------
+            return await single_turn(self)
+        from acpstack.cli._chat_interactive import interactive
 
-    async def _single_turn(self) -> int:
-        """Headless (`-p` or stdin): one turn; the final message text goes to stdout."""
-        assert self.session_id is not None and self.opts.prompt is not None
-        prompt = self.opts.prompt
-        before = len(self._session().state.messages)
-        self.turn = asyncio.ensure_future(self.runtime.prompt(self.session_id, prompt))
-        try:
-            result = await self.turn
-        finally:
-            self.turn = None
-        self.renderer.end_message()
-        if not self.opts.json_output and not self.render:
-            final = [m for m in self._session().state.messages[before:] if m.speaker == "agent"]
-            text = final[-1].text if final else ""
-            sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
-            sys.stdout.flush()
-        if result.stop_reason != "end_turn":
-            self.err.print(f"the turn ended with stopReason {result.stop_reason!r}")
-            return 1
-        return 0
+        return await interactive(self)
 
-    def _session(self) -> ClientSession:
+    # -- the session --------------------------------------------------------------------
+
+    def session(self) -> ClientSession:
         assert self.session_id is not None
         return self.runtime.sessions[self.session_id]
 
-    # -- interactive --------------------------------------------------------------------
+    async def open_session(self) -> None:
+        from acpstack.cli._chat_session import open_session
 
-    def _on_interrupt(self) -> None:
-        if self.turn is not None and not self.turn.done():
-            self.interrupts += 1
-            if self.interrupts >= 2:
-                self.console.print(Text("\nquitting", style="red"))
-                self.quit.set()
-                self.turn.cancel()
-                return
-            self.console.print(Text("\ncancelling the turn (Ctrl-C again to quit)", style="yellow"))
-            assert self.session_id is not None
-            asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id))
-        else:
-            self.console.print(Text("\nbye", style="dim"))
-            self.quit.set()
+        await open_session(self)
 
-    async def _interactive(self) -> int:
-        assert self.reader is not None
-        install_completion(self)
-        while not self.quit.is_set():
-            line = await self._read_or_quit("> ")
-            if line is None:
-                break
-            line = line.strip()
-            if not line:
-                continue
-            if line.split()[0] in BUILTINS:
-                if not await self._builtin(line):
-                    break
-                continue
-            await self._run_turn(line)
-        return 0
+    async def new_session(self, *, switched: bool = False) -> None:
+        from acpstack.cli._chat_session import new_session
 
-    async def _read_or_quit(self, prompt: str) -> str | None:
-        assert self.reader is not None
-        read = self.reader.read(prompt)
-        quit_wait: asyncio.Future[Any] = asyncio.ensure_future(self.quit.wait())
-        done, _ = await asyncio.wait([read, quit_wait], return_when=asyncio.FIRST_COMPLETED)
-        quit_wait.cancel()
-        if read in done:
-            return read.result()
-        return None
+        await new_session(self, switched=switched)
 
-    async def _run_turn(self, text: str) -> None:
-        assert self.session_id is not None
-        self.interrupts = 0
-        self.turn = asyncio.ensure_future(self.runtime.prompt(self.session_id, text))
-        poller = asyncio.ensure_future(self._poll_terminals())
-        try:
-            result = await self.turn
-            self.renderer.end_message()
-            if result.stop_reason != "end_turn":
-                self.console.print(Text(f"[turn ended: {result.stop_reason}]", style="yellow"))
-        except asyncio.CancelledError:
-            self.renderer.end_message()
-            current = asyncio.current_task()
-            if not self.quit.is_set() or (current is not None and current.cancelling()):
-                raise  # not our double Ctrl-C: we are being cancelled ourselves
-        except RequestError as err:
-            self.renderer.end_message()
-            self.console.print(
-                Text(f"error from the agent: {err.message} (code {err.code})", style="red")
-            )
-        finally:
-            poller.cancel()
-            self.turn = None
+    async def load_session(self, session_id: str, *, switched: bool = False) -> None:
+        from acpstack.cli._chat_session import load_session
 
-    async def _poll_terminals(self) -> None:
-        assert self.session_id is not None
-        while True:
-            await asyncio.sleep(0.25)
-            self.renderer.poll_terminals(self.session_id)
-
-    async def _builtin(self, line: str) -> bool:
-        parts = line.split()
-        command, args = parts[0], parts[1:]
-        assert self.session_id is not None
-        session = self._session()
-        if command == "/quit":
-            return False
-        if command == "/help":
-            self.console.print(CHAT_HELP)
-            for cmd in session.state.available_commands:
-                self.console.print(f"  /{cmd.name:<20} {cmd.description}")
-        elif command == "/mode":
-            if not args:
-                self.console.print(f"mode: {session.state.current_mode_id}")
-            else:
-                await self.runtime.agent.session_set_mode(
-                    acp.SetSessionModeRequest(session_id=self.session_id, mode_id=args[0])
-                )
-        elif command == "/config":
-            if len(args) >= 2:
-                value: Any = {"true": True, "false": False}.get(args[1].lower(), args[1])
-                params = acp.SetSessionConfigOptionRequest(
-                    session_id=self.session_id, config_id=args[0], value=value
-                )
-                if isinstance(value, bool):
-                    params.type = "boolean"
-                result = await self.runtime.agent.session_set_config_option(params)
-                session.state.config_options = list(result.config_options)
-            for option in session.state.config_options:
-                self.console.print(f"  {option.id} = {option.current_value}  ({option.name})")
-        elif command == "/sessions":
-            listing = await self.runtime.agent.session_list()
-            for info in listing.sessions:
-                title = info.title if isinstance(info.title, str) else ""
-                self.console.print(f"  {info.session_id}  {info.updated_at or ''}  {title}")
-        elif command == "/load" and args:
-            self.session_id = args[0]
-            await self.runtime.load_session(args[0], os.path.abspath(self.opts.cwd))
-            for message in self._session().state.messages:
-                who = {"user": "you", "agent": "agent", "thought": "thought"}[message.speaker]
-                self.console.print(Text(f"{who}: ", style="bold"), Text(message.text))
-        else:
-            self.console.print(CHAT_HELP)
-        return True
+        await load_session(self, session_id, switched=switched)
 
 
 async def _end_orphans(subreaper: bool) -> None:
@@ -441,36 +481,16 @@ async def _end_orphans(subreaper: bool) -> None:
             log.info("ended %d process(es) the agent left behind: %s", len(ended), ended)
 
 
-def run_chat(opts: ChatOptions) -> int:
+def run_chat(opts: ChatOptions, *, verbose: bool = False) -> int:
+    """Run the chat; library logs go to stderr (warnings and up with `verbose`, else errors:
+    what matters to the user is shown by the chat itself)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("acpstack: %(name)s: %(message)s"))
+    root = logging.getLogger("acpstack")
+    if not root.handlers:
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.ERROR)
     try:
         return asyncio.run(Chat(opts).run())
     except KeyboardInterrupt:
-        return 130
-
-
-async def list_sessions(agent_command: Sequence[str], cwd: str | None) -> int:
-    runtime = ClientRuntime()
-    from acpstack.client import spawn_agent
-
-    async with spawn_agent(list(agent_command), runtime) as _conn:
-        await runtime.initialize()
-        params = acp.ListSessionsRequest()
-        if cwd:
-            params.cwd = os.path.abspath(cwd)
-        cursor: str | None = None
-        count = 0
-        while True:
-            if cursor:
-                params.cursor = cursor
-            listing = await runtime.agent.session_list(params)
-            for info in listing.sessions:
-                title = info.title if isinstance(info.title, str) else ""
-                updated = info.updated_at if isinstance(info.updated_at, str) else ""
-                sys.stdout.write(f"{info.session_id}\t{updated}\t{info.cwd}\t{title}\n")
-                count += 1
-            cursor = listing.next_cursor if isinstance(listing.next_cursor, str) else None
-            if not cursor:
-                break
-    if count == 0:
-        sys.stderr.write("no sessions\n")
-    return 0
+        return EXIT_INTERRUPTED

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 
 from acpstack.cli._chat import ChatOptions, default_agent_command, run_chat
+from acpstack.cli._policy import LabelledRule
+from acpstack.client import Rule
 
 DEMO_TASK = "Add a line about running the tests with unittest to the notes"
 
@@ -28,15 +30,16 @@ def run_demo(*, assume_yes: bool = False) -> int:
         cwd=str(project),
         prompt=DEMO_TASK,
         interactive=False,
-        render=True,
+        output="text",
         ask_user=on_terminal,
     )
     if not on_terminal:
-        opts.auto_approve_reason = (
+        reason = (
             "--yes"
             if assume_yes
             else "demo: stdin is not a terminal, so the demo approves each request itself"
         )
+        opts.rules = [LabelledRule(Rule(decision="allow"), reason)]
     code = run_chat(opts)
     if code >= 128:  # ended by a signal: the turn was cancelled and the agent stopped
         return code

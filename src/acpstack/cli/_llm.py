@@ -64,7 +64,9 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:
-        raise ImportError('The LLM backend needs httpx: pip install "acpstack[llm]"') from exc
+        raise ImportError(
+            'The LLM backend needs httpx: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
+        ) from exc
     return httpx
 
 
@@ -112,7 +114,9 @@ class LlmBrain:
         self.base_url = base_url.rstrip("/")
         self.chat_url = chat_completions_url(self.base_url)
         self.shown_url = redact_url(self.base_url)
-        self._api_key = api_key
+        # Sent with every request; `providers/set` replaces them (see _llm_providers).
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.enabled = True
         self.api_key_env = api_key_env
         self.redactor = Redactor.for_endpoint(base_url, api_key)
         self.system_prompt = system_prompt or SYSTEM_PROMPT
@@ -123,6 +127,14 @@ class LlmBrain:
 
     def __repr__(self) -> str:  # never show the key
         return f"LlmBrain(model={self.model!r}, base_url={self.shown_url!r})"
+
+    def route(self, base_url: str, headers: dict[str, str]) -> None:
+        """Send the next requests to `base_url` with exactly `headers` (and enable it)."""
+        self.base_url = base_url.rstrip("/")
+        self.chat_url = chat_completions_url(self.base_url)
+        self.shown_url = redact_url(self.base_url)
+        self.headers = dict(headers)
+        self.enabled = True
 
     async def respond(self, turn: Turn) -> acp.StopReason:
         history = History.of(turn.session)
@@ -162,9 +174,23 @@ class LlmBrain:
 
     # -- one streamed completion ----------------------------------------------------------
 
+    def system_message(self, turn: Turn) -> dict[str, Any]:
+        """The agent's instructions, then the client's (`systemPrompt`, append mode)."""
+        content = self.system_prompt.format(cwd=turn.session.cwd)
+        extra = turn.session.system_prompt
+        if extra is not None and extra.get("mode") == "append" and extra.get("text"):
+            content += "\n\n" + extra["text"]
+        return {"role": "system", "content": content}
+
     async def _complete(self, turn: Turn, history: History, tools: Toolbox, reply: Reply) -> None:
+        if not self.enabled:
+            raise ModelError(
+                "disabled",
+                "The model provider is disabled (the client turned it off with providers/disable).",
+                "Configure it again with providers/set.",
+            )
         httpx = _httpx()
-        system = {"role": "system", "content": self.system_prompt.format(cwd=turn.session.cwd)}
+        system = self.system_message(turn)
         messages = fit(
             system, history.messages, request_budget(self.context_window, tools.definitions)
         )
@@ -175,11 +201,10 @@ class LlmBrain:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
             async with httpx.AsyncClient(timeout=self.request_timeout) as http:
                 async with http.stream(
-                    "POST", self.chat_url, json=body, headers=headers
+                    "POST", self.chat_url, json=body, headers=self.headers
                 ) as response:
                     if response.status_code >= 400:
                         raise self._http_error(response.status_code, await response.aread())

@@ -2,7 +2,10 @@
 
 Built-in tools read and write files with `fs/*` (edits shown as diffs, after permission)
 and run commands in client terminals (after permission), so the client stays the user's
-guard. MCP tools are described in `_mcp_tools`.
+guard. For a client that offers no file access or no terminals, the `Turn` helpers do that
+work in the agent's process inside the session's roots, after the same permission; a
+command's output is then shown in its tool call as text. MCP tools are described in
+`_mcp_tools`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import os
 from typing import Any
 
-from acpstack.agent import Turn, diff_content, text_content
+from acpstack.agent import ClientCapabilityMissing, Turn, diff_content, text_content
 from acpstack.cli._mcp_tools import McpToolIndex, run_mcp_tool
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -165,7 +168,7 @@ class Toolbox:
             return result
         except asyncio.CancelledError:
             raise
-        except RequestError as err:
+        except (RequestError, ClientCapabilityMissing) as err:
             return f"error: {err.message}"
         except Exception as exc:  # a bad tool argument must not end the turn
             log.warning("tool %s failed: %s", name, exc)
@@ -182,7 +185,9 @@ class Toolbox:
             f"Read {args['path']}", kind="read", locations=[path], raw_input=args
         )
         try:
-            content = await turn.read_file(path, line=args.get("line"), limit=args.get("limit"))
+            content = await turn.read_file(
+                path, line=args.get("line"), limit=args.get("limit"), tool=tool
+            )
         except RequestError as err:
             await tool.fail(err.message)
             raise
@@ -203,7 +208,11 @@ class Toolbox:
         if not decision.allowed:
             await tool.fail("The user did not approve this edit.")
             return "The user refused this edit; the file was not changed."
-        await turn.write_file(path, new)
+        try:
+            await turn.write_file(path, new, tool=tool)
+        except RequestError as err:
+            await tool.fail(err.message)
+            raise
         await tool.complete(content=[diff_content(path, old, new)])
         return f"{path} written."
 
@@ -237,14 +246,18 @@ class Toolbox:
         if not decision.allowed:
             await tool.fail("The user did not approve this command.")
             return "The user refused to run this command."
-        result = await turn.run_command(
-            command,
-            cmd_args,
-            cwd=turn.session.cwd,
-            timeout=float(args.get("timeout") or 120),
-            output_byte_limit=64_000,
-            tool=tool,
-        )
+        try:
+            result = await turn.run_command(
+                command,
+                cmd_args,
+                cwd=turn.session.cwd,
+                timeout=float(args.get("timeout") or 120),
+                output_byte_limit=64_000,
+                tool=tool,
+            )
+        except RequestError as err:
+            await tool.fail(err.message)
+            raise
         status = (
             f"exit code {result.exit_code}"
             if result.exit_code is not None
@@ -260,9 +273,18 @@ class Toolbox:
 
     async def _read_only_command(self, turn: Turn, title: str, argv: list[str]) -> str:
         tool = await turn.start_tool(title, kind="search", raw_input={"command": argv})
-        result = await turn.run_command(
-            argv[0], argv[1:], cwd=turn.session.cwd, timeout=60, output_byte_limit=64_000, tool=tool
-        )
+        try:
+            result = await turn.run_command(
+                argv[0],
+                argv[1:],
+                cwd=turn.session.cwd,
+                timeout=60,
+                output_byte_limit=64_000,
+                tool=tool,
+            )
+        except RequestError as err:
+            await tool.fail(err.message)
+            raise
         await tool.complete(content=[text_content(result.output[-4000:])])
         return result.output
 

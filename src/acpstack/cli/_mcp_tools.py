@@ -88,9 +88,10 @@ def session_redactor(session: Session) -> Redactor:
     for config in session.mcp.configs if session.mcp is not None else []:
         if isinstance(config, acp.McpServerStdio):
             secrets += [v.value for v in config.env if is_secret_name(v.name)]
-        else:
+        elif isinstance(config, acp.McpServerHttp | acp.McpServerSse):
             secrets += [h.value for h in config.headers if is_secret_name(h.name)]
             secrets += url_secrets(config.url)
+        # (a server the client offers over ACP has no configuration secrets here)
     return Redactor(secrets)
 
 

@@ -114,7 +114,12 @@ class Redactor:
     """Masks the given secret values and anything that looks like a credential in text."""
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
-        forms: set[str] = set()
+        self._secrets: list[str] = []
+        self.add(*secrets)
+
+    def add(self, *secrets: str | None) -> None:
+        """Mask these values too (secrets that arrive later, e.g. with `providers/set`)."""
+        forms = set(self._secrets)
         for secret in secrets:
             if secret:
                 forms |= _variants(secret)

@@ -140,7 +140,7 @@ def build_brain(
         import httpx  # noqa: F401
     except ImportError:
         raise ConfigError(
-            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]"'
+            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
         ) from None
     from acpstack.cli._llm import DEFAULT_BASE_URL, LlmBrain
 
@@ -199,8 +199,16 @@ def run_reference_agent(
         sys.stderr.write(f"acpstack agent: {redactor.text(str(exc))}\n")
         return 2
     install_log_redaction(redactor)
+    providers = None
+    if unstable and not isinstance(brain, ScriptedBrain):
+        from acpstack.cli._llm import LlmBrain
+        from acpstack.cli._llm_providers import LlmProviders
+
+        assert isinstance(brain, LlmBrain)
+        providers = LlmProviders(brain, (redactor,))  # one connection, so one client sets it
     try:
-        serve_stdio(ReferenceAgent(brain, store=store, images=images), unstable=unstable)
+        agent = ReferenceAgent(brain, store=store, images=images, providers=providers)
+        serve_stdio(agent, unstable=unstable)
     except Exception:  # a crash's traceback goes through the redacting log, not sys.excepthook
         log.exception("the agent stopped on an unexpected error")
         return 1

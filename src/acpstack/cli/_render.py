@@ -1,207 +1,281 @@
-"""How the chat client shows a session: streaming Markdown, thoughts, tool calls, plans."""
+"""How the chat shows a session: one render function per kind of `session/update`.
+
+The `Renderer` decides what to show, and when, so that each thing is shown once: a tool
+call is one line, live while it runs and printed when it is done; a diff is shown once
+(with the tool call, or in the permission question, whichever comes first); a read's
+file content is not repeated (the agent quotes what matters). A view does the showing:
+`LiveView` on a terminal, `PlainView` on a pipe.
+
+Adding an update kind is local: write `_on_<kind>` and add it to `_handlers`.
+"""
 
 from __future__ import annotations
 
 import difflib
-from typing import Any
+import hashlib
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
+from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from acpstack.client import ClientRuntime
+from acpstack.client import ClientRuntime, ToolCallState
 from acpstack.schema import UnknownSessionUpdate
 from acpstack.schema import v1 as acp
 
 STATUS_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✗"}
+STATUS_STYLES = {"completed": "green", "failed": "red", "in_progress": "yellow"}
 PLAN_ICONS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+FINAL = ("completed", "failed")
+#: Lines of a tool's output shown when it is done, and live while a terminal runs.
+OUTPUT_TAIL = 12
+LIVE_TAIL = 3
+
+
+class View(Protocol):
+    def message(self, text: str) -> None: ...
+    def thought(self, text: str) -> None: ...
+    def end_message(self) -> None: ...
+    def tool_live(self, tool_call_id: str, lines: list[Text]) -> None: ...
+    def tool_done(self, tool_call_id: str, renderables: list[RenderableType]) -> None: ...
+    def print(self, *renderables: RenderableType) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class Renderer:
-    """Renders session/update streams to a rich Console (one per chat)."""
-
-    def __init__(self, console: Console, runtime: ClientRuntime, *, markdown: bool = True) -> None:
-        self.console = console
+    def __init__(self, view: View, runtime: ClientRuntime, *, rich: bool) -> None:
+        self.view = view
         self.runtime = runtime
-        self.markdown = markdown
-        self._live: Live | None = None
-        self._text = ""
-        self._thinking = False
-        self._tool_status: dict[str, str] = {}
-        self._terminal_shown: dict[str, int] = {}
+        self.rich = rich  # rich renderables (colour, syntax) or plain text
+        self._done_tools: set[str] = set()
+        self._shown_diffs: set[str] = set()
         self._last_plan: list[tuple[str, str]] | None = None
+        self._handlers: dict[type, Callable[[str, Any], None]] = {
+            acp.AgentMessageChunk: self._on_message,
+            acp.AgentThoughtChunk: self._on_thought,
+            acp.UserMessageChunk: self._on_user_message,
+            acp.ToolCall: self._on_tool_call,
+            acp.ToolCallUpdate: self._on_tool_call,
+            acp.Plan: self._on_plan,
+            acp.CurrentModeUpdate: self._on_mode,
+            acp.SessionInfoUpdate: self._on_session_info,
+            acp.AvailableCommandsUpdate: self._ignore,  # feeds completion and /help
+            acp.ConfigOptionUpdate: self._ignore,  # shown by /config
+            acp.UsageUpdate: self._ignore,  # shown by /usage and the result record
+            acp.Notice: self._on_notice,
+            acp.CompactionUpdate: self._on_compaction,
+            acp.CompactionSummaryChunk: self._ignore,  # the summary is the agent's business
+            UnknownSessionUpdate: self._on_unknown,
+        }
 
-    # -- message streaming ------------------------------------------------------------
+    def on_update(self, session_id: str, update: Any) -> None:
+        for cls in type(update).__mro__:  # unstable variants subclass the stable ones
+            handler = self._handlers.get(cls)
+            if handler is not None:
+                handler(session_id, update)
+                return
+        self._on_unknown(session_id, update)
 
-    def _stream(self, chunk: str) -> None:
-        if self._thinking:
-            self.console.print()
-            self._thinking = False
-        self._text += chunk
-        if not self.console.is_terminal:
-            return  # no live redraw on a pipe: the message is printed whole by end_message
-        renderable = Markdown(self._text) if self.markdown else Text(self._text)
-        if self._live is None:
-            self._live = Live(
-                renderable, console=self.console, refresh_per_second=12, transient=False
-            )
-            self._live.start()
-        else:
-            self._live.update(renderable)
+    def begin_turn(self) -> None:
+        self._last_plan = None  # a plan the agent sends again (e.g. asked for it) is shown
+
+    def end_turn(self, session_id: str | None) -> None:
+        """Print what is still live (tool calls a cancelled turn left running) once."""
+        session = self.runtime.sessions.get(session_id) if session_id else None
+        if session is not None:
+            for tool in session.state.tool_calls.values():
+                if tool.tool_call_id not in self._done_tools:
+                    self._tool_done(session_id or "", tool)
+        self.view.close()
 
     def end_message(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
-        elif self._text:
-            self.console.print(Markdown(self._text) if self.markdown else Text(self._text))
-        self._text = ""
-        if self._thinking:
-            self.console.print()
-            self._thinking = False
+        self.view.end_message()
 
-    def _think(self, chunk: str) -> None:
-        if self._live is not None:
-            self.end_message()
-        if not self._thinking:
-            self.console.print(Text("thinking: ", style="dim italic"), end="")
-            self._thinking = True
-        self.console.print(Text(chunk, style="dim italic"), end="")
+    def skip_shown(self, session_id: str) -> None:
+        """Treat the session's tool calls so far as shown (a history that was not shown)."""
+        session = self.runtime.sessions.get(session_id)
+        if session is not None:
+            self._done_tools.update(session.state.tool_calls)
 
-    # -- updates ------------------------------------------------------------------------
+    # -- one function per update kind -------------------------------------------------------
 
-    def on_update(self, session_id: str, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
-        if isinstance(update, acp.AgentMessageChunk):
-            if isinstance(update.content, acp.TextContent):
-                self._stream(update.content.text)
+    def _ignore(self, session_id: str, update: Any) -> None:
+        pass
+
+    def _on_message(self, session_id: str, update: acp.AgentMessageChunk) -> None:
+        if isinstance(update.content, acp.TextContent):
+            self.view.message(update.content.text)
+        else:
+            self.view.print(self._note(f"[{type(update.content).__name__} from the agent]"))
+
+    def _on_thought(self, session_id: str, update: acp.AgentThoughtChunk) -> None:
+        if isinstance(update.content, acp.TextContent):
+            self.view.thought(update.content.text)
+
+    def _on_user_message(self, session_id: str, update: acp.UserMessageChunk) -> None:
+        """Only history the agent replays (session/load) arrives here: our own prompts are
+        recorded without a round trip."""
+        if isinstance(update.content, acp.TextContent):
+            self.view.print(Text("you: ", style="bold cyan") + Text(update.content.text))
+
+    def _on_plan(self, session_id: str, update: acp.Plan) -> None:
+        plan = [(entry.content, str(entry.status)) for entry in update.entries]
+        if plan == self._last_plan:
             return
-        if isinstance(update, acp.AgentThoughtChunk):
-            if isinstance(update.content, acp.TextContent):
-                self._think(update.content.text)
-            return
-        if isinstance(update, acp.UserMessageChunk):
-            return  # our own prompt (or replayed history, shown by /load)
-        self.end_message()
-        if isinstance(update, acp.ToolCall | acp.ToolCallUpdate):
-            self._tool(session_id, update.tool_call_id)
-        elif isinstance(update, acp.Plan):
-            self._plan(update.entries)
-        elif isinstance(update, acp.CurrentModeUpdate):
-            self.console.print(Text(f"mode: {update.current_mode_id}", style="cyan"))
-        elif isinstance(update, acp.SessionInfoUpdate):
-            if isinstance(update.title, str):
-                self.console.print(Text(f"session: {update.title}", style="dim"))
-        elif isinstance(update, acp.UsageUpdate):
-            pass  # shown on demand; too noisy inline
-        elif isinstance(update, acp.AvailableCommandsUpdate | acp.ConfigOptionUpdate):
-            pass  # feeds completion and /config
-        elif isinstance(update, UnknownSessionUpdate):
-            self.console.print(
-                Text(
-                    f"(update {update.session_update!r} not understood by this client)", style="dim"
-                )
+        self._last_plan = plan
+        lines = [Text("plan:", style="bold")]
+        for content, status in plan:
+            style = {"completed": "green", "in_progress": "yellow"}.get(status, "")
+            lines.append(Text(f"  {PLAN_ICONS.get(status, '[?]')} {content}", style=style))
+        if not plan:
+            lines.append(Text("  (empty)", style="dim"))
+        self.view.print(*lines)
+
+    def _on_mode(self, session_id: str, update: acp.CurrentModeUpdate) -> None:
+        self.view.print(Text(f"mode: {update.current_mode_id}", style="cyan"))
+
+    def _on_session_info(self, session_id: str, update: acp.SessionInfoUpdate) -> None:
+        if isinstance(update.title, str):
+            self.view.print(Text(f"session: {update.title}", style="dim"))
+
+    def _on_notice(self, session_id: str, update: acp.Notice) -> None:
+        style = {"error": "red", "warning": "yellow"}.get(str(update.severity), "cyan")
+        about = f": {update.description}" if isinstance(update.description, str) else ""
+        self.view.print(Text(f"{update.severity}: {update.title}{about}", style=style))
+
+    def _on_compaction(self, session_id: str, update: acp.CompactionUpdate) -> None:
+        if str(update.status) in ("completed", "failed"):
+            error = f": {update.error}" if isinstance(update.error, str) else ""
+            self.view.print(
+                self._note(f"(the agent compacted its context: {update.status}{error})")
             )
 
-    def _tool(self, session_id: str, tool_call_id: str) -> None:
+    def _on_unknown(self, session_id: str, update: Any) -> None:
+        kind = getattr(update, "session_update", type(update).__name__)
+        self.view.print(self._note(f"(update {kind!r} not understood by this client)"))
+
+    def _on_tool_call(self, session_id: str, update: acp.ToolCall | acp.ToolCallUpdate) -> None:
+        session = self.runtime.sessions.get(session_id)
+        tool = session.state.tool_calls.get(update.tool_call_id) if session else None
+        if tool is None or tool.tool_call_id in self._done_tools:
+            return
+        diffs = [item for item in tool.content if isinstance(item, acp.Diff)]
+        shown = [self.diff(item, tool.tool_call_id) for item in diffs]
+        if any(shown):
+            self.view.print(*[r for r in shown if r is not None])
+        if tool.status in FINAL:
+            self._tool_done(session_id, tool)
+        else:
+            self.view.tool_live(tool.tool_call_id, self._tool_lines(session_id, tool))
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def _tool_line(self, tool: ToolCallState) -> Text:
+        if not self.rich:
+            return Text(f"[tool] {tool.title} ({tool.status})")
+        icon = STATUS_ICONS.get(tool.status, "?")
+        style = STATUS_STYLES.get(tool.status, "blue")
+        status = tool.status.replace("_", " ")
+        return Text(f"{icon} {tool.title}", style=style) + Text(
+            f"  {tool.kind} · {status}", style="dim"
+        )
+
+    def _tool_lines(self, session_id: str, tool: ToolCallState) -> list[Text]:
+        lines = [self._tool_line(tool)]
+        output = self._terminal_output(session_id, tool)
+        if output:
+            lines.append(Text(_indent(_tail(output, LIVE_TAIL)), style="dim"))
+        return lines
+
+    def _tool_done(self, session_id: str, tool: ToolCallState) -> None:
+        self._done_tools.add(tool.tool_call_id)
+        shown: list[RenderableType] = [self._tool_line(tool)]
+        output = self._terminal_output(session_id, tool) or self._text_output(tool)
+        if output.strip():
+            shown.append(Text(_indent(_tail(output, OUTPUT_TAIL)), style="dim"))
+        self.view.tool_done(tool.tool_call_id, shown)
+
+    def _terminal_output(self, session_id: str, tool: ToolCallState) -> str:
+        parts = []
+        for item in tool.content:
+            if isinstance(item, acp.Terminal):
+                snapshot = self.runtime.terminal_snapshot(session_id, item.terminal_id)
+                if snapshot is not None:
+                    parts.append(snapshot.output)
+        return "".join(parts)
+
+    @staticmethod
+    def _text_output(tool: ToolCallState) -> str:
+        if tool.kind == "read":
+            return ""  # the file's content: the agent quotes what matters in its message
+        texts = [
+            item.content.text
+            for item in tool.content
+            if isinstance(item, acp.Content) and isinstance(item.content, acp.TextContent)
+        ]
+        return "\n".join(
+            line for line in "\n".join(texts).splitlines() if not line.startswith("```")
+        )
+
+    def poll_terminals(self, session_id: str) -> None:
+        """Refresh the live lines of running tools that show a terminal (called periodically)."""
         session = self.runtime.sessions.get(session_id)
         if session is None:
             return
-        tool = session.state.tool_calls.get(tool_call_id)
-        if tool is None:
-            return
-        previous = self._tool_status.get(tool_call_id)
-        if previous == tool.status and tool.status != "in_progress":
-            return
-        self._tool_status[tool_call_id] = tool.status
-        style = {"completed": "green", "failed": "red", "in_progress": "yellow"}.get(
-            tool.status, "blue"
-        )
-        if previous != tool.status:
-            self.console.print(
-                Text(f"{STATUS_ICONS.get(tool.status, '?')} {tool.title}", style=style),
-                Text(f" [{tool.kind}] {tool.status}", style="dim"),
-            )
-        for item in tool.content:
-            if isinstance(item, acp.Diff) and previous is None:
-                self.show_diff(item)
-            elif isinstance(item, acp.Terminal):
-                self._terminal(session_id, item.terminal_id)
-            elif (
-                isinstance(item, acp.Content)
-                and tool.status in ("completed", "failed")
-                and previous != tool.status
-            ):
-                if isinstance(item.content, acp.TextContent) and item.content.text.strip():
-                    body = "\n".join(
-                        line
-                        for line in item.content.text.splitlines()
-                        if not line.startswith("```")
-                    )
-                    self.console.print(Text(_tail(body, 12), style="dim"))
+        for tool in list(session.state.tool_calls.values()):
+            if tool.tool_call_id in self._done_tools or tool.status in FINAL:
+                continue
+            if any(isinstance(item, acp.Terminal) for item in tool.content):
+                self.view.tool_live(tool.tool_call_id, self._tool_lines(session_id, tool))
 
-    def show_diff(self, diff: acp.Diff) -> None:
+    # -- diffs and permission questions --------------------------------------------------
+
+    def diff(self, diff: acp.Diff, owner: str) -> RenderableType | None:
+        """The diff to show, or None when it was shown already."""
+        key = hashlib.sha256(
+            f"{owner}\0{diff.path}\0{diff.old_text}\0{diff.new_text}".encode()
+        ).hexdigest()
+        if key in self._shown_diffs:
+            return None
+        self._shown_diffs.add(key)
         old = diff.old_text if isinstance(diff.old_text, str) else ""
         lines = difflib.unified_diff(
             old.splitlines(keepends=True),
             diff.new_text.splitlines(keepends=True),
-            fromfile=diff.path if diff.old_text else "/dev/null",
+            fromfile=diff.path if isinstance(diff.old_text, str) else "/dev/null",
             tofile=diff.path,
         )
-        text = "".join(lines) or "(no change)\n"
-        self.console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
-
-    def _terminal(self, session_id: str, terminal_id: str) -> None:
-        snapshot = self.runtime.terminal_snapshot(session_id, terminal_id)
-        if snapshot is None:
-            return
-        shown = self._terminal_shown.get(terminal_id, 0)
-        new = snapshot.output[shown:] if shown <= len(snapshot.output) else snapshot.output
-        if new.strip():
-            self.console.print(Text(_tail(new, 20), style="dim"))
-        self._terminal_shown[terminal_id] = len(snapshot.output)
-
-    def poll_terminals(self, session_id: str) -> None:
-        """Show new output of the session's running terminals (called periodically)."""
-        session = self.runtime.sessions.get(session_id)
-        if session is None:
-            return
-        for tool in session.state.tool_calls.values():
-            if tool.status in ("completed", "failed"):
-                continue
-            for item in tool.content:
-                if isinstance(item, acp.Terminal):
-                    if self._live is not None:
-                        self.end_message()
-                    self._terminal(session_id, item.terminal_id)
-
-    def _plan(self, entries: list[acp.PlanEntry]) -> None:
-        plan: list[tuple[str, str]] = [(e.content, str(e.status)) for e in entries]
-        if plan == self._last_plan:
-            return
-        self._last_plan = plan
-        self.console.print(Text("plan:", style="bold"))
-        for content, status in plan:
-            style = (
-                "green" if status == "completed" else "yellow" if status == "in_progress" else ""
-            )
-            self.console.print(Text(f"  {PLAN_ICONS.get(status, '[?]')} {content}", style=style))
-
-    def show_permission(self, request: acp.RequestPermissionRequest) -> None:
-        self.end_message()
-        title = (
-            request.tool_call.title
-            if isinstance(request.tool_call.title, str)
-            else "the agent wants to act"
+        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        text = text or "(no change)\n"
+        if not self.rich:
+            return Text(text.rstrip("\n"))
+        return Syntax(
+            text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default", word_wrap=True
         )
-        self.console.print(Text(f"permission requested: {title}", style="bold magenta"))
-        content: Any = request.tool_call.content
+
+    def permission(self, request: acp.RequestPermissionRequest, keys: list[str]) -> None:
+        """Show a permission question: the tool, its diff (unless shown), the options by key."""
+        tool = request.tool_call
+        title = tool.title if isinstance(tool.title, str) else "the agent wants to act"
+        shown: list[RenderableType] = [Text(f"permission requested: {title}", style="bold magenta")]
+        content: Any = tool.content
         for item in content if isinstance(content, list) else []:
             if isinstance(item, acp.Diff):
-                self.show_diff(item)
-        for index, option in enumerate(request.options, 1):
-            self.console.print(Text(f"  [{index}] {option.name} ({option.kind})"))
+                rendered = self.diff(item, tool.tool_call_id)
+                if rendered is not None:
+                    shown.append(rendered)
+        for key, option in zip(keys, request.options, strict=False):
+            shown.append(
+                Text(f"  [{key}] {option.name}", style="bold")
+                + Text(f"  {option.kind}", style="dim")
+            )
+        self.view.print(*shown)
+
+    def _note(self, text: str) -> Text:
+        return Text(text, style="dim")
 
 
 def _tail(text: str, lines: int) -> str:
@@ -209,3 +283,7 @@ def _tail(text: str, lines: int) -> str:
     if len(parts) <= lines:
         return "\n".join(parts)
     return "…\n" + "\n".join(parts[-lines:])
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

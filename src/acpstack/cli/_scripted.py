@@ -2,6 +2,8 @@
 
 It works on the user's real workspace through the client: lists and reads files, proposes
 an edit as a diff and asks permission, runs commands in a client terminal, keeps a plan.
+For a client that offers no file access or no terminals it does that work itself, inside
+the session's roots (the `Turn` helpers' "local" fallback), with the same permissions.
 Slash commands: /help, /plan, /run CMD, /read FILE, /edit FILE OLD NEW, and for the MCP
 servers the client passed: /tools, /mcp SERVER TOOL {json arguments}.
 In "ask" mode it only reads (and runs only read-only MCP tools); in "code" mode it edits
@@ -15,7 +17,13 @@ import os
 import shlex
 import sys
 
-from acpstack.agent import CommandResult, Turn, diff_content, text_content
+from acpstack.agent import (
+    ClientCapabilityMissing,
+    CommandResult,
+    Turn,
+    diff_content,
+    text_content,
+)
 from acpstack.cli._mcp_tools import describe_tools, mcp_tools, run_mcp_tool
 from acpstack.cli._prompt_content import describe, read_prompt
 from acpstack.schema import v1 as acp
@@ -24,14 +32,14 @@ from acpstack.wire import RequestError
 INTRO = (
     "I am acpstack's scripted offline agent: no language model is configured, so my answers "
     "follow a fixed script (run `acpstack agent --model NAME` to use a real model). I still do "
-    "real work in your workspace through your client: reading files, proposing edits, running commands.\n\n"
+    "real work in your workspace: reading files, proposing edits, running commands.\n\n"
 )
 
 HELP = """Commands:
 - `/help`: this text
 - `/plan`: show the current plan
-- `/read FILE`: read a file through the client
-- `/run CMD`: run a command in a client terminal (code mode, after permission)
+- `/read FILE`: read a file
+- `/run CMD`: run a command (code mode, after permission)
 - `/edit FILE OLD NEW`: replace the first OLD with NEW in FILE, shown as a diff (code mode, after permission)
 - `/tools`: list the tools of the session's MCP servers
 - `/mcp SERVER TOOL {json}`: call an MCP tool (after permission, unless the server marks it read-only)
@@ -200,10 +208,11 @@ class ScriptedBrain:
         full = self._abs(turn, path)
         tool = await turn.start_tool(f"Read {path}", kind="read", locations=[full])
         try:
-            content = await turn.read_file(full)
-        except RequestError as err:
-            await tool.fail(err.message)
-            await turn.say(f"I could not read `{path}`: {err.message}")
+            content = await turn.read_file(full, tool=tool)
+        except (RequestError, ClientCapabilityMissing) as err:
+            if isinstance(err, RequestError):  # a refusal failed the tool call already
+                await tool.fail(err.message)
+            await turn.say(f"I could not read `{path}`: {err.message}\n")
             return None
         await tool.complete(content=[text_content(content[:2000])])
         if show:
@@ -219,6 +228,9 @@ class ScriptedBrain:
                 current = await turn.read_file(full)
             except RequestError:
                 current = None
+            except ClientCapabilityMissing as err:
+                await turn.say(f"I cannot edit `{path}`: {err.message}\n")
+                return
         if old is None:  # append
             updated = (current or "") + new
         elif current is None or old not in current:
@@ -237,7 +249,13 @@ class ScriptedBrain:
             await tool.fail("The edit was not approved.")
             await turn.say(f"I left `{path}` unchanged ({decision.decision}).")
             return
-        await turn.write_file(full, updated)
+        try:
+            await turn.write_file(full, updated, tool=tool)
+        except (RequestError, ClientCapabilityMissing) as err:
+            if isinstance(err, RequestError):  # a refusal failed the tool call already
+                await tool.fail(err.message)
+            await turn.say(f"I could not write `{path}`: {err.message}\n")
+            return
         await tool.complete(content=[diff_content(full, current, updated)])
         await turn.say(f"Edited `{path}`.\n")
 
@@ -266,9 +284,10 @@ class ScriptedBrain:
                 output_byte_limit=64_000,
                 tool=tool,
             )
-        except RequestError as err:
-            await tool.fail(err.message)
-            await turn.say(f"`{command_line}` could not start: {err.message}")
+        except (RequestError, ClientCapabilityMissing) as err:
+            if isinstance(err, RequestError):  # a refusal failed the tool call already
+                await tool.fail(err.message)
+            await turn.say(f"`{command_line}` could not start: {err.message}\n")
             return None
         status = "completed" if result.exit_code == 0 else "failed"
         content = [text_content(f"```\n{result.output[-4000:]}\n```")]

@@ -24,7 +24,11 @@ WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
 
 def add_parser(sub: Any) -> None:
     serve = sub.add_parser(
-        "serve", help="serve an agent to remote clients (streamable HTTP and WebSocket)"
+        "serve",
+        help="serve an agent to remote clients (streamable HTTP and WebSocket)",
+        description="Serve an agent on http://HOST:PORT/acp and ws://HOST:PORT/acp: the "
+        "reference agent, an agent by name (`acpstack agents`), a command after `--`, "
+        "or a Python Agent (--agent FILE.py:NAME).",
     )
     serve.add_argument(
         "--host",
@@ -98,6 +102,17 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="log connections (and agents' stderr) to stderr",
     )
+    _add_agent_choice(serve)
+
+
+def _add_agent_choice(serve: argparse.ArgumentParser) -> None:
+    from acpstack.cli._args import with_agent_command
+
+    serve.add_argument(
+        "agent_name", nargs="?", metavar="AGENT", help="an agent by name (profile or registry id)"
+    )
+    with_agent_command(serve, "a stdio agent's command line, one process per connection")
+    serve.set_defaults(run=lambda args: run_serve(args, args.agent_command))
 
 
 def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
@@ -115,8 +130,8 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         problem = f"refusing to serve on {args.host} without a token: anyone who can reach it could drive the agent (give --token-env NAME)"
     if problem is None and bool(args.tls_cert) != bool(args.tls_key):
         problem = "--tls-cert and --tls-key go together"
-    if problem is None and args.agent and agent_command:
-        problem = "give either --agent or an agent command after --, not both"
+    if problem is None and sum(map(bool, (args.agent, agent_command, args.agent_name))) > 1:
+        problem = "give one agent: a name, --agent MODULE:NAME, or a command after --"
     if problem is not None:
         sys.stderr.write(f"acpstack serve: {problem}\n")
         return 2
@@ -128,6 +143,8 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         return 2
     hosts = list(args.allow_host) + (["*"] if args.host in WILDCARDS else [args.host])
     stores: list[Any] = []  # the reference agent's, closed on the way out
+    if args.agent_name:
+        agent_command = _named_agent(args.agent_name)
     try:
         source, what = _agent_source(args, agent_command, stores)
     except (ImportError, AttributeError, OSError) as exc:
@@ -203,6 +220,24 @@ def _serve(
     return 0
 
 
+def _named_agent(name: str) -> list[str]:
+    """The command of the agent called `name`; its `env` goes into ours (every agent
+    process inherits it). A binary agent is downloaded now, before serving."""
+    from acpstack.cli._cmd_chat import resolve_name
+    from acpstack.cli._config import load_config
+    from acpstack.cli._errors import CliError
+    from acpstack.cli._paths import config_file
+    from acpstack.cli._registry import RegistryError
+
+    launch = resolve_name(name, load_config(config_file()))
+    try:
+        command = launch.ready_command(_progress)
+    except RegistryError as exc:
+        raise CliError(str(exc)) from None
+    os.environ.update(launch.env)
+    return command
+
+
 def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if args.token and args.token_env:
         return None, "give --token or --token-env, not both"
@@ -261,3 +296,7 @@ def _reference_agent(args: argparse.Namespace, stores: list[Any]) -> Callable[[]
     else:
         brain = ScriptedBrain()
     return lambda: ReferenceAgent(brain, store=store)
+
+
+def _progress(text: str) -> None:
+    sys.stderr.write(text + "\n")

@@ -9,6 +9,14 @@ which fail over to another server behind the same URL with `reconnect=True`.
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
 from acpstack.client._connect import ClientConnection, connect_client, spawn_agent
+from acpstack.client._elicitation import (
+    AskElicitation,
+    DeclineElicitations,
+    ElicitationPolicy,
+    ElicitationReply,
+    ElicitationRule,
+    ElicitationRules,
+)
 from acpstack.client._failover import (
     Failover,
     FailoverEvent,
@@ -29,12 +37,18 @@ from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOu
 
 __all__ = [
     "AgentPeer",
+    "AskElicitation",
     "AskUser",
     "Client",
     "ClientConnection",
     "ClientRuntime",
     "ClientSession",
+    "DeclineElicitations",
     "DenyAll",
+    "ElicitationPolicy",
+    "ElicitationReply",
+    "ElicitationRule",
+    "ElicitationRules",
     "Failover",
     "FailoverEvent",
     "FailoverTransport",

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
+from acpstack.client._generated_peer import AgentPeerMethods, ClientHandlers
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
 from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest, RequestError
 
 if TYPE_CHECKING:
     from acpstack.rpc import Connection
+    from acpstack.schema import v2
 
 log = logging.getLogger("acpstack.client")
 
@@ -19,140 +21,85 @@ class ProtocolVersionError(RuntimeError):
     """The agent answered `initialize` with a protocol version we do not speak."""
 
 
-class AgentPeer:
-    """Typed calls from the client to the agent.
+class AgentPeer(AgentPeerMethods):
+    """Typed calls from the client to the agent (one per method: `AgentPeerMethods`).
 
     Calls check what the agent advertised in `initialize` and raise `CapabilityError`
     instead of sending a method the agent did not allow.
     """
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, extensions: tuple[str, ...] = ()) -> None:
         self.connection = connection
-        self.initialize_result: acp.InitializeResponse | None = None
+        self.extensions = extensions  # the frozen extensions the connection speaks
+        # The agent's answer to `initialize` as it came (a v2 answer on a v2 connection).
+        self.initialize_result: acp.InitializeResponse | v2.InitializeResponse | None = None
+        # On a v2 connection: the answer in the v1 shape (see `client/_v2_view.py`).
+        self.model_initialize_result: acp.InitializeResponse | None = None
 
     @property
     def capabilities(self) -> acp.AgentCapabilities | None:
+        """What the agent advertised, in the v1 shape whatever the connection speaks (on v2:
+        what this client can do with it; the v2 object is `connection.peer_capabilities`)."""
+        if self.model_initialize_result is not None:
+            model = self.model_initialize_result.agent_capabilities
+            return model if isinstance(model, acp.AgentCapabilities) else None
         caps: acp.AgentCapabilities | None = self.connection.peer_capabilities
         return caps
 
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version of the connection (None before `initialize`)."""
+        return self.connection.protocol_version
+
+    @overload
     async def initialize(
         self, params: acp.InitializeRequest | None = None, *, timeout: float | None = None
-    ) -> acp.InitializeResponse:
+    ) -> acp.InitializeResponse: ...
+
+    @overload
+    async def initialize(
+        self, params: v2.InitializeRequest, *, timeout: float | None = None
+    ) -> acp.InitializeResponse | v2.InitializeResponse: ...
+
+    async def initialize(
+        self,
+        params: acp.InitializeRequest | v2.InitializeRequest | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """`initialize`: v1 params ask for version 1, v2 params (`acpstack.schema.v2`) for
+        version 2, which a v1 agent answers with 1: the connection then goes on in v1 and
+        the answer is v1's. ProtocolVersionError for an answer we cannot go on in."""
         if params is None:
             params = acp.InitializeRequest(
                 protocol_version=PROTOCOL_VERSION, client_capabilities=acp.ClientCapabilities()
             )
-        result: acp.InitializeResponse = await self.connection.request(
-            "initialize", params, timeout=timeout
-        )
-        if result.protocol_version != PROTOCOL_VERSION:
+        result = await self.connection.request("initialize", params, timeout=timeout)
+        if result.protocol_version != self.connection.protocol_version:
             raise ProtocolVersionError(
-                f"the agent speaks ACP protocol version {result.protocol_version}; this client speaks {PROTOCOL_VERSION}"
+                f"the agent speaks ACP protocol version {result.protocol_version}; this "
+                f"client asked for {params.protocol_version} and speaks "
+                f"{', '.join(map(str, self.connection.protocol_versions))}"
             )
         self.initialize_result = result
-        return result
+        self.model_initialize_result = None
+        if self.connection.protocol_version == 2:
+            from acpstack.client._v2_view import initialize_result
 
-    async def authenticate(
-        self, params: acp.AuthenticateRequest, *, timeout: float | None = None
-    ) -> acp.AuthenticateResponse:
-        result: acp.AuthenticateResponse = await self.connection.request(
-            "authenticate", params, timeout=timeout
-        )
+            self.model_initialize_result = initialize_result(result)
         return result
-
-    async def logout(
-        self, params: acp.LogoutRequest | None = None, *, timeout: float | None = None
-    ) -> acp.LogoutResponse:
-        result: acp.LogoutResponse = await self.connection.request(
-            "logout", params or acp.LogoutRequest(), timeout=timeout
-        )
-        return result
-
-    async def session_new(
-        self, params: acp.NewSessionRequest, *, timeout: float | None = None
-    ) -> acp.NewSessionResponse:
-        result: acp.NewSessionResponse = await self.connection.request(
-            "session/new", params, timeout=timeout
-        )
-        return result
-
-    async def session_load(
-        self, params: acp.LoadSessionRequest, *, timeout: float | None = None
-    ) -> acp.LoadSessionResponse:
-        result: acp.LoadSessionResponse = await self.connection.request(
-            "session/load", params, timeout=timeout
-        )
-        return result
-
-    async def session_list(
-        self, params: acp.ListSessionsRequest | None = None, *, timeout: float | None = None
-    ) -> acp.ListSessionsResponse:
-        result: acp.ListSessionsResponse = await self.connection.request(
-            "session/list", params or acp.ListSessionsRequest(), timeout=timeout
-        )
-        return result
-
-    async def session_delete(
-        self, params: acp.DeleteSessionRequest, *, timeout: float | None = None
-    ) -> acp.DeleteSessionResponse:
-        result: acp.DeleteSessionResponse = await self.connection.request(
-            "session/delete", params, timeout=timeout
-        )
-        return result
-
-    async def session_resume(
-        self, params: acp.ResumeSessionRequest, *, timeout: float | None = None
-    ) -> acp.ResumeSessionResponse:
-        result: acp.ResumeSessionResponse = await self.connection.request(
-            "session/resume", params, timeout=timeout
-        )
-        return result
-
-    async def session_close(
-        self, params: acp.CloseSessionRequest, *, timeout: float | None = None
-    ) -> acp.CloseSessionResponse:
-        result: acp.CloseSessionResponse = await self.connection.request(
-            "session/close", params, timeout=timeout
-        )
-        return result
-
-    async def session_set_mode(
-        self, params: acp.SetSessionModeRequest, *, timeout: float | None = None
-    ) -> acp.SetSessionModeResponse:
-        result: acp.SetSessionModeResponse = await self.connection.request(
-            "session/set_mode", params, timeout=timeout
-        )
-        return result
-
-    async def session_set_config_option(
-        self, params: acp.SetSessionConfigOptionRequest, *, timeout: float | None = None
-    ) -> acp.SetSessionConfigOptionResponse:
-        result: acp.SetSessionConfigOptionResponse = await self.connection.request(
-            "session/set_config_option", params, timeout=timeout
-        )
-        return result
-
-    async def session_prompt(
-        self, params: acp.PromptRequest, *, timeout: float | None = None
-    ) -> acp.PromptResponse:
-        result: acp.PromptResponse = await self.connection.request(
-            "session/prompt", params, timeout=timeout
-        )
-        return result
-
-    async def session_cancel(self, params: acp.CancelNotification) -> None:
-        await self.connection.notify("session/cancel", params)
 
     async def call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
-        """Any request by name (unstable methods on an unstable connection, `_` extensions)."""
+        """Any request by name: `_`-prefixed extension methods (the result is plain JSON)."""
         return await self.connection.request(method, params, timeout=timeout)
 
     async def notify(self, method: str, params: Any) -> None:
         await self.connection.notify(method, params)
 
 
-class Client:
-    """Base class for ACP clients: override the handlers you support.
+class Client(ClientHandlers):
+    """Base class for ACP clients: override the handlers you support (`ClientHandlers` has a
+    typed stub for every method a client handles, stable and unstable).
 
     A handler you do not override answers -32601 (Method not found). The default
     permission handler never approves: it answers -32601, which agents treat as a refusal.
@@ -172,53 +119,6 @@ class Client:
         """Called when a message from the agent had to be discarded unseen (too large, not
         JSON, or a notification such as a `session/update` with invalid params): an update
         may be missing. It is already logged as a warning."""
-
-    async def session_update(self, params: acp.SessionNotification) -> None:
-        """`session/update` notification: streamed agent output for a session."""
-
-    async def session_request_permission(
-        self, params: acp.RequestPermissionRequest
-    ) -> acp.RequestPermissionResponse:
-        raise RequestError.method_not_found("session/request_permission")
-
-    async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
-        raise RequestError.method_not_found("fs/read_text_file")
-
-    async def fs_write_text_file(
-        self, params: acp.WriteTextFileRequest
-    ) -> acp.WriteTextFileResponse:
-        raise RequestError.method_not_found("fs/write_text_file")
-
-    async def terminal_create(
-        self, params: acp.CreateTerminalRequest
-    ) -> acp.CreateTerminalResponse:
-        raise RequestError.method_not_found("terminal/create")
-
-    async def terminal_output(
-        self, params: acp.TerminalOutputRequest
-    ) -> acp.TerminalOutputResponse:
-        raise RequestError.method_not_found("terminal/output")
-
-    async def terminal_wait_for_exit(
-        self, params: acp.WaitForTerminalExitRequest
-    ) -> acp.WaitForTerminalExitResponse:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
-
-    async def terminal_kill(self, params: acp.KillTerminalRequest) -> acp.KillTerminalResponse:
-        raise RequestError.method_not_found("terminal/kill")
-
-    async def terminal_release(
-        self, params: acp.ReleaseTerminalRequest
-    ) -> acp.ReleaseTerminalResponse:
-        raise RequestError.method_not_found("terminal/release")
-
-    async def elicitation_create(
-        self, params: acp.CreateElicitationRequest
-    ) -> acp.CreateElicitationResponse:
-        raise RequestError.method_not_found("elicitation/create")
-
-    async def elicitation_complete(self, params: acp.CompleteElicitationNotification) -> None:
-        """`elicitation/complete` notification (unknown ids are ignored)."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
         raise RequestError.method_not_found(method)

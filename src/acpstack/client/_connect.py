@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from acpstack.client._client import AgentPeer, Client, ClientDispatcher
 from acpstack.rpc import Connection
+from acpstack.schema import PROTOCOL_VERSIONS
 from acpstack.transports import StderrCallback, SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
@@ -27,14 +28,24 @@ def connect_client(
     transport: Transport,
     *,
     unstable: bool = False,
+    extensions: tuple[str, ...] = (),
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     framing: str = "auto",
     max_inbound_requests: int = 512,
     max_waiting_requests: int = 8192,
+    protocol_versions: tuple[int, ...] = PROTOCOL_VERSIONS,
 ) -> ClientConnection:
-    """Wire `client` to a transport. Start it with `async with conn.connection` (or `.start()`)."""
+    """Wire `client` to a transport. Start it with `async with conn.connection` (or `.start()`).
+
+    `protocol_versions`: the ACP versions this client can go on in; which one it asks for
+    is in its `initialize` (`ClientRuntime(protocol_version=2)` asks for the v2 draft)."""
     state = ProtocolState(
-        "client", unstable=unstable, max_message_size=max_message_size, framing=framing
+        "client",
+        unstable=unstable,
+        max_message_size=max_message_size,
+        framing=framing,
+        extensions=extensions,
+        versions=protocol_versions,
     )
     connection = Connection(
         transport,
@@ -44,7 +55,7 @@ def connect_client(
         max_waiting_requests=max_waiting_requests,
         on_close=client.on_disconnect,
     )
-    peer = AgentPeer(connection)
+    peer = AgentPeer(connection, extensions)
     client.on_connect(peer)
     return ClientConnection(peer, connection, transport)
 

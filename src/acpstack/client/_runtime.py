@@ -12,12 +12,19 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import msgspec
 from msgspec import UNSET
 
 from acpstack._version import __version__
-from acpstack.client._client import Client
+from acpstack.client._elicitation import (
+    AskElicitation,
+    DeclineElicitations,
+    ElicitationAsk,
+    ElicitationPolicy,
+)
+from acpstack.client._mcp_host import McpHost
 from acpstack.client._permissions import (
     AskCallback,
     AskUser,
@@ -25,6 +32,9 @@ from acpstack.client._permissions import (
     PermissionPolicy,
     reject_option,
 )
+from acpstack.client._runtime_local import LocalWorkMethods
+from acpstack.client._runtime_unstable import AuthStatusCallback, RuntimeExtras
+from acpstack.client._runtime_v2 import V2ClientMethods, WireUpdateCallback
 from acpstack.client._state import SessionState
 from acpstack.local import (
     BufferProvider,
@@ -34,9 +44,14 @@ from acpstack.local import (
     Workspace,
     WriteObserver,
 )
-from acpstack.schema import PROTOCOL_VERSION
+from acpstack.schema import PROTOCOL_VERSIONS
 from acpstack.schema import v1 as acp
-from acpstack.wire import AUTH_REQUIRED, DroppedMessage, RequestError
+from acpstack.wire import (
+    AUTH_REQUIRED,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    DroppedMessage,
+    RequestError,
+)
 
 log = logging.getLogger("acpstack.client")
 T = TypeVar("T")
@@ -54,9 +69,10 @@ class ClientSession:
     workspace: Workspace
     state: SessionState
     pending_permissions: set[asyncio.Task[acp.PermissionOption | None]] = field(default_factory=set)
+    pending_elicitations: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
-class ClientRuntime(Client):
+class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
     """A ready-to-use client. Everything the agent asks for is checked and done for real.
 
     - fs: absolute paths only, inside the session's cwd/additionalDirectories unless the
@@ -65,6 +81,17 @@ class ClientRuntime(Client):
       session closes or the connection ends.
     - permissions: `permission_policy`, or `AskUser(ask)` when only `ask` is given, or
       `DenyAll` when neither is: nothing is approved without the user.
+    - elicitation: `elicitation_policy`, or `AskElicitation(ask_elicitation)`; without
+      either, nothing is advertised and every elicitation is declined. Never answered
+      without the user (see `_elicitation.py`). Accepted URL elicitations wait in
+      `SessionState.open_elicitations` until `elicitation/complete`.
+    - `auth_state` / `on_auth_status`: the agent's authentication state (`auth/status`,
+      `auth/status_update`); `mcp_host`: MCP servers offered to the agent over ACP.
+    - `protocol_version`: the ACP version asked for (1, or 2: the v2 draft, which a v1 agent
+      answers with 1; a v2-only agent answers a request for 1 with -32022, and the runtime
+      asks again for 2). Whatever the connection speaks, the calls, `SessionState` and
+      `on_update` present one model of a session, in v1's shape (see `_v2_view.py`);
+      `on_wire_update` gets every update as it arrived.
     """
 
     def __init__(
@@ -83,10 +110,33 @@ class ClientRuntime(Client):
         on_write: WriteObserver | None = None,
         max_terminals: int = 16,
         client_name: str = "acpstack",
+        ask_elicitation: ElicitationAsk | None = None,
+        elicitation_policy: ElicitationPolicy | None = None,
+        on_auth_status: AuthStatusCallback | None = None,
+        on_elicitation_complete: Callable[[str], None] | None = None,
+        protocol_version: int = 1,
+        on_wire_update: WireUpdateCallback | None = None,
     ) -> None:
+        if protocol_version not in PROTOCOL_VERSIONS:
+            raise ValueError(f"unknown ACP protocol version {protocol_version!r}")
+        self.protocol_version = protocol_version
+        self.on_wire_update = on_wire_update
+        self._turns = {}
+        self.initialize_result: acp.InitializeResponse | None = None
         if permission_policy is None:
             permission_policy = AskUser(ask) if ask is not None else DenyAll()
         self.permission_policy = permission_policy
+        if elicitation_policy is None:
+            elicitation_policy = (
+                AskElicitation(ask_elicitation)
+                if ask_elicitation is not None
+                else DeclineElicitations()
+            )
+        self.elicitation_policy = elicitation_policy
+        self.on_auth_status = on_auth_status
+        self.on_elicitation_complete = on_elicitation_complete
+        self.auth_accounts = []
+        self.mcp_host = McpHost()
         self.on_update = on_update
         self.on_dropped = on_dropped
         self.dropped_messages = 0  # every message from the agent that had to be discarded
@@ -106,22 +156,66 @@ class ClientRuntime(Client):
     # -- what we advertise ------------------------------------------------------------
 
     def capabilities(self) -> acp.ClientCapabilities:
-        return acp.ClientCapabilities(
+        caps = acp.ClientCapabilities(
             fs=acp.FileSystemCapabilities(
                 read_text_file=self.enable_fs, write_text_file=self.enable_fs
             ),
             terminal=self.enable_terminal,
+            # SessionState keeps notices and compactions.
+            session=acp.ClientSessionCapabilities(
+                notices=acp.NoticeCapabilities(), compaction=acp.CompactionCapabilities()
+            ),
         )
+        elicitation = self.elicitation_capabilities()
+        if elicitation is not None:
+            caps.elicitation = elicitation
+        return self.unstable_client_capabilities(caps)
+
+    def on_connect(self, agent: Any) -> None:
+        super().on_connect(agent)
+        self.mcp_host.agent = agent
 
     # -- driving the agent -------------------------------------------------------------
 
     async def initialize(self, *, timeout: float | None = 60) -> acp.InitializeResponse:
-        params = acp.InitializeRequest(
-            protocol_version=PROTOCOL_VERSION,
+        """Negotiate the version (see the class) and return the agent's answer (on v2 in
+        v1's shape: `agent.initialize_result` is the answer as it came)."""
+        asked = self.protocol_version
+        try:
+            await self.agent.initialize(self._initialize_params(asked), timeout=timeout)
+        except RequestError as err:
+            other = _other_version(err, asked)
+            if other is None:
+                raise
+            await self.agent.initialize(self._initialize_params(other), timeout=timeout)
+        result = self.agent.model_initialize_result or self.agent.initialize_result
+        assert isinstance(result, acp.InitializeResponse)
+        self.initialize_result = result
+        return result
+
+    def _initialize_params(self, version: int) -> Any:
+        if version == 2:
+            from acpstack.schema import v2
+
+            caps = v2.ClientCapabilities()
+            elicitation = self.elicitation_capabilities()
+            if elicitation is not None:
+                caps.elicitation = msgspec.convert(
+                    msgspec.to_builtins(elicitation), v2.ElicitationCapabilities
+                )
+            info = v2.Implementation(name=self.client_name, version=__version__)
+            return v2.InitializeRequest(protocol_version=2, info=info, capabilities=caps)
+        return acp.InitializeRequest(
+            protocol_version=version,
             client_capabilities=self.capabilities(),
             client_info=acp.Implementation(name=self.client_name, version=__version__),
         )
-        return await self.agent.initialize(params, timeout=timeout)
+
+    def _state_of(self, session_id: str) -> SessionState:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session.state
+        return self._early_states.setdefault(session_id, SessionState(session_id))
 
     def register_session(
         self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()
@@ -148,11 +242,17 @@ class ClientRuntime(Client):
         additional_directories: Sequence[str] = (),
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.NewSessionResponse:
+        if self._v2:
+            result = await self._with_auth(
+                lambda: self._new_session_v2(cwd, additional_directories, mcp_servers)
+            )
+            self.register_session(result.session_id, cwd, additional_directories)
+            return result
         params = acp.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
         if additional_directories:
             params.additional_directories = list(additional_directories)
         result = await self._with_auth(lambda: self.agent.session_new(params))
-        self.register_session(result.session_id, cwd, additional_directories)
+        self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
         return result
 
     async def load_session(
@@ -165,12 +265,21 @@ class ClientRuntime(Client):
     ) -> acp.LoadSessionResponse:
         # Registered first: the replayed history arrives before the response.
         self.register_session(session_id, cwd, additional_directories)
+        if self._v2:  # session/resume replaying from the start
+            options = await self._with_auth(
+                lambda: self._resume_v2(
+                    session_id, cwd, additional_directories, mcp_servers, replay=True
+                )
+            )
+            return acp.LoadSessionResponse(config_options=options or UNSET)
         params = acp.LoadSessionRequest(
             session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_load(params))
+        result = await self._with_auth(lambda: self.agent.session_load(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def resume_session(
         self,
@@ -181,12 +290,21 @@ class ClientRuntime(Client):
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.ResumeSessionResponse:
         self.register_session(session_id, cwd, additional_directories)
+        if self._v2:
+            options = await self._with_auth(
+                lambda: self._resume_v2(
+                    session_id, cwd, additional_directories, mcp_servers, replay=False
+                )
+            )
+            return acp.ResumeSessionResponse(config_options=options or UNSET)
         params = acp.ResumeSessionRequest(
             session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
         )
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        return await self._with_auth(lambda: self.agent.session_resume(params))
+        result = await self._with_auth(lambda: self.agent.session_resume(params))
+        self.sessions[session_id].state.seed(result)
+        return result
 
     async def prompt(
         self,
@@ -198,27 +316,45 @@ class ClientRuntime(Client):
         blocks: list[acp.ContentBlock] = (
             [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
         )
+        if self._v2:  # (the agent echoes the prompt as the user's message)
+            return await self._prompt_v2(session_id, blocks, timeout)
         state = self.sessions[session_id].state if session_id in self.sessions else None
         if state is not None:
             for block in blocks:
                 state.apply(acp.UserMessageChunk(content=block))
-        return await self.agent.session_prompt(
+        result = await self.agent.session_prompt(
             acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout
         )
+        if state is not None:
+            state.stop_reason = result.stop_reason
+        return result
 
     async def cancel(self, session_id: str) -> None:
         """Cancel the running turn: pending permission asks answer `cancelled` at once."""
         session = self.sessions.get(session_id)
         if session is not None:
-            for task in list(session.pending_permissions):
+            for task in [*session.pending_permissions, *session.pending_elicitations]:
                 task.cancel()
+        if self._v2:
+            from acpstack.schema import v2
+
+            await self.agent.notify(
+                "session/cancel", v2.CancelSessionNotification(session_id=session_id)
+            )
+            return
         await self.agent.session_cancel(acp.CancelNotification(session_id=session_id))
 
     async def close_session(self, session_id: str) -> None:
         """Close the session on the agent when it supports it, and free our side."""
         caps = self.agent.capabilities
         try:
-            if (
+            if self._v2:  # session/close is baseline in v2
+                from acpstack.schema import v2
+
+                await self.agent.call(
+                    "session/close", v2.CloseSessionRequest(session_id=session_id)
+                )
+            elif (
                 caps is not None
                 and isinstance(caps.session_capabilities, acp.SessionCapabilities)
                 and caps.session_capabilities.close not in (UNSET, None)
@@ -240,11 +376,16 @@ class ClientRuntime(Client):
             method_id = await self.choose_auth_method(methods)
             if method_id is None:
                 raise
-            await self.agent.authenticate(acp.AuthenticateRequest(method_id=method_id))
+            if self._v2:
+                from acpstack.schema import v2
+
+                await self.agent.call("auth/login", v2.LoginAuthRequest(method_id=method_id))
+            else:
+                await self.agent.authenticate(acp.AuthenticateRequest(method_id=method_id))
             return await call()
 
     def _usable_auth_methods(self, err: RequestError) -> list[acp.AuthMethod]:
-        init = self.agent.initialize_result
+        init = self.initialize_result
         methods = (
             list(init.auth_methods)
             if init is not None and isinstance(init.auth_methods, list)
@@ -253,13 +394,6 @@ class ClientRuntime(Client):
         # Terminal-type methods need `auth.terminal`, which this client does not advertise:
         # they are launched by the user, never sent to `authenticate`.
         return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]
-
-    def terminal_snapshot(self, session_id: str, terminal_id: str) -> TerminalOutput | None:
-        """A terminal's output so far, also after the agent released it (for UIs)."""
-        try:
-            return self.terminals.output(session_id, terminal_id)
-        except RequestError:
-            return self.released_terminals.get(terminal_id)
 
     # -- handlers (what the agent calls) ----------------------------------------------------
 
@@ -319,87 +453,12 @@ class ClientRuntime(Client):
             outcome=acp.SelectedPermissionOutcome(option_id=choice.option_id)
         )
 
-    async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
-        if not self.enable_fs:
-            raise RequestError.method_not_found("fs/read_text_file")
-        workspace = self._session(params.session_id).workspace
-        line = params.line if isinstance(params.line, int) else None
-        limit = params.limit if isinstance(params.limit, int) else None
-        return acp.ReadTextFileResponse(
-            content=await self.fs.read_text_file(workspace, params.path, line, limit)
-        )
-
-    async def fs_write_text_file(
-        self, params: acp.WriteTextFileRequest
-    ) -> acp.WriteTextFileResponse:
-        if not self.enable_fs:
-            raise RequestError.method_not_found("fs/write_text_file")
-        workspace = self._session(params.session_id).workspace
-        await self.fs.write_text_file(workspace, params.path, params.content)
-        return acp.WriteTextFileResponse()
-
-    async def terminal_create(
-        self, params: acp.CreateTerminalRequest
-    ) -> acp.CreateTerminalResponse:
-        if not self.enable_terminal:
-            raise RequestError.method_not_found("terminal/create")
-        session = self._session(params.session_id)
-        cwd = (
-            str(session.workspace.check(params.cwd))
-            if isinstance(params.cwd, str)
-            else str(session.workspace.roots[0])
-        )
-        env = {v.name: v.value for v in params.env} if isinstance(params.env, list) else None
-        terminal_id = await self.terminals.create(
-            params.session_id,
-            params.command,
-            list(params.args) if isinstance(params.args, list) else [],
-            env=env,
-            cwd=cwd,
-            output_byte_limit=params.output_byte_limit
-            if isinstance(params.output_byte_limit, int)
-            else None,
-        )
-        return acp.CreateTerminalResponse(terminal_id=terminal_id)
-
-    async def terminal_output(
-        self, params: acp.TerminalOutputRequest
-    ) -> acp.TerminalOutputResponse:
-        out = self.terminals.output(params.session_id, params.terminal_id)
-        result = acp.TerminalOutputResponse(output=out.output, truncated=out.truncated)
-        if out.exit_status is not None:
-            result.exit_status = acp.TerminalExitStatus(
-                exit_code=out.exit_status.exit_code, signal=out.exit_status.signal
-            )
-        return result
-
-    async def terminal_wait_for_exit(
-        self, params: acp.WaitForTerminalExitRequest
-    ) -> acp.WaitForTerminalExitResponse:
-        status = await self.terminals.wait_for_exit(params.session_id, params.terminal_id)
-        return acp.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
-
-    async def terminal_kill(self, params: acp.KillTerminalRequest) -> acp.KillTerminalResponse:
-        await self.terminals.kill(params.session_id, params.terminal_id)
-        return acp.KillTerminalResponse()
-
-    async def terminal_release(
-        self, params: acp.ReleaseTerminalRequest
-    ) -> acp.ReleaseTerminalResponse:
-        # Keep the final output: a UI still shows a terminal embedded in a tool call after release.
-        with contextlib.suppress(RequestError):
-            self.released_terminals[params.terminal_id] = self.terminals.output(
-                params.session_id, params.terminal_id
-            )
-            while len(self.released_terminals) > 64:
-                self.released_terminals.pop(next(iter(self.released_terminals)))
-        await self.terminals.release(params.session_id, params.terminal_id)
-        return acp.ReleaseTerminalResponse()
-
     async def on_disconnect(self) -> None:
+        self._end_turns()
         for session in self.sessions.values():
-            for task in session.pending_permissions:
+            for task in [*session.pending_permissions, *session.pending_elicitations]:
                 task.cancel()
+        await self.mcp_host.aclose()
         with contextlib.suppress(Exception):
             await self.terminals.aclose()
 
@@ -417,3 +476,16 @@ def _check_unique_option_ids(options: Sequence[acp.PermissionOption]) -> None:
                 f"Duplicate permission optionId: {shown!r}",
             )
         seen.add(option.option_id)
+
+
+def _other_version(err: RequestError, asked: int) -> int | None:
+    """After -32022: the newest version the agent listed that we speak too (None: none)."""
+    if err.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(err.data, dict):
+        return None
+    supported = err.data.get("supported")
+    common = (
+        [v for v in supported if v in PROTOCOL_VERSIONS and v != asked]
+        if isinstance(supported, list)
+        else []
+    )
+    return max(common) if common else None

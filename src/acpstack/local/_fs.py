@@ -107,6 +107,12 @@ class FileSystem:
 
     One instance serves any number of workspaces (a client's sessions, or an agent that
     does the file work itself): each call names the workspace.
+
+    Args:
+        buffer_provider: Unsaved editor buffers to read instead of the disk.
+        on_write: Told of every successful write (e.g. to reload an editor's buffer).
+        max_read_bytes: The largest file `read_text_file` reads; a larger one is refused
+            with invalid params (the limit is in the error's data).
     """
 
     def __init__(
@@ -118,7 +124,8 @@ class FileSystem:
     ) -> None:
         self._buffer_provider = buffer_provider
         self._on_write = on_write
-        self.max_read_bytes = max_read_bytes
+        self.max_read_bytes: int = max_read_bytes
+        """The largest file `read_text_file` reads, in bytes."""
 
     # -- reading ---------------------------------------------------------------------
 

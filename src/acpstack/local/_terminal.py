@@ -33,7 +33,10 @@ class TerminalExit:
     """How a terminal's process ended: an exit code, or the name of the killing signal."""
 
     exit_code: int | None
+    """The exit code; None when a signal ended the process (or, rarely, when its end could not be
+    observed)."""
     signal: str | None
+    """The signal's name, e.g. "SIGKILL"; None when it exited by itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +44,12 @@ class TerminalOutput:
     """A snapshot of a terminal's output; ``exit_status`` is None while it runs."""
 
     output: str
+    """The output kept: stdout and stderr interleaved, decoded as UTF-8 (an invalid byte becomes
+    U+FFFD)."""
     truncated: bool
+    """Whether older output was dropped to stay within the byte limit."""
     exit_status: TerminalExit | None
+    """How the process ended, once it did and its output was read."""
 
 
 def _signal_name(number: int) -> str:

@@ -70,6 +70,16 @@ class TerminalManager:
     Every terminal's environment carries ``ACPSTACK_TERMINAL=<manager token>:<terminal
     id>`` (set after ``env``, so a request cannot override it): it is how processes that
     leave the terminal's process group are found again when it ends.
+
+    Use it as an async context manager, or call `aclose` when done: that ends every
+    terminal and awaits all the work the manager started.
+
+    Args:
+        max_terminals: How many terminals may be live at once.
+        default_output_byte_limit: The output kept for a terminal created without an
+            ``output_byte_limit`` (the last bytes win).
+        kill_grace_seconds: How long an ending terminal's processes get between SIGTERM
+            and SIGKILL.
     """
 
     def __init__(
@@ -79,9 +89,12 @@ class TerminalManager:
         default_output_byte_limit: int = 16 * 1024 * 1024,
         kill_grace_seconds: float = 2.0,
     ) -> None:
-        self.max_terminals = max_terminals
-        self.default_output_byte_limit = default_output_byte_limit
-        self.kill_grace_seconds = kill_grace_seconds
+        self.max_terminals: int = max_terminals
+        """How many terminals may be live at once."""
+        self.default_output_byte_limit: int = default_output_byte_limit
+        """The output kept for a terminal created without an ``output_byte_limit``."""
+        self.kill_grace_seconds: float = kill_grace_seconds
+        """Seconds between SIGTERM and SIGKILL when a terminal ends."""
         self._drain_seconds = _EXIT_DRAIN_SECONDS
         self._terminals: dict[str, Terminal] = {}
         self._starting = 0
@@ -125,8 +138,12 @@ class TerminalManager:
         environment[MARKER_VARIABLE] = self._marker(terminal_id)
         terminal = Terminal(terminal_id, session_id, limit, self._drain_seconds)
         self._starting += 1
+        start = asyncio.ensure_future(self._start(terminal, command, argv, environment, cwd))
         try:
-            await self._start(terminal, command, argv, environment, cwd)
+            await asyncio.shield(start)
+        except asyncio.CancelledError:
+            await self._abandon(start, terminal)
+            raise
         finally:
             self._starting -= 1
         self._terminals[terminal_id] = terminal
@@ -187,6 +204,18 @@ class TerminalManager:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     # -- internals -------------------------------------------------------------------
+
+    async def _abandon(self, start: asyncio.Future[None], terminal: Terminal) -> None:
+        """The caller was cancelled while the process was being started: it may run already
+        (cancelling asyncio's start would kill its first process only, never its children).
+        Let the start finish, then end it like a released terminal: group and escapees."""
+        try:
+            await asyncio.shield(start)
+        except BaseException:  # it did not start (or we are cancelled again): nothing to end
+            return
+        self._terminals[terminal.id] = terminal
+        self._started.add(terminal)
+        await self._release_terminal(terminal.id)
 
     def _check_create(self, command: str, output_byte_limit: int | None, cwd: str | None) -> int:
         """Refuse a create request that cannot succeed; return its output byte limit."""

@@ -92,9 +92,12 @@ class Location:
     """
 
     def __init__(self, dir_fd: int, name: str, path: Path) -> None:
-        self.dir_fd = dir_fd
-        self.name = name
-        self.path = path
+        self.dir_fd: int = dir_fd
+        """The open directory that holds the target (-1 once closed)."""
+        self.name: str = name
+        """The target's name in that directory ("." for the directory itself)."""
+        self.path: Path = path
+        """The target's resolved real path (for messages and decisions, not for opening)."""
 
     def __repr__(self) -> str:
         return f"Location({str(self.path)!r})"
@@ -106,6 +109,7 @@ class Location:
         self.close()
 
     def close(self) -> None:
+        """Close the directory descriptor (``dir_fd`` becomes -1). Idempotent."""
         if self.dir_fd >= 0:
             os.close(self.dir_fd)
             self.dir_fd = -1
@@ -116,6 +120,15 @@ class Workspace:
 
     ``roots`` holds the resolved real paths of ``cwd``, the additional directories and the
     extra roots (the user widened the boundary), de-duplicated, in that order.
+
+    Args:
+        cwd: The session's working directory (absolute).
+        additional_directories: More directories the session may use (absolute).
+        extra_roots: Directories the user added to the boundary (absolute).
+        unrestricted: Allow every path (the boundary is off; paths are still resolved).
+
+    Raises:
+        RequestError: A directory is not an absolute path (invalid params).
     """
 
     def __init__(
@@ -135,6 +148,7 @@ class Workspace:
             if root not in roots:
                 roots.append(root)
         self.roots: tuple[Path, ...] = tuple(roots)
+        """The resolved real paths of the roots, in the order given, without duplicates."""
         self._roots = Roots([str(r) for r in roots], unrestricted=unrestricted)
 
     @property

@@ -58,13 +58,30 @@ class RequestTimeout(TimeoutError):
 
 
 class Dispatcher(Protocol):
-    async def handle_request(self, event: IncomingRequest) -> Any: ...
-    async def handle_notification(self, event: IncomingNotification) -> None: ...
-    def message_dropped(self, event: DroppedMessage) -> None: ...
+    """What a `Connection` hands the peer's messages to, on the event loop (the agent and
+    client runtimes implement it)."""
+
+    async def handle_request(self, event: IncomingRequest) -> Any:
+        """Answer one request, in a task of its own: return the result (the method's
+        response Struct, or a JSON value for a `_` method) or raise `RequestError`. Any
+        other exception reaches the peer as -32603 without details. The task is cancelled
+        when the peer cancels the request, and by `Connection.aclose`."""
+
+    async def handle_notification(self, event: IncomingNotification) -> None:
+        """Handle one notification; the session's next one waits until this returns.
+        Exceptions are logged, never sent."""
+
+    def message_dropped(self, event: DroppedMessage) -> None:
+        """Learn of a discarded incoming message. Must not block; exceptions are logged."""
 
 
 class Connection:
-    """One live ACP connection. Use as an async context manager, or call start()/aclose()."""
+    """One live ACP connection. Use as an async context manager, or call start()/aclose().
+
+    Made in a running event loop, not thread-safe; it owns `transport` and every task it
+    starts (the module doc lists its guarantees). At most `max_inbound_requests` of the
+    peer's requests run at once; reading pauses when more than `max_waiting_requests`
+    wait. `on_close` is awaited at the end of `aclose`."""
 
     def __init__(
         self,
@@ -114,6 +131,7 @@ class Connection:
         await self.aclose()
 
     def start(self) -> None:
+        """Start reading from the transport. Idempotent."""
         if not self._started:
             self._started = True
             self.transport.start_reading(self._data_received, self._eof_received)
@@ -122,6 +140,16 @@ class Connection:
     def unstable(self) -> bool:
         """Whether this connection speaks ACP's unstable methods too."""
         return self.state.unstable
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP protocol version `initialize` chose for this connection (None before)."""
+        return self.state.version
+
+    @property
+    def protocol_versions(self) -> tuple[int, ...]:
+        """The ACP protocol versions this side of the connection speaks."""
+        return self.state.versions
 
     @property
     def peer_capabilities(self) -> Any:
@@ -135,9 +163,11 @@ class Connection:
 
     @property
     def closed(self) -> bool:
+        """Whether the connection ended (peer left, or `aclose`): calls now fail."""
         return self._closed is not None
 
     async def wait_closed(self) -> None:
+        """Wait until the connection ended (no timeout: e.g. until the peer leaves)."""
         await self._closed_event.wait()
 
     async def aclose(self) -> None:
@@ -435,7 +465,11 @@ class Connection:
     async def request(
         self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True
     ) -> Any:
-        """Send a request and wait for its result (a typed Struct)."""
+        """Send a request and wait for its result: the method's response Struct (e.g.
+        `NewSessionResponse`), or the JSON value for a `_` method. Raises `RequestError`
+        (the peer's error), `RequestTimeout` (none in `timeout` s; the request is then
+        cancelled), `ConnectionClosed`, `CapabilityError` (not advertised by the peer;
+        `check_gate=False` skips that check). Cancelling the caller cancels the request."""
         if self._closed is not None:
             raise self._closed
         rid, frame, _call = self.state.start_request(method, params, check_gate=check_gate)
@@ -464,7 +498,8 @@ class Connection:
             self._send(frame)
 
     async def notify(self, method: str, params: Any) -> None:
-        """Send a notification (written in order with everything else we send)."""
+        """Send a notification, in order with everything we send; waits only while the
+        transport's buffer is full. Raises `ConnectionClosed` or `CapabilityError`."""
         if self._closed is not None:
             raise self._closed
         self._send(self.state.notification(method, params))

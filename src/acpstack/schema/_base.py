@@ -21,12 +21,23 @@ class UnknownSessionUpdate(AcpStruct):
     session_update: str
     data: dict[str, Any]
 
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> UnknownSessionUpdate:
+        """The unknown variant `data` (its JSON object) as received."""
+        return cls(session_update=str(data.get("sessionUpdate", "")), data=data)
+
 
 def _convert(value: Any, tp: Any) -> Any:
     return msgspec.convert(value, tp)
 
 
-def _coerce_one(value: Any, spec: tuple[str | None, dict[str, type], tuple[Any, ...], bool]) -> Any:
+# A custom union: (tag field, tag -> variant type or nested spec, untagged arms tried in
+# order, what to do with an unknown variant: False = fail, True = keep the plain dict, or a
+# class with `of(dict)` such as UnknownSessionUpdate).
+UnionSpec = tuple[str | None, dict[str, Any], tuple[Any, ...], Any]
+
+
+def _coerce_one(value: Any, spec: UnionSpec) -> Any:
     tag_field, tagged, ordered, keep_unknown = spec
     if value is None or value is UNSET:
         return value
@@ -34,10 +45,13 @@ def _coerce_one(value: Any, spec: tuple[str | None, dict[str, type], tuple[Any, 
         return value
     if isinstance(value, dict) and tag_field is not None and tag_field in value:
         tag = value[tag_field]
-        if tag in tagged:
-            return _convert(value, tagged[tag])
+        if isinstance(tag, str) and tag in tagged:
+            target = tagged[tag]
+            if isinstance(target, tuple):  # the variant is itself a tagged union (v2 state)
+                return _coerce_one(value, target)
+            return _convert(value, target)
         if keep_unknown:
-            return value
+            return _kept(value, keep_unknown)
     errors = []
     for tp in ordered:
         try:
@@ -45,13 +59,17 @@ def _coerce_one(value: Any, spec: tuple[str | None, dict[str, type], tuple[Any, 
         except msgspec.ValidationError as exc:
             errors.append(str(exc))
     if keep_unknown and isinstance(value, dict):
-        return value
+        return _kept(value, keep_unknown)
     raise ValueError("matches no variant: " + "; ".join(errors))
+
+
+def _kept(value: dict[str, Any], keep_unknown: Any) -> Any:
+    return value if keep_unknown is True else keep_unknown.of(value)
 
 
 def coerce_union(
     value: Any,
-    spec: tuple[str | None, dict[str, type], tuple[Any, ...], bool],
+    spec: UnionSpec,
     *,
     many: Literal[False, "list", "map"],
 ) -> Any:

@@ -116,12 +116,32 @@ def _repair_struct(value: dict[str, Any], cls: type[Struct]) -> dict[str, Any]:
                     kept.append(fixed)
             out[key] = kept
             continue
-        fixed = _repair(current, tp) if union is None else current
+        fixed = _repair(current, tp) if union is None else _repair_member(current, union)
         if _valid(fixed, tp, union):
             out[key] = fixed
         elif default_on_error:
             del out[key]
     return out
+
+
+def _repair_member(value: Any, union: tuple[Any, Any]) -> Any:
+    """A custom-union value repaired as the variant its tag selects (nested unions, such
+    as v2's state updates, through their inner tag); lists and maps item by item."""
+    spec, many = union
+    if many == "list" and isinstance(value, list):
+        return [_repair_member(item, (spec, False)) for item in value]
+    if many == "map" and isinstance(value, dict):
+        return {k: _repair_member(item, (spec, False)) for k, item in value.items()}
+    tag_field, tagged = spec[0], spec[1]
+    while (
+        isinstance(value, dict) and tag_field is not None and isinstance(value.get(tag_field), str)
+    ):
+        member = tagged.get(value[tag_field])
+        if isinstance(member, tuple):  # a variant that is itself a tagged union
+            tag_field, tagged = member[0], member[1]
+            continue
+        return _repair(value, member) if member is not None else value
+    return value
 
 
 def lenient_convert(value: Any, cls: type[Struct]) -> Any:

@@ -56,10 +56,10 @@ class AgentServer:
         health_path: str | None = "/healthz",
     ) -> None:
         self.agent = agent
-        self.path = "/" + path.strip("/")
+        self.path: str = "/" + path.strip("/")
         self.health_path = health_path
-        self.security = security or ServerSecurity()
-        self.limits = limits or ServerLimits()
+        self.security: ServerSecurity = security or ServerSecurity()
+        self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
         self.cwd = cwd
         self.env = env

@@ -53,16 +53,16 @@ class RemoteConnection:
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
         self.link: AgentLink | None = None
-        self.connection_stream = OutboundStream(None, self._sized)
+        self.connection_stream: OutboundStream = OutboundStream(None, self._sized)
         self.sessions: dict[str, OutboundStream] = {}
         self._routes: dict[RequestId, tuple[str | None, bool]] = {}
         self._decoder = FrameDecoder(max(limits.max_message_size, 64 * 1024 * 1024), "ndjson")
         self._initialize: tuple[RequestId, asyncio.Future[bytes]] | None = None
-        self.buffered = 0
+        self.buffered: int = 0
         self.paused_since: float | None = None
-        self.last_active = time.monotonic()
-        self.closed = False
-        self.done = asyncio.Event()
+        self.last_active: float = time.monotonic()
+        self.closed: bool = False
+        self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
         self._closer: asyncio.Task[None] | None = None
 

@@ -10,23 +10,23 @@ class ServerLimits:
     """Defaults suit one machine serving a few hundred editors; every limit is per server
     unless it says otherwise."""
 
-    max_connections: int = 1024  # live ACP connections; more get 503
-    max_message_size: int = (
-        16 * 1024 * 1024
-    )  # one POST body or WebSocket message; more get 413 / close 1009
-    max_buffered_bytes: int = (
-        8 * 1024 * 1024
-    )  # per connection: output waiting for its receivers before the agent is paused
-    max_session_streams: int = 1024  # per connection
-    max_id_length: int = 1024  # characters of a string request id
-    idle_timeout: float = (
-        600.0  # a connection with no receiver attached and no request for this long is closed
-    )
-    stall_timeout: float = (
-        60.0  # output held back (paused agent) for this long closes the connection
-    )
-    initialize_timeout: float = 30.0  # the agent's answer to initialize; then 504
-    keepalive_interval: float = 15.0  # an SSE comment this often on a quiet stream
-    accept_batches: bool = (
-        False  # JSON-RPC batches: 501 by default; True handles each element on its own
-    )
+    # live ACP connections; more get 503
+    max_connections: int = 1024
+    # one POST body or WebSocket message; more get 413 / close 1009
+    max_message_size: int = 16 * 1024 * 1024
+    # per connection: output waiting for its receivers before the agent is paused
+    max_buffered_bytes: int = 8 * 1024 * 1024
+    # per connection
+    max_session_streams: int = 1024
+    # characters of a string request id
+    max_id_length: int = 1024
+    # a connection with no receiver attached and no request for this long is closed
+    idle_timeout: float = 600.0
+    # output held back (paused agent) for this long closes the connection
+    stall_timeout: float = 60.0
+    # the agent's answer to initialize; then 504
+    initialize_timeout: float = 30.0
+    # an SSE comment this often on a quiet stream
+    keepalive_interval: float = 15.0
+    # JSON-RPC batches: 501 by default; True handles each element on its own
+    accept_batches: bool = False

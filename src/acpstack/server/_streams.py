@@ -18,11 +18,11 @@ class OutboundStream:
     __slots__ = ("session_id", "_frames", "size", "attached", "closed", "_waiter", "_on_size")
 
     def __init__(self, session_id: str | None, on_size: SizeCallback) -> None:
-        self.session_id = session_id
+        self.session_id: str | None = session_id
         self._frames: deque[bytes] = deque()
-        self.size = 0
-        self.attached = False
-        self.closed = False
+        self.size: int = 0
+        self.attached: bool = False
+        self.closed: bool = False
         self._waiter: asyncio.Future[None] | None = None
         self._on_size = on_size
 

@@ -17,8 +17,11 @@ class ConnectedPair:
     """`agent` is the handle the client uses to call the agent; both connections are live."""
 
     agent: AgentPeer
+    """The client side's handle to the agent: call `initialize`, `session_new`..."""
     agent_connection: Connection
+    """The agent side's connection."""
     client_connection: Connection
+    """The client side's connection."""
 
 
 @contextlib.asynccontextmanager
@@ -28,7 +31,9 @@ async def connected_pair(
     """Connect `agent` and `client` over an in-memory pipe; both are closed on exit.
 
     Messages still go through framing, validation and the full runtime on both sides,
-    only the operating system pipe is missing.
+    only the operating system pipe is missing. Nothing is sent until you call the agent:
+    `initialize` first, as over a real pipe. `unstable` switches ACP's unstable methods
+    on for both sides.
     """
     agent_side, client_side = memory_pair()
     agent_conn = connect_agent(agent, agent_side, unstable=unstable)

@@ -31,13 +31,19 @@ _peek_decoder = msgspec.json.Decoder(_Peek)
 
 
 class Envelope(msgspec.Struct, frozen=True):
-    """kind is "request", "notification", "response" or "invalid" (anything else)."""
+    """What `peek_envelope` found out about one message."""
 
     kind: str
+    """The kind of message: "request", "notification", "response" or "invalid" (anything
+    else)."""
     id: RequestId = None
+    """The request id (requests and responses)."""
     method: str | None = None
-    session_id: str | None = None  # params.sessionId (requests and notifications)
-    result_session_id: str | None = None  # result.sessionId (responses to session/new, fork, ...)
+    """The method (requests and notifications)."""
+    session_id: str | None = None
+    """`params.sessionId` of a request or notification, when a string."""
+    result_session_id: str | None = None
+    """`result.sessionId` of a response (to session/new, fork, ...), when a string."""
 
 
 INVALID = Envelope("invalid")

@@ -55,7 +55,28 @@ OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
 
 
 class HttpClientTransport(MessageTransport):
-    """A Transport to a remote ACP agent at `url` (http:// or https://)."""
+    """A Transport to a remote ACP agent at `url` (http:// or https://).
+
+    Nothing is sent until the runtime writes its first message, which must be
+    `initialize` (the module doc has the rules of the exchange). A failed POST of a request
+    fails that request with an error answer made locally; 401, 403, 404 and 410, and a
+    server that cannot be reached, end the connection (`close_reason` says why).
+
+    Args:
+        url: The agent's endpoint.
+        headers: Extra headers sent with every request.
+        token: Sent as `Authorization: Bearer <token>` (never logged).
+        cookies: The cookie jar; pass your own to keep cookies across reconnects.
+        verify: TLS verification for https: True (the system's CAs), False (none), the
+            path of a CA bundle, or an `ssl.SSLContext`.
+        timeout: Seconds for connecting and for each HTTP exchange (a POST's answer,
+            opening a stream); a server that takes longer ends the connection.
+        max_message_size: The largest message accepted from the server, in bytes.
+
+    Raises:
+        ValueError: `url` is not an http:// or https:// URL.
+        MissingExtraError: The `remote` extra (h11) is not installed.
+    """
 
     def __init__(
         self,
@@ -71,11 +92,13 @@ class HttpClientTransport(MessageTransport):
         super().__init__(max_message_size)
         self._h11: Any = require_extra("h11")
         self.url = url
+        """The agent's endpoint, as given."""
         self._endpoint = endpoint(url, verify)
         self._headers = [(k, v) for k, v in (headers or {}).items()]
         if token is not None:
             self._headers.append(("Authorization", f"Bearer {token}"))
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
+        """The cookie jar in use."""
         self._timeout = timeout
         self._posts = Http1Connection(
             self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024
@@ -83,6 +106,8 @@ class HttpClientTransport(MessageTransport):
         self._errors: tuple[type[Exception], ...] = (OSError, TimeoutError, self._h11.ProtocolError)
         self._stream_errors: tuple[type[Exception], ...] = (*self._errors, SseError)
         self.connection_id: str | None = None
+        """The server's `Acp-Connection-Id` once `initialize` was answered; None before, and after
+        `close`."""
         self._streams: dict[str, asyncio.Future[str]] = {}  # session id -> how its stream opened
         self._unknown: set[str] = set()  # sessions the server did not know when we asked
         self._failed: set[str] = set()  # sessions refused with 409 until load/resume

@@ -9,7 +9,12 @@ from acpstack.transports._base import DataCallback, EofCallback
 
 
 class Inbox:
-    """Holds incoming bytes until a reader is attached, then passes them straight through."""
+    """Holds incoming bytes until a reader is attached, then passes them straight through.
+
+    The building block of a `Transport`'s reading side: the transport feeds `data` and
+    `eof` from its event-loop callbacks, `Transport.start_reading` calls `attach`. It
+    guarantees the reader sees every byte once, in order, and `on_eof` once, last.
+    """
 
     def __init__(self) -> None:
         self._on_data: DataCallback | None = None
@@ -18,6 +23,9 @@ class Inbox:
         self._eof = False
 
     def attach(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Make `on_data`/`on_eof` the reader: what arrived before is delivered now, in
+        order (and `on_eof`, if the input already ended). Raises `RuntimeError` when a
+        reader is already attached."""
         if self._on_data is not None:
             raise RuntimeError("this transport is already being read")
         self._on_data, self._on_eof = on_data, on_eof
@@ -28,6 +36,8 @@ class Inbox:
             on_eof()
 
     def data(self, data: bytes) -> None:
+        """Bytes arrived: passed to the reader at once, or kept until one attaches.
+        Ignored after `eof`."""
         if self._eof:
             return
         if self._on_data is not None:
@@ -36,6 +46,8 @@ class Inbox:
             self._early.append(data)
 
     def eof(self) -> None:
+        """No more bytes will arrive: tell the reader (now, or when it attaches). Only
+        the first call counts."""
         if self._eof:
             return
         self._eof = True
@@ -53,13 +65,17 @@ class WriteFlow(asyncio.BaseProtocol):
         self._closed = asyncio.Event()
 
     def pause_writing(self) -> None:
+        """asyncio's signal that the write buffer passed its high-water mark."""
         self._paused = True
 
     def resume_writing(self) -> None:
+        """asyncio's signal that the write buffer went below its low-water mark: wakes
+        every `drain`."""
         self._paused = False
         self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """The transport closed: `drain` no longer waits and `wait_closed` returns."""
         self._lost = True
         self._wake()
         self._closed.set()
@@ -76,6 +92,8 @@ class WriteFlow(asyncio.BaseProtocol):
                 waiter.set_result(None)
 
     async def drain(self) -> None:
+        """Wait while writing is paused (returns at once when it is not, or when the
+        connection is lost)."""
         if not self._paused or self._lost:
             return
         waiter = asyncio.get_running_loop().create_future()

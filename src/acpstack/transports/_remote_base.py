@@ -26,12 +26,18 @@ class RemoteError(ConnectionError):
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status: int | None = status
+        """The HTTP status of the refusal; None when the server was not reached."""
 
 
 class MessageTransport:
     """A Transport whose far end exchanges whole messages. Subclasses implement `_send_one`
-    (called in order, one at a time, from the sender task) and `_start_receiving`."""
+    (called in order, one at a time, from the sender task) and `_start_receiving`.
+
+    The transport owns its tasks: `start_reading` starts the sender, `close` cancels and
+    awaits every task it started. When the connection ends for any reason, the runtime
+    gets `on_eof`; when the far end ended it, `close_reason` says why.
+    """
 
     def __init__(self, max_message_size: int) -> None:
         self._max_message_size = max_message_size
@@ -51,17 +57,26 @@ class MessageTransport:
     # -- the Transport interface -----------------------------------------------------
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Start the connection's work: the sender task, and receiving. Every message
+        received reaches `on_data` as one NDJSON line; `on_eof` comes once when the
+        connection ended (also after `close`). Raises `RuntimeError` when called twice."""
         self._inbox.attach(on_data, on_eof)
         self._spawn(self._send_loop())
         self._start_receiving()
 
     def pause_reading(self) -> None:
+        """Stop taking messages off the server's streams until `resume_reading` (answers
+        to POSTs and locally made errors may still arrive)."""
         self._reading.clear()
 
     def resume_reading(self) -> None:
+        """Take messages off the streams again after `pause_reading`."""
         self._reading.set()
 
     def write(self, data: bytes) -> None:
+        """Split `data` (NDJSON, possibly several or partial lines) into messages and
+        queue them; the sender task sends them one at a time, in order. Dropped once the
+        connection ended."""
         if self._finished:
             return
         for frame in self._frames.feed(data):
@@ -73,6 +88,8 @@ class MessageTransport:
         self._outbox_ready.set()
 
     async def drain(self) -> None:
+        """Wait while more than 1 MiB of messages waits to be sent (until the sender is
+        down to half of that, or the connection ended)."""
         if self._outbox_size <= SEND_HIGH_WATER or self._finished:
             return
         waiter = asyncio.get_running_loop().create_future()
@@ -80,15 +97,21 @@ class MessageTransport:
         await waiter
 
     def write_buffer_size(self) -> int:
+        """Bytes of messages queued and not yet handed to the sender."""
         return self._outbox_size
 
     async def settle(self) -> None:
+        """Nothing to wait for: the reason is known when the connection ends."""
         return None
 
     def close_reason(self) -> str | None:
+        """Why the connection ended (e.g. an HTTP status, a failed stream); None while it
+        is open, or when it was closed locally first."""
         return self._reason
 
     async def close(self) -> None:
+        """Say goodbye to the server (errors ignored), drop what was not sent yet, end the
+        input and cancel and await every task of the transport. Idempotent."""
         if self._closing:
             return
         self._closing = True
@@ -169,9 +192,12 @@ class MessageTransport:
 
 
 CONNECTION_HEADER = "Acp-Connection-Id"
-# `error.data.reason` of a request that failed because the connection (or the stream its
-# answer was to come on) broke while it was in flight: its fate is unknown.
+"""The HTTP header that names a remote connection: the server sets it in its answer to
+`initialize` (or to the WebSocket handshake), the client sends it on every later request."""
 CONNECTION_LOST = "connection_lost"
+"""`error.data.reason` of a request that failed because the connection (or the stream its
+answer was to come on) broke while it was in flight: its fate is unknown."""
 SESSION_HEADER = "Acp-Session-Id"
+"""The HTTP header that names the session a request or stream belongs to."""
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"

@@ -10,6 +10,7 @@ per chunk and a text line decoder would cost more than the JSON that follows.
 from __future__ import annotations
 
 SSE_KEEPALIVE = b":\n\n"
+"""A comment event: sent on an idle stream so that proxies keep it open; readers skip it."""
 
 
 def encode_event(message: bytes) -> bytes:

@@ -30,18 +30,40 @@ class StdioError(RuntimeError):
 
 
 class _Reader(Protocol):
-    def start(self) -> None: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def close(self) -> None: ...
+    """How stdin is read (one of the three kinds in the module doc); feeds an `Inbox`."""
+
+    def start(self) -> None:
+        """Begin reading, if that did not start at once."""
+
+    def pause(self) -> None:
+        """Stop reading until `resume`."""
+
+    def resume(self) -> None:
+        """Read again after `pause`."""
+
+    def close(self) -> None:
+        """Stop reading and close the descriptor."""
 
 
 class _Writer(Protocol):
-    def write(self, data: bytes) -> None: ...
-    def buffer_size(self) -> int: ...
-    async def drain(self) -> None: ...
-    def is_closing(self) -> bool: ...
-    async def close(self) -> None: ...
+    """How stdout is written (one of the three kinds in the module doc)."""
+
+    def write(self, data: bytes) -> None:
+        """Queue `data`, never blocking the event loop."""
+
+    def buffer_size(self) -> int:
+        """Bytes queued and not yet written."""
+        ...
+
+    async def drain(self) -> None:
+        """Wait while the buffer is over its high-water mark."""
+
+    def is_closing(self) -> bool:
+        """Whether the writer is closed or closing."""
+        ...
+
+    async def close(self) -> None:
+        """Flush what is queued, then close the descriptor."""
 
 
 class _ReadSide(asyncio.Protocol):
@@ -103,7 +125,12 @@ class _PipeWriter:
 
 class StdioTransport:
     """stdin/stdout of this process. While open, fd 1 and `sys.stdout` point at stderr,
-    so a stray `print()` (or a C library writing to stdout) cannot corrupt the wire."""
+    so a stray `print()` (or a C library writing to stdout) cannot corrupt the wire.
+
+    Make one with `open_stdio_transport`. It reads and writes duplicates of fds 0 and 1;
+    `close` flushes what is written, closes them and puts back what serving changed
+    (fd 1, `sys.stdout`, the descriptors' blocking mode).
+    """
 
     def __init__(self, reader: _Reader, writer: _Writer, inbox: Inbox, restore: _Restore) -> None:
         self._reader = reader
@@ -113,32 +140,45 @@ class StdioTransport:
         self._closed = False
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Deliver what arrives on stdin to `on_data` (what came since the transport was
+        opened first), then call `on_eof` once at end of input. Raises `RuntimeError` when
+        called twice."""
         self._inbox.attach(on_data, on_eof)
         self._reader.start()
 
     def pause_reading(self) -> None:
+        """Stop reading stdin until `resume_reading` (the peer's bytes wait in the pipe)."""
         self._reader.pause()
 
     def resume_reading(self) -> None:
+        """Read stdin again after `pause_reading`."""
         self._reader.resume()
 
     def write(self, data: bytes) -> None:
+        """Queue `data` for stdout, in order (written at once when the pipe takes it).
+        Dropped after `close` or once stdout failed (e.g. the reader went away)."""
         if not self._closed and not self._writer.is_closing():
             self._writer.write(data)
 
     async def drain(self) -> None:
+        """Wait while more than the high-water mark is queued for stdout."""
         await self._writer.drain()
 
     def write_buffer_size(self) -> int:
+        """Bytes queued for stdout and not yet written."""
         return self._writer.buffer_size()
 
     async def settle(self) -> None:
+        """Nothing to wait for: returns at once."""
         return None
 
     def close_reason(self) -> str | None:
+        """Always None: whoever started this process knows why it closed stdin."""
         return None
 
     async def close(self) -> None:
+        """Flush what is queued for stdout, close the duplicated descriptors and restore
+        fd 1, `sys.stdout` and the blocking modes. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -157,6 +197,7 @@ class _Restore:
         self.stdout = stdout
 
     def apply(self) -> None:
+        """Put fd 1, `sys.stdout` and the blocking modes back as they were."""
         if self.stdout is not None:
             saved_fd, saved_stdout = self.stdout
             with contextlib.suppress(OSError):
@@ -220,7 +261,14 @@ async def _open_writer(loop: asyncio.AbstractEventLoop, fd: int, kind: str) -> _
 
 async def open_stdio_transport(*, protect_stdout: bool = True) -> StdioTransport:
     """stdin/stdout as a transport. Raises `StdioError` (one clear sentence) when they
-    cannot carry ACP; any kind of descriptor that can be read or written works."""
+    cannot carry ACP; any kind of descriptor that can be read or written works.
+
+    Nothing that arrives before `start_reading` is lost. With `protect_stdout` (the
+    default), fd 1 and `sys.stdout` point at stderr until the transport is closed, so
+    nothing but frames reaches the real stdout.
+
+    Have one open at a time: the transport owns stdin and stdout until it is closed.
+    """
     loop = asyncio.get_running_loop()
     _check(0, "stdin", read=True)
     _check(1, "stdout", read=False)

@@ -10,14 +10,15 @@ import signal
 import subprocess
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._plumbing import Inbox, WriteFlow
 
 log = logging.getLogger("acpstack.peer")
 
-StderrCallback = Callable[[str], None]
+StderrCallback: TypeAlias = Callable[[str], None]
+"""Receives each line the peer writes to stderr (decoded, without its line ending)."""
 STDERR_LINE_LIMIT = 64 * 1024
 #: Characters of a stderr line kept in the tail (what `close_reason` shows).
 TAIL_LINE_LIMIT = 4096
@@ -31,16 +32,19 @@ class _ProcessPipes(asyncio.SubprocessProtocol):
         self.flow = flow
         self._stderr_line = stderr_line
         self._stderr_partial = b""
-        self.exited = asyncio.Event()
-        self.stderr_closed = asyncio.Event()
+        self.exited: asyncio.Event = asyncio.Event()
+        self.stderr_closed: asyncio.Event = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
+        """stdout bytes go to the inbox, stderr bytes to line splitting."""
         if fd == 1:
             self.inbox.data(data)
         else:
             self._stderr_bytes(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        """A pipe closed: stdin's end releases `drain`, stdout's ends the input, stderr's
+        emits its unfinished last line."""
         if fd == 0:
             self.flow.connection_lost(exc)
         elif fd == 1:
@@ -52,12 +56,15 @@ class _ProcessPipes(asyncio.SubprocessProtocol):
             self.stderr_closed.set()
 
     def process_exited(self) -> None:
+        """The process ended (its pipes may still be open)."""
         self.exited.set()
 
     def pause_writing(self) -> None:
+        """stdin's buffer is full: `drain` waits."""
         self.flow.pause_writing()
 
     def resume_writing(self) -> None:
+        """stdin's buffer emptied: `drain` returns."""
         self.flow.resume_writing()
 
     def _stderr_bytes(self, data: bytes) -> None:
@@ -81,6 +88,10 @@ class SubprocessTransport:
 
     Shutdown ladder (several real agents ignore stdin EOF): close stdin, wait, SIGTERM
     the process group, wait, SIGKILL it.
+
+    Start one with `spawn`. The process runs in a new session (its own process group),
+    so the ladder, and the final SIGKILL of the group, also reach what it started. The
+    last stderr lines are kept for `close_reason` and `stderr_tail`.
     """
 
     def __init__(
@@ -120,7 +131,24 @@ class SubprocessTransport:
         """Start `command` (an argv list, or a shell command line as one string).
 
         `description` names the process in `close_reason` (default: the command line);
-        pass a redacted one when the command line may carry a secret."""
+        pass a redacted one when the command line may carry a secret.
+
+        Args:
+            command: The program and its arguments, or a command line for the shell.
+            env: Variables to set for the process, on top of this process's environment
+                (or instead of it, with `inherit_env=False`).
+            inherit_env: Whether the process starts from this process's environment.
+            cwd: Its working directory (default: ours).
+            stderr_callback: Gets each stderr line as it comes; without one, lines are
+                logged at debug level. An exception it raises is logged, never raised.
+            stderr_tail_lines: How many of the last stderr lines to keep.
+            shutdown_timeout: Seconds `close` waits at each step of the ladder.
+            description: How `close_reason` names the process.
+
+        Raises:
+            ValueError: `command` is an empty list.
+            OSError: The program cannot be started (e.g. `FileNotFoundError`).
+        """
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
@@ -167,27 +195,40 @@ class SubprocessTransport:
     # -- the Transport interface -------------------------------------------------
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Deliver the process's stdout to `on_data` (what it wrote since it started
+        first), then call `on_eof` once when its stdout closes. Raises `RuntimeError`
+        when called twice."""
         self._pipes.inbox.attach(on_data, on_eof)
 
     def pause_reading(self) -> None:
+        """Stop reading stdout until `resume_reading` (the process blocks once the pipe is
+        full); stderr is still drained."""
         if not self._stdout.is_closing():
             self._stdout.pause_reading()
 
     def resume_reading(self) -> None:
+        """Read stdout again after `pause_reading`."""
         if not self._stdout.is_closing():
             self._stdout.resume_reading()
 
     def write(self, data: bytes) -> None:
+        """Queue `data` for the process's stdin, in order. Dropped after `close` or once
+        stdin closed (the process exited, or closed it)."""
         if not self._closed and not self._stdin.is_closing():
             self._stdin.write(data)
 
     async def drain(self) -> None:
+        """Wait while stdin's buffer is over its high-water mark (the process is not
+        reading); returns at once after stdin closed."""
         await self._pipes.flow.drain()
 
     def write_buffer_size(self) -> int:
+        """Bytes queued for stdin and not yet taken by the pipe."""
         return self._stdin.get_write_buffer_size()
 
     async def settle(self) -> None:
+        """After stdout closed: wait up to a second for the process to exit, then up to a
+        second for its stderr to close, so that `close_reason` can tell how it ended."""
         # stdout closed: give the process a moment to exit and its stderr to drain, so
         # the ConnectionClosed error can say how it ended (exit code, last stderr lines).
         with contextlib.suppress(TimeoutError):
@@ -197,6 +238,8 @@ class SubprocessTransport:
                 await asyncio.wait_for(self._pipes.stderr_closed.wait(), 1.0)
 
     def close_reason(self) -> str | None:
+        """Once the process exited: its description, exit code (or killing signal) and
+        last 20 stderr lines; None while it runs."""
         code = self.returncode
         if code is None:
             return None
@@ -206,6 +249,10 @@ class SubprocessTransport:
         return f"{reason}; last stderr lines:\n{tail}" if tail else reason
 
     async def close(self) -> None:
+        """End the process: close stdin (after what is queued is written), then walk the
+        shutdown ladder until it exited, SIGKILL what is left of its process group, and
+        wait briefly for the rest of its stderr. Idempotent. A process that ignores both
+        the end of stdin and SIGTERM is killed after two `shutdown_timeout`s."""
         if self._closed:
             return
         self._closed = True
@@ -221,16 +268,23 @@ class SubprocessTransport:
 
     @property
     def pid(self) -> int:
+        """The process id (also its process group id)."""
         return self._process.get_pid()
 
     @property
     def returncode(self) -> int | None:
+        """The exit code once the process exited (negative: the number of the signal that
+        killed it); None while it runs."""
         return self._process.get_returncode()
 
     def stderr_tail(self) -> list[str]:
+        """A copy of the last stderr lines kept (`stderr_tail_lines` at most, each cut to
+        4096 characters), oldest first."""
         return list(self._stderr_tail)
 
     async def wait_exit(self) -> int:
+        """Wait until the process exited and return its `returncode`. Has no timeout of
+        its own: wrap it in one, or `close` the transport to end the process."""
         await self._pipes.exited.wait()
         code = self.returncode
         assert code is not None

@@ -50,7 +50,22 @@ class _Pipe(WriteFlow, asyncio.Protocol):
 
 
 class WebSocketClientTransport:
-    """A Transport to a remote ACP agent at `url` (ws:// or wss://). Call `connect()` first."""
+    """A Transport to a remote ACP agent at `url` (ws:// or wss://). Call `connect()` first.
+
+    Each JSON-RPC message is one text frame, both ways (the module doc has the details).
+    The connection ends when the server closes the WebSocket or the TCP connection, or
+    sends a message over `max_message_size`; `close_reason` says which.
+
+    Args:
+        url: The agent's endpoint.
+        headers: Extra headers sent with the handshake.
+        token: Sent as `Authorization: Bearer <token>` (never logged).
+        cookies: The cookie jar; pass your own to keep cookies across reconnects.
+        ssl_context: TLS settings for wss:// (default: the system's CAs).
+        compression: Offer permessage-deflate.
+        timeout: Seconds `connect` may take (TCP, TLS and the handshake).
+        max_message_size: The largest message accepted from the server, in bytes.
+    """
 
     def __init__(
         self,
@@ -65,10 +80,12 @@ class WebSocketClientTransport:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.url = url
+        """The agent's endpoint, as given."""
         self._headers = dict(headers or {})
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
-        self.cookies = cookies if cookies is not None else CookieJar()
+        self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
+        """The cookie jar in use."""
         self._ssl = ssl_context
         self._compression = compression
         self._timeout = timeout
@@ -84,9 +101,18 @@ class WebSocketClientTransport:
         self._ended = False
         self._reason: str | None = None
         self.connection_id: str | None = None
+        """The server's `Acp-Connection-Id` from the handshake (None before `connect`, or when the
+        server sent none)."""
 
     async def connect(self) -> None:
-        """Open the WebSocket (raises RemoteError when the server refuses it)."""
+        """Open the WebSocket: TCP (and TLS for wss://), then the handshake, within
+        `timeout` seconds. Cookies the handshake sets go into `cookies`.
+
+        Raises:
+            RemoteError: The server could not be reached in time, or refused the
+                handshake (`status` is its HTTP status then).
+            MissingExtraError: The `remote` extra (websockets) is not installed.
+        """
         self._ws = self._protocol()
         request = self._ws.connect()
         for name, value in self._headers.items():
@@ -193,19 +219,29 @@ class WebSocketClientTransport:
     # -- the Transport interface -------------------------------------------------------
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Deliver every text message as one NDJSON line to `on_data` (the messages of one
+        TCP read in one call; what came since `connect` first), then call `on_eof` once
+        when the connection ended (also after `close`). Raises `RuntimeError` before
+        `connect`, or when called twice."""
         if self._ws is None:
             raise RuntimeError("call connect() before using the transport")
         self._inbox.attach(on_data, on_eof)
 
     def pause_reading(self) -> None:
+        """Stop reading the socket until `resume_reading` (TCP pushes back on the server;
+        its pings wait too)."""
         if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
 
     def resume_reading(self) -> None:
+        """Read the socket again after `pause_reading`."""
         if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
     def write(self, data: bytes) -> None:
+        """Send each complete NDJSON line in `data` as a text frame, at once and in order
+        (a partial line waits for its end). Dropped before `connect` and once the
+        connection ended."""
         if self._ended or self._ws is None:
             return
         for frame in self._frames.feed(data):
@@ -219,19 +255,27 @@ class WebSocketClientTransport:
             self._transport.write(b"".join(out))
 
     async def drain(self) -> None:
+        """Wait while the socket's write buffer is over its high-water mark."""
         if self._pipe is not None:
             await self._pipe.drain()
 
     def write_buffer_size(self) -> int:
+        """Bytes in the socket's write buffer."""
         return self._transport.get_write_buffer_size() if self._transport is not None else 0
 
     async def settle(self) -> None:
+        """Nothing to wait for: the reason is known when the connection ends."""
         return None
 
     def close_reason(self) -> str | None:
+        """Why the connection ended: the server's close code and reason, or "closed
+        locally"; None while it is open."""
         return self._reason
 
     async def close(self) -> None:
+        """Send a close frame (code 1000) and wait up to about two seconds for the server
+        to close the connection, then close the socket. Idempotent; does nothing before
+        `connect`."""
         if self._ws is None or self._pipe is None:
             return
         if not self._ended:

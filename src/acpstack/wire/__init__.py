@@ -12,6 +12,7 @@ from acpstack.wire._errors import (
     PERMISSION_DENIED,
     REQUEST_CANCELLED,
     RESOURCE_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
     RequestError,
 )
 from acpstack.wire._events import (
@@ -43,6 +44,7 @@ __all__ = [
     "PERMISSION_DENIED",
     "REQUEST_CANCELLED",
     "RESOURCE_NOT_FOUND",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "CapabilityError",
     "DroppedMessage",
     "Event",

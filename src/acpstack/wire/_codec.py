@@ -11,6 +11,8 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR
 
 RequestId = int | str | None
+"""A JSON-RPC request id: an integer, a string, or null (in error answers to messages
+whose id could not be read)."""
 
 
 class Envelope(Struct):
@@ -93,7 +95,7 @@ def _known_id(env: Envelope) -> RequestId:
 # Salvaging what we can of a message we cannot (or will not) decode. Only top-level keys
 # count: an "id" nested in params must never turn a notification into something we answer.
 _TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
-_SCALAR_RE = re.compile(rb'\s*(-?\d{1,19}(?=\s*[,}])|"(?:[^"\\]|\\.){0,1024}")')
+_SCALAR_RE = re.compile(rb'\s*(-?\d{1,19}(?=\s*[,}\]])|"(?:[^"\\]|\\.){0,1024}")')
 SALVAGE_LIMIT = 1024 * 1024  # bytes scanned at most
 
 
@@ -109,27 +111,20 @@ def salvage(frame: bytes) -> Salvaged:
     found = Salvaged()
     data = frame[:SALVAGE_LIMIT]
     depth = 0
-    key: bytes | None = None
-    expect_key = False
+    previous = b""
     for match in _TOKEN_RE.finditer(data):
         token = match.group()
         if token in (b"{", b"["):
             depth += 1
-            expect_key = token == b"{" and depth == 1
-            key = None
         elif token in (b"}", b"]"):
             depth -= 1
             if depth <= 0:
                 break
-        elif token == b",":
-            expect_key = depth == 1
-        elif token == b":":
-            if depth == 1 and key is not None:
-                _take(found, key, data, match.end())
-            key = None
-        elif expect_key:  # a string in key position at the top level
-            key = token
-            expect_key = False
+        elif token == b":" and depth == 1 and previous.startswith(b'"'):
+            # A string right before a colon at the top level is a key, even when the comma
+            # before it was damaged: a response whose id is still readable must fail its call.
+            _take(found, previous, data, match.end())
+        previous = token
     return found
 
 

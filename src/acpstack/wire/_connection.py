@@ -4,6 +4,10 @@ No asyncio here. The runtime (`acpstack.rpc`) feeds received bytes to `receive()
 handles the returned events, and writes whatever `take_outgoing()` returns. Everything a
 peer can get wrong is answered here with the right JSON-RPC error, and the connection
 stays usable.
+
+The protocol version is negotiated here too (see `_versions.py`): `initialize` picks one
+of `versions`, and the method tables (so the typed decoding of everything after it)
+switch to that version's. One connection speaks one version.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
-from acpstack.schema import STABLE_METHODS, MethodSpec
+from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec
 from acpstack.wire._codec import (
     Invalid,
     RequestId,
@@ -52,6 +56,8 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
+from acpstack.wire._negotiation import Negotiation
+from acpstack.wire._versions import advertised
 
 log = logging.getLogger("acpstack.wire")
 
@@ -78,11 +84,13 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-class ProtocolState:
+class ProtocolState(Negotiation):
     """One side of an ACP connection, without I/O.
 
     framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
     spoke it first; send_framing "auto" answers in the framing the peer uses.
+    `versions`: the ACP protocol versions this side speaks (`version` is the one
+    `initialize` chose, None before).
     """
 
     def __init__(
@@ -92,8 +100,15 @@ class ProtocolState:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         framing: str = "auto",
         send_framing: str = "auto",
+        extensions: tuple[str, ...] = (),
+        versions: tuple[int, ...] = (1,),
     ) -> None:
+        unknown = [v for v in versions if v not in PROTOCOL_VERSIONS]
+        if unknown or not versions:
+            raise ValueError(f"unsupported ACP protocol versions {versions!r}")
         self.role = role
+        self.versions = tuple(sorted(set(versions)))
+        self.version: int | None = None
         self.unstable = unstable
         self.max_message_size = max_message_size
         self.framing = framing
@@ -104,35 +119,19 @@ class ProtocolState:
         self._peer_caps: Any = None
         self._accepted_gated: set[str] = set()  # gated methods we advertised
         self._sendable: set[str] = set()  # methods checked sendable
-        self.initialized = False
+        self.initialized: bool = False
         # Agent side: messages that arrive while `initialize` is being answered wait for it
         # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
-        self.deferring = False
+        self.deferring: bool = False
         self._initialize_id: RequestId = None
         self._deferred: list[bytes] = []
         self._deferred_size = 0
         self.pending: dict[RequestId, PendingCall] = {}
         self._outgoing: list[bytes] = []
-        table = STABLE_METHODS
-        if unstable:
-            from acpstack.schema import UNSTABLE_METHODS
-
-            table = UNSTABLE_METHODS
-        mine = {role, "both", "protocol"}
-        peer = {"client" if role == "agent" else "agent", "both", "protocol"}
-        # Method name -> spec, one table per direction and kind.
-        self._requests_in = {
-            s.name: s for s in table if s.handled_by in mine and s.kind == "request"
-        }
-        self._notifications_in = {
-            s.name: s for s in table if s.handled_by in mine and s.kind == "notification"
-        }
-        self._requests_out = {
-            s.name: s for s in table if s.handled_by in peer and s.kind == "request"
-        }
-        self._notifications_out = {
-            s.name: s for s in table if s.handled_by in peer and s.kind == "notification"
-        }
+        self.extensions = extensions
+        self._initialize_params: Any = None  # client side: what our `initialize` said
+        self._table_version = 0
+        self._use_tables(self.versions[0])
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
         self._send_mode: str | None = None if send_framing == "auto" else send_framing
@@ -309,6 +308,9 @@ class ProtocolState:
 
     def _request(self, rid: RequestId, method: str, raw_params: Any) -> Event | None:
         spec = self._requests_in.get(method)
+        if spec is None and method in METHOD_ALIASES:  # a known unofficial spelling
+            spec = self._requests_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         if spec is None:
             if method.startswith("_") and len(method) > 1:
                 try:
@@ -328,6 +330,8 @@ class ProtocolState:
                 ),
             )
             return None
+        if method == "initialize" and self.role == "agent":
+            return self._initialize_request(rid, raw_params)
         if (
             spec.gate is not None
             and self._local_caps is not None
@@ -349,16 +353,13 @@ class ProtocolState:
         except RequestError as err:
             self._queue_error(rid, err)
             return None
-        if method == "initialize" and self.role == "agent":
-            # What the client advertised (the agent's own answer is recorded in `result`).
-            self.peer_capabilities = getattr(params, "client_capabilities", None)
-            if not self.initialized:
-                self.deferring = True  # what comes next waits until this is answered
-                self._initialize_id = rid
         return IncomingRequest(rid, method, spec, params)
 
     def _notification(self, method: str, raw_params: Any) -> Event | None:
         spec = self._notifications_in.get(method)
+        if spec is None and method in METHOD_ALIASES:
+            spec = self._notifications_in.get(METHOD_ALIASES[method])
+            method = spec.name if spec is not None else method
         try:
             if spec is None:
                 if method.startswith("_") and len(method) > 1:
@@ -388,6 +389,8 @@ class ProtocolState:
             return None
         if raw_error is not UNSET:
             return IncomingResponse(call, error=decode_error(raw_error))
+        if call.method == "initialize" and self.role == "client":
+            return self._initialize_response(call, raw_result)
         try:
             if call.result_type is None:
                 return IncomingResponse(call, result=decode_plain(raw_result))
@@ -396,9 +399,6 @@ class ProtocolState:
             return IncomingResponse(
                 call, error=RequestError(err.code, "Invalid result from peer", err.data)
             )
-        if call.method == "initialize" and self.role == "client":
-            self.peer_capabilities = result.agent_capabilities
-            self.initialized = True
         return IncomingResponse(call, result=result)
 
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
@@ -429,7 +429,10 @@ class ProtocolState:
         )
         self.pending[rid] = call
         if method == "initialize" and self.role == "client":
-            self.local_capabilities = getattr(params, "client_capabilities", None)
+            self._initialize_params = params
+            asked = getattr(params, "protocol_version", 1)
+            shape = 2 if isinstance(asked, int) and asked >= 2 else 1
+            self.local_capabilities = advertised(params, shape, "client")
         return rid, self._frame(encode_request(rid, method, params)), call
 
     def notification(self, method: str, params: Any) -> bytes:
@@ -442,7 +445,12 @@ class ProtocolState:
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
         if method == "initialize" and self.role == "agent":
-            self.local_capabilities = getattr(result, "agent_capabilities", None)
+            version = self.version if self.version is not None else self._table_version
+            if getattr(result, "protocol_version", version) != version:
+                # The version was negotiated here; the handler's answer only describes
+                # the agent. (Set on the answer, which is the handler's own object.)
+                result.protocol_version = version
+            self.local_capabilities = advertised(result, version, "agent")
             self.initialized = True
             self.deferring = False
         return self._frame(encode_result(rid, result))

@@ -45,7 +45,7 @@ def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool 
     try:
         if raw is UNSET or raw is None:
             data: Any = None
-        elif not result and needs_normalizing(method, raw):
+        elif not result and needs_normalizing(method, raw) and _has_aliases(tp):
             data = msgspec.json.decode(raw)
             data = normalize_params(method, data)
             return _convert(data, tp, where)
@@ -57,10 +57,20 @@ def decode_typed(raw: msgspec.Raw | Any, tp: type, method: str, *, result: bool 
         if data is None:
             # Absent params / `null` result: fine when the type has no required field.
             data = {}
-        data = normalize_result(method, data) if result else normalize_params(method, data)
+        if _has_aliases(tp):
+            data = normalize_result(method, data) if result else normalize_params(method, data)
         return _convert(data, tp, where)
     except UNDECODABLE as exc:
         raise RequestError.invalid_params({"path": where, "detail": first_line(exc)}) from None
+
+
+# The seed spellings of ACP-INVENTORY §5 are v1 spellings (some even clash with v2: v2's
+# `capabilities` is a seed name for v1's `clientCapabilities`): v2 types never get them.
+_NO_ALIASES = frozenset({"acpstack.schema._generated_v2", "acpstack.schema._generated_v2_unstable"})
+
+
+def _has_aliases(tp: Any) -> bool:
+    return getattr(tp, "__module__", None) not in _NO_ALIASES
 
 
 def first_line(exc: BaseException) -> str:

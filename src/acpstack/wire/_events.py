@@ -19,33 +19,65 @@ class CapabilityError(RuntimeError):
 
 
 class IncomingRequest(Struct):
+    """A request of the peer that passed every check: answer it with
+    `ProtocolState.result` or `ProtocolState.error`, using `id`.
+    """
+
     id: RequestId
+    """The request id, exactly as the peer sent it (answers must carry it)."""
     method: str
-    spec: MethodSpec | None  # None for `_` extension methods
+    """The method (an unofficial alias is already replaced by its ACP name)."""
+    spec: MethodSpec | None
+    """The method's row of the method table; None for `_` extension methods."""
     params: Any
+    """The params decoded into the method's request Struct; for `_` methods, the plain JSON
+    value."""
 
 
 class IncomingNotification(Struct):
+    """A notification of the peer that passed every check (never answered)."""
+
     method: str
+    """The method (an unofficial alias is already replaced by its ACP name)."""
     spec: MethodSpec | None
+    """The method's row of the method table; None for `_` extension methods."""
     params: Any
+    """The params decoded into the method's Struct; for `_` methods, the plain JSON value."""
 
 
 class IncomingCancel(Struct):
+    """The peer's `$/cancel_request`: it no longer wants the answer to `request_id`
+    (answer it with -32800 if the work stops, or with its result if it finished)."""
+
     request_id: RequestId
 
 
 class PendingCall(Struct):
+    """One of our requests that waits for its answer (see `ProtocolState.start_request`)."""
+
     id: RequestId
+    """The id we gave the request."""
     method: str
+    """Its method."""
     result_type: type | None
+    """The Struct its result is decoded into; None for `_` methods."""
     session_id: str | None
+    """Its `params.session_id`, when it has one (answers are delivered after the notifications of
+    that session that came before them)."""
 
 
 class IncomingResponse(Struct):
+    """The answer to one of our requests: `result` or `error` (exactly one is set,
+    unless the result is JSON null).
+    """
+
     call: PendingCall
+    """The request it answers."""
     result: Any = None
+    """The result, decoded into `call.result_type` (plain JSON for `_` methods)."""
     error: RequestError | None = None
+    """The peer's error; also made locally for a result that does not decode ("Invalid result from
+    peer") or an answer too large to read."""
 
 
 class DroppedMessage(Struct):
@@ -65,3 +97,4 @@ class DroppedMessage(Struct):
 
 
 Event = IncomingRequest | IncomingNotification | IncomingCancel | IncomingResponse | DroppedMessage
+"""What `ProtocolState.receive` returns, one per message it could use (or dropped)."""

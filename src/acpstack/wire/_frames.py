@@ -7,6 +7,7 @@ from typing import Final, TypeAlias
 from msgspec import Struct
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+"""The largest message read whole by default (64 MiB); a longer one becomes `Oversized`."""
 #: How many leading bytes of an oversized message `Oversized.prefix` keeps.
 PREFIX_SIZE: Final = 4096
 #: Largest accepted content-length header block (all header lines, line endings included).

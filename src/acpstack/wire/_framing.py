@@ -107,6 +107,7 @@ class FrameDecoder:
 
     @property
     def max_message_size(self) -> int:
+        """The largest message, in bytes, delivered whole; longer ones become `Oversized`."""
         return self._max
 
     @property

@@ -50,6 +50,7 @@ class CommandAgent(SessionAgent):
         elif command == "fail":
             raise RuntimeError("the model exploded")
         elif command == "slow":
+            await turn.say("slow")
             await asyncio.sleep(float(arg or "1"))
         else:
             await turn.say(f"echo: {turn.text}")

@@ -23,6 +23,17 @@ class CoreAgent(Agent):
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
         return acp.NewSessionResponse(session_id=os.environ.get("SESSION_ID") or f"s-{os.getpid()}")
 
+    async def wait_for_cancel(self, what: str) -> None:
+        """Tell the client we are waiting (`_test/started`), wait until cancelled, and tell
+        it that the cancellation arrived (`_test/cancelled`): tests wait on these notices."""
+        await self.client.ext_notification("_test/started", {"what": what})
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled_requests += 1
+            await self.client.ext_notification("_test/cancelled", {"what": what})
+            raise
+
     async def say(self, sid: str, text: str) -> None:
         await self.client.session_update(
             sid, acp.AgentMessageChunk(content=acp.TextContent(text=text))
@@ -37,11 +48,7 @@ class CoreAgent(Agent):
             for i in range(int(arg)):
                 await self.say(sid, f"{i:08d}")
         elif verb == "hang":
-            try:
-                await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                self.cancelled_requests += 1
-                raise
+            await self.wait_for_cancel(verb)
         elif verb == "exit":
             sys.stderr.write("fatal: the agent is going away\n")
             sys.stderr.flush()
@@ -82,14 +89,10 @@ class CoreAgent(Agent):
             assert isinstance(params, dict)
             return await self.client.ext_method("_test/echo", params)
         if method == "_test/slow":
-            try:
-                await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                self.cancelled_requests += 1
-                raise
+            await self.wait_for_cancel(method)
         if method == "_test/catch_cancel":
             try:
-                await asyncio.Event().wait()
+                await self.wait_for_cancel(method)
             except asyncio.CancelledError:
                 return {"partial": True}
         raise RequestError.method_not_found(method)

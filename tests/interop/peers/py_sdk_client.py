@@ -4,11 +4,12 @@ Usage (inside the private venv made by ``tests/interop/_foreign.py``)::
 
     python py_sdk_client.py [--scenario prompts|cancel] [--cwd DIR]
         [--permission allow|reject|cancel|hold] [--prompt TEXT]... [--timeout SECONDS]
-        -- AGENT_ARGV...
+        [--caps all|fs|none] -- AGENT_ARGV...
 
-Spawns the agent, runs ``initialize`` (clientInfo py-sdk-client; fs read/write true,
-terminal false), ``session/new`` and the scenario, shuts the agent down (close stdin,
-wait, terminate, kill) and prints ONE JSON report on stdout::
+Spawns the agent, runs ``initialize`` (clientInfo py-sdk-client; capabilities by
+``--caps``: ``fs`` (default) = fs read/write true, terminal false; ``all`` = fs and
+terminal; ``none`` = neither), ``session/new`` and the scenario, shuts the agent down
+(close stdin, wait, terminate, kill) and prints ONE JSON report on stdout::
 
     {"initialize": <raw initialize result>, "sessionId": "...",
      "turns": [{"prompt", "stopReason", "updates": [<raw update objects, wire order>],
@@ -16,7 +17,12 @@ wait, terminate, kill) and prints ONE JSON report on stdout::
                 "error": null | {"code", "message"[, "data"]}}],
      "permissionRequests": [<raw params>], "fsReads": [{"path", "line", "limit"}],
      "fsWrites": [{"path", "content"}], "lateUpdates": [<raw updates outside any turn>],
-     "agentExitCode": int | null}
+     "terminals": [{"command", "args", "cwd"}], "agentExitCode": int | null}
+
+File and terminal requests are served (and recorded) whatever ``--caps`` says, so a
+report shows any call the agent makes that was not advertised. Terminals are real
+processes: no shell, their own process group, stdout and stderr together, only the last
+``outputByteLimit`` bytes kept; kill and release end the whole group.
 
 Exit status 0 with the report; non-zero with a message on stderr when the run
 itself failed (spawn, initialize, session/new, timeout).
@@ -36,8 +42,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from importlib.metadata import version
@@ -49,12 +57,18 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     TextContentBlock,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 from acp.stdio import spawn_agent_process
@@ -75,6 +89,7 @@ class Recorder:
         self.fs_reads: list[dict[str, Any]] = []
         self.fs_writes: list[dict[str, Any]] = []
         self.late_updates: list[Any] = []
+        self.terminals: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None  # open turn (wire view)
         self.sdk_turn: dict[str, Any] | None = None  # open turn (SDK view)
         self.first_update = asyncio.Event()
@@ -142,6 +157,7 @@ class Recorder:
             "fsReads": self.fs_reads,
             "fsWrites": self.fs_writes,
             "lateUpdates": self.late_updates,
+            "terminals": self.terminals,
             "agentExitCode": agent_exit_code,
         }
 
@@ -154,6 +170,7 @@ class RecordingClient:
         self._permission = permission
         self.cancelling = False
         self.turn_cancelled = asyncio.Event()
+        self.terminals: dict[str, Terminal] = {}
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -218,8 +235,121 @@ class RecordingClient:
             raise RequestError.resource_not_found(path) from None
         return WriteTextFileResponse()
 
-    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/create")
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[Any] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **_: Any,
+    ) -> CreateTerminalResponse:
+        self._rec.terminals.append({"command": command, "args": args or [], "cwd": cwd})
+        variables = {v.name: v.value for v in env or []}
+        try:
+            terminal = await Terminal.start(command, args or [], cwd, variables, output_byte_limit)
+        except OSError as exc:
+            raise RequestError.invalid_params({"command": command, "details": str(exc)}) from None
+        terminal_id = f"term-{len(self._rec.terminals)}"
+        self.terminals[terminal_id] = terminal
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _terminal(self, terminal_id: str) -> Terminal:
+        terminal = self.terminals.get(terminal_id)
+        if terminal is None:
+            raise RequestError.resource_not_found(terminal_id)
+        return terminal
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> TerminalOutputResponse:
+        terminal = self._terminal(terminal_id)
+        status = terminal.status() if terminal.done.is_set() else None
+        return TerminalOutputResponse(
+            output=terminal.text(),
+            truncated=terminal.truncated,
+            exit_status=TerminalExitStatus(**status) if status else None,
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> WaitForTerminalExitResponse:
+        terminal = self._terminal(terminal_id)
+        await terminal.done.wait()
+        return WaitForTerminalExitResponse(**terminal.status())
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> KillTerminalResponse:
+        await self._terminal(terminal_id).kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **_: Any
+    ) -> ReleaseTerminalResponse:
+        await self._terminal(terminal_id).kill()
+        del self.terminals[terminal_id]
+        return ReleaseTerminalResponse()
+
+    async def close(self) -> None:
+        for terminal in self.terminals.values():
+            await terminal.kill()
+
+
+class Terminal:
+    """One real process for terminal/*; see the module docstring."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, limit: int | None) -> None:
+        self.proc = proc
+        self.limit = limit
+        self.buffer = bytearray()
+        self.truncated = False
+        self.done = asyncio.Event()
+        self.reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def start(
+        cls, command: str, args: list[str], cwd: str | None, env: dict[str, str], limit: int | None
+    ) -> Terminal:
+        proc = await asyncio.create_subprocess_exec(
+            command,
+            *args,
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return cls(proc, limit)
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.read(65536):
+            self.buffer += chunk
+            if self.limit is not None and len(self.buffer) > self.limit:
+                del self.buffer[: len(self.buffer) - self.limit]
+                while self.buffer and self.buffer[0] & 0xC0 == 0x80:  # a character boundary
+                    del self.buffer[0]
+                self.truncated = True
+        await self.proc.wait()
+        self.done.set()
+
+    def text(self) -> str:
+        return self.buffer.decode("utf-8", errors="replace")
+
+    def status(self) -> dict[str, Any]:
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            return {"exit_code": None, "signal": signal.Signals(-code).name}
+        return {"exit_code": code, "signal": None}
+
+    async def kill(self) -> None:
+        if not self.done.is_set():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            await self.done.wait()
 
 
 def _absolute(path: str) -> Path:
@@ -283,8 +413,10 @@ async def run(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
         await conn.initialize(
             protocol_version=1,
             client_capabilities=ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
-                terminal=False,
+                fs=FileSystemCapabilities(
+                    read_text_file=args.caps != "none", write_text_file=args.caps != "none"
+                ),
+                terminal=args.caps == "all",
             ),
             client_info=Implementation(
                 name=CLIENT_NAME, title="Python SDK client", version=SDK_VERSION
@@ -292,8 +424,11 @@ async def run(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
         )
         session = await conn.new_session(cwd=str(Path(cwd).resolve()), mcp_servers=[])
         rec.session_id = session.session_id
-        for text in prompts:
-            await _turn(conn, rec, client, text, cancel=args.scenario == "cancel")
+        try:
+            for text in prompts:
+                await _turn(conn, rec, client, text, cancel=args.scenario == "cancel")
+        finally:
+            await client.close()
         # let any straggling notification reach the observer
         await asyncio.sleep(0.05)
     exit_code = proc.returncode
@@ -312,6 +447,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--prompt", action="append")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--caps", choices=["all", "fs", "none"], default="fs")
     args = parser.parse_args(argv[:split])
     args.agent = argv[split + 1 :]
     if not args.agent:

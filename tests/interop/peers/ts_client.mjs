@@ -2,7 +2,7 @@
 //
 //   node ts_client.mjs [--scenario prompts|cancel] [--cwd DIR]
 //       [--permission allow|reject|cancel|hold] [--prompt TEXT]... [--timeout SECONDS]
-//       -- AGENT_ARGV...
+//       [--caps all|fs|none] -- AGENT_ARGV...
 //
 // Must run from a directory whose node_modules holds the SDK (ESM ignores NODE_PATH):
 // tests/interop/_foreign.py copies it into <repo>/.cache/interop/node/peers/.
@@ -12,9 +12,11 @@
 // report) on stderr when the run itself fails.  "updates" are the raw update objects as
 // they came off the wire (observed by a tap on the SDK's message stream), "sdkUpdates"
 // the same updates as the SDK's ActiveSession delivered them (zod-parsed: unknown
-// fields stripped, invalid updates dropped).
+// fields stripped, invalid updates dropped). --caps and the terminals (real processes in
+// their own process group, recorded in "terminals") work as in py_sdk_client.py.
 
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -36,7 +38,8 @@ function usage(message) {
   process.stderr.write(`ts_client: ${message}\n`);
   process.stderr.write(
     "usage: ts_client.mjs [--scenario prompts|cancel] [--cwd DIR] " +
-      "[--permission allow|reject|cancel|hold] [--prompt TEXT]... [--timeout S] -- AGENT_ARGV...\n",
+      "[--permission allow|reject|cancel|hold] [--prompt TEXT]... [--timeout S] " +
+      "[--caps all|fs|none] -- AGENT_ARGV...\n",
   );
   process.exit(64);
 }
@@ -44,7 +47,14 @@ function usage(message) {
 function parseArgs(argv) {
   const split = argv.indexOf("--");
   if (split < 0) usage("missing -- before the agent command");
-  const opts = { scenario: "prompts", cwd: null, permission: "allow", prompts: [], timeout: 60 };
+  const opts = {
+    scenario: "prompts",
+    cwd: null,
+    permission: "allow",
+    prompts: [],
+    timeout: 60,
+    caps: "fs",
+  };
   const own = argv.slice(0, split);
   for (let i = 0; i < own.length; i++) {
     const key = own[i];
@@ -57,6 +67,7 @@ function parseArgs(argv) {
       opts.permission = value;
     else if (key === "--prompt") opts.prompts.push(value);
     else if (key === "--timeout" && Number(value) > 0) opts.timeout = Number(value);
+    else if (key === "--caps" && ["all", "fs", "none"].includes(value)) opts.caps = value;
     else usage(`bad option ${key} ${value}`);
   }
   opts.agent = argv.slice(split + 1);
@@ -76,6 +87,7 @@ const rec = {
   fsReads: [],
   fsWrites: [],
   lateUpdates: [],
+  terminals: [],
   agentExitCode: null,
 };
 const outgoingMethods = new Map(); // our request id -> method
@@ -180,6 +192,65 @@ function fsError(error, path) {
   return error;
 }
 
+// ------------------------------------------------------------------ terminals
+
+const terminals = new Map(); // terminal id -> { child, chunks, size, truncated, done, status }
+
+function startTerminal(params) {
+  rec.terminals.push({ command: params.command, args: params.args ?? [], cwd: params.cwd ?? null });
+  const env = { ...process.env };
+  for (const v of params.env ?? []) env[v.name] = v.value;
+  const child = spawn(params.command, params.args ?? [], {
+    cwd: params.cwd ?? undefined,
+    env,
+    detached: true, // its own process group
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const limit = params.outputByteLimit ?? null;
+  const term = { child, buffer: Buffer.alloc(0), truncated: false, status: null };
+  const keep = (chunk) => {
+    term.buffer = Buffer.concat([term.buffer, chunk]);
+    if (limit !== null && term.buffer.length > limit) {
+      let start = term.buffer.length - limit;
+      while (start < term.buffer.length && (term.buffer[start] & 0xc0) === 0x80) start++;
+      term.buffer = term.buffer.subarray(start);
+      term.truncated = true;
+    }
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  term.done = new Promise((resolve, reject) => {
+    child.once("error", (error) =>
+      reject(acp.RequestError.invalidParams({ command: params.command, details: error.message })),
+    );
+    child.once("close", (code, signal) => {
+      term.status = { exitCode: code ?? null, signal: signal ?? null };
+      resolve(term.status);
+    });
+  });
+  const id = `term-${rec.terminals.length}`;
+  terminals.set(id, term);
+  return once(child, "spawn").then(
+    () => ({ terminalId: id }),
+    () => term.done,
+  );
+}
+
+function terminal(id) {
+  const term = terminals.get(id);
+  if (!term) throw acp.RequestError.resourceNotFound(id);
+  return term;
+}
+
+async function killTerminal(term) {
+  if (term.status === null) {
+    try {
+      process.kill(-term.child.pid, "SIGKILL");
+    } catch {}
+    await term.done.catch(() => {});
+  }
+}
+
 const app = acp
   .client({ name: "ts-sdk-client" })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
@@ -220,6 +291,25 @@ const app = acp
     } catch (error) {
       throw fsError(error, params.path);
     }
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, async ({ params }) => startTerminal(params))
+  .onRequest(acp.methods.client.terminal.output, async ({ params }) => {
+    const term = terminal(params.terminalId);
+    const out = { output: term.buffer.toString("utf8"), truncated: term.truncated };
+    if (term.status !== null) out.exitStatus = term.status;
+    return out;
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+    return await terminal(params.terminalId).done;
+  })
+  .onRequest(acp.methods.client.terminal.kill, async ({ params }) => {
+    await killTerminal(terminal(params.terminalId));
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, async ({ params }) => {
+    await killTerminal(terminal(params.terminalId));
+    terminals.delete(params.terminalId);
     return {};
   });
 
@@ -295,7 +385,10 @@ async function runTurn(ctx, session, text, cancel) {
 async function scenario(ctx) {
   await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: 1,
-    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+    clientCapabilities: {
+      fs: { readTextFile: opts.caps !== "none", writeTextFile: opts.caps !== "none" },
+      terminal: opts.caps === "all",
+    },
     clientInfo: { name: "ts-sdk-client", title: "TypeScript SDK client", version: SDK_VERSION },
   });
   const cwd = resolvePath(opts.cwd ?? mkdtempSync(join(tmpdir(), "ts-sdk-client-")));
@@ -310,6 +403,7 @@ async function scenario(ctx) {
     await new Promise((resolve) => setTimeout(resolve, 50)); // let stragglers reach the tap
   } finally {
     session.dispose();
+    for (const term of terminals.values()) await killTerminal(term);
   }
 }
 

@@ -32,6 +32,8 @@ from acpstack.agent._store._memory import MemorySessionStore
 from acpstack.agent._store._open import is_postgres_url, open_store
 from acpstack.agent._store._postgres import PostgresSessionStore
 from acpstack.agent._store._records import (
+    ARCHIVE_FILTERS,
+    ArchiveFilter,
     SessionBusy,
     SessionLeases,
     SessionRecord,
@@ -42,7 +44,9 @@ from acpstack.agent._store._records import (
 from acpstack.agent._store._sqlite import SCHEMA_VERSION, SqliteSessionStore
 
 __all__ = [
+    "ARCHIVE_FILTERS",
     "SCHEMA_VERSION",
+    "ArchiveFilter",
     "MemorySessionStore",
     "PostgresSessionStore",
     "SessionBusy",

@@ -8,6 +8,7 @@ from typing import Any
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
+    ArchiveFilter,
     ClosingStore,
     SessionRecord,
     SessionStore,
@@ -116,9 +117,13 @@ class MemorySessionStore(ClosingStore, SessionStore):
             last = batch[-1].seq
 
     def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
-        check_list_args(cwd, limit)
+        check_list_args(cwd, limit, archived)
         after = decode_cursor(cursor) if cursor is not None else None
         with self._lock:
             self._check_open()
@@ -126,6 +131,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
                 r
                 for r in self._rows.values()
                 if (cwd is None or r.cwd == cwd)
+                and (archived == "include" or bool(r.archived) == (archived == "only"))
                 and (after is None or (r.updated_at, r.session_id) < after)
             ]
         rows.sort(key=lambda r: (r.updated_at, r.session_id), reverse=True)

@@ -40,6 +40,7 @@ def _migrate_0_to_1(conn: psycopg.Connection[Any]) -> None:
             created_at             timestamptz NOT NULL,
             updated_at             timestamptz NOT NULL,
             meta                   text NOT NULL,  -- JSON object
+            archived               boolean NOT NULL DEFAULT false,
             last_seq               bigint NOT NULL DEFAULT 0,
             owner                  bigint,         -- the node that has the session live
             owner_name             text            -- that node for people: host and pid

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from acpstack.agent._store import _pg_schema
 from acpstack.agent._store._records import (
     EVENT_BATCH,
+    ArchiveFilter,
     ClosingStore,
     SessionBusy,
     SessionLeases,
@@ -79,7 +80,7 @@ def _ts(column: str) -> str:
 
 _ROW = (
     "session_id, cwd, additional_directories, mcp_servers, mode_id, config_values, title, "
-    f"{_ts('created_at')}, {_ts('updated_at')}, meta"
+    f"{_ts('created_at')}, {_ts('updated_at')}, meta, archived"
 )
 # A write goes through when this store holds the session, or when it does not think it
 # does and nobody does (a session it holds but lost to another node stays closed to it).
@@ -105,8 +106,8 @@ RETURNING 1
 """
 _INSERT = (
     "INSERT INTO acpstack_sessions (session_id, cwd, additional_directories, mcp_servers, "
-    "mode_id, config_values, title, created_at, updated_at, meta, last_seq) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::timestamptz, %s::timestamptz, %s, %s)"
+    "mode_id, config_values, title, created_at, updated_at, meta, archived, last_seq) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::timestamptz, %s::timestamptz, %s, %s, %s)"
 )
 
 
@@ -225,7 +226,8 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
 
     def _insert(self, conn: psycopg.Connection[Any], record: SessionRecord, last_seq: int) -> None:
         try:
-            conn.execute(_INSERT, (*to_row(record), last_seq))
+            row = to_row(record)
+            conn.execute(_INSERT, (*row._replace(archived=bool(row.archived)), last_seq))
         except self._psycopg.errors.UniqueViolation:
             raise ValueError(f"session {record.session_id!r} already exists") from None
 
@@ -298,11 +300,18 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             last = rows[-1][0]
 
     def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
-        check_list_args(cwd, limit)
+        check_list_args(cwd, limit, archived)
         where: list[str] = []
         params: list[Any] = []
+        if archived != "include":
+            where.append("archived = %s")
+            params.append(archived == "only")
         if cwd is not None:
             where.append("cwd = %s")
             params.append(cwd)

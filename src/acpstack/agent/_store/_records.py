@@ -6,11 +6,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 _APP_NAME = "acpstack"
 _DB_FILENAME = "sessions.sqlite3"
 EVENT_BATCH = 256  # events read per batch while iterating (no lock held in between)
+ArchiveFilter = Literal["exclude", "include", "only"]
+ARCHIVE_FILTERS = ("exclude", "include", "only")
 
 
 @dataclass(slots=True)
@@ -24,6 +26,7 @@ class SessionRecord:
     mode_id: str | None = None
     config_values: dict[str, Any] = field(default_factory=dict)  # JSON-able
     title: str | None = None
+    archived: bool = False  # archived sessions leave `list_sessions` unless asked for
     created_at: str = ""  # ISO 8601 UTC with "Z"; set by the store on create if empty
     updated_at: str = ""  # ISO 8601 UTC; bumped on every change and every appended event
     meta: dict[str, Any] = field(default_factory=dict)
@@ -81,9 +84,15 @@ class SessionStore(Protocol):
         ...
 
     def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
-        """One page of sessions, newest first; returns (page, next cursor or None)."""
+        """One page of sessions, newest first; returns (page, next cursor or None).
+        `archived`: leave archived sessions out ("exclude"), add them ("include"), or list
+        only them ("only")."""
         ...
 
     def delete(self, session_id: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from acpstack.agent._store._records import SessionRecord
+from acpstack.agent._store._records import ARCHIVE_FILTERS, SessionRecord
 
 _CURSOR_VERSION = 1
 _encode = msgspec.json.Encoder().encode
@@ -108,6 +108,9 @@ def _check_field(name: str, value: Any) -> Any:
     elif name == "mcp_servers":
         if not isinstance(value, list | tuple):
             raise TypeError(f"mcp_servers must be a list, got {type(value).__name__}")
+    elif name == "archived":
+        if not isinstance(value, bool):
+            raise TypeError(f"archived must be a bool, got {type(value).__name__}")
     elif name in ("config_values", "meta"):
         if not isinstance(value, Mapping):
             raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
@@ -129,6 +132,7 @@ class StoredRow(NamedTuple):
     created_at: str
     updated_at: str
     meta: str
+    archived: int  # 0 or 1 (SQLite has no boolean)
 
 
 ROW_COLUMNS = ", ".join(StoredRow._fields)
@@ -146,6 +150,7 @@ def to_row(r: SessionRecord) -> StoredRow:
         r.created_at,
         r.updated_at,
         _json_dumps(dict(r.meta)),
+        1 if r.archived else 0,
     )
 
 
@@ -161,6 +166,7 @@ def from_row(row: StoredRow) -> SessionRecord:
         created_at=row.created_at,
         updated_at=row.updated_at,
         meta=_json_loads(row.meta),
+        archived=bool(row.archived),
     )
 
 
@@ -246,9 +252,11 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     return data[1], data[2]
 
 
-def check_list_args(cwd: str | None, limit: int) -> None:
+def check_list_args(cwd: str | None, limit: int, archived: str = "exclude") -> None:
     if cwd is not None and not isinstance(cwd, str):
         raise TypeError("cwd must be a str or None")
+    if archived not in ARCHIVE_FILTERS:
+        raise ValueError(f"archived must be one of {', '.join(ARCHIVE_FILTERS)}, got {archived!r}")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
 
@@ -279,4 +287,5 @@ def fork_record(
     if additional_directories is not None:
         new.additional_directories = _check_field("additional_directories", additional_directories)
     new.created_at = new.updated_at = _format_ts(_utcnow())
+    new.archived = False  # a fork is a new, live session
     return new

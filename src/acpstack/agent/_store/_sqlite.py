@@ -14,6 +14,7 @@ from typing import Any
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
+    ArchiveFilter,
     ClosingStore,
     SessionRecord,
     SessionStore,
@@ -42,7 +43,7 @@ logger = logging.getLogger("acpstack.agent.store")
 _BUSY_TIMEOUT_S = 5.0
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
@@ -83,10 +84,18 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    # session/archive: an archived session stays (history and all) but leaves session/list.
+    conn.execute("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
+
+
 # MIGRATIONS[v] upgrades a database from user_version v to v + 1. Each runs inside the
 # same BEGIN IMMEDIATE transaction that then sets the new user_version, so an upgrade is
 # all-or-nothing and two processes opening an old file at once migrate it only once.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _migrate_0_to_1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _migrate_0_to_1,
+    1: _migrate_1_to_2,
+}
 
 
 class SqliteSessionStore(ClosingStore, SessionStore):
@@ -222,7 +231,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
     def _insert_record(conn: sqlite3.Connection, record: SessionRecord) -> None:
         try:
             conn.execute(
-                f"INSERT INTO sessions ({ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO sessions ({ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 to_row(record),
             )
         except sqlite3.IntegrityError:
@@ -248,8 +257,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
             row = to_row(new)
             conn.execute(
                 "UPDATE sessions SET cwd = ?, additional_directories = ?, mcp_servers = ?, "
-                "mode_id = ?, config_values = ?, title = ?, updated_at = ?, meta = ? "
-                "WHERE session_id = ?",
+                "mode_id = ?, config_values = ?, title = ?, updated_at = ?, meta = ?, "
+                "archived = ? WHERE session_id = ?",
                 (
                     row.cwd,
                     row.additional_directories,
@@ -259,6 +268,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
                     row.title,
                     row.updated_at,
                     row.meta,
+                    row.archived,
                     session_id,
                 ),
             )
@@ -313,11 +323,18 @@ class SqliteSessionStore(ClosingStore, SessionStore):
             last = rows[-1][0]
 
     def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
-        check_list_args(cwd, limit)
+        check_list_args(cwd, limit, archived)
         where: list[str] = []
         params: list[Any] = []
+        if archived != "include":
+            where.append("archived = ?")
+            params.append(1 if archived == "only" else 0)
         if cwd is not None:
             where.append("cwd = ?")
             params.append(cwd)

@@ -1,0 +1,104 @@
+"""A `SessionAgent` session on a protocol version 2 connection.
+
+The same store and the same history as a v1 session (the runtime's model has the v1
+shape, see `_v2_convert.py`); what differs is the wire: every update is sent in v2's
+shape, the foreground state (`state_update`: running, requires_action while the user is
+asked, idle with the stop reason) is reported, the user's message is echoed, and a
+permission request carries a title and a subject. State reports and echoes are live
+events: they are not recorded (a replay sends the recorded prompt as message chunks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from acpstack.agent._session import PROMPT, UPDATE, Session
+from acpstack.agent._v2_convert import MessageIds, tool_call_to_v2, update_to_v2
+from acpstack.rpc import ConnectionClosed
+from acpstack.schema import v1 as acp
+from acpstack.schema import v2
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+def _live_ids() -> MessageIds:
+    return MessageIds(f"m{uuid.uuid4().hex[:12]}-")
+
+
+@dataclass
+class V2Session(Session):
+    ids: MessageIds = field(default_factory=_live_ids)
+
+    async def send(self, update: acp.SessionUpdate) -> None:
+        """Record `update` in the store, then send it to the client in v2's shape."""
+        payload = _encode(update)
+        self.store.append_event(self.session_id, UPDATE, payload)
+        await self._emit(_decode(payload), self.ids)
+
+    async def _emit(self, update: dict[str, Any], ids: MessageIds) -> None:
+        for item in update_to_v2(update, ids):
+            await self.client.session_update_encoded(self.session_id, _encode(item))
+
+    async def send_live(self, update: Any) -> None:
+        """Send a v2 update (a struct or its JSON object) without recording it."""
+        await self.client.session_update_encoded(self.session_id, _encode(update))
+
+    async def send_state(
+        self, state: str, *, stop_reason: str | None = None, error: Any = None
+    ) -> None:
+        """Report the foreground state (`running`, `requires_action`, `idle`)."""
+        update: dict[str, Any] = {"sessionUpdate": "state_update", "state": state}
+        if stop_reason is not None:
+            update["stopReason"] = stop_reason
+        if error is not None:
+            update["error"] = error
+        await self.send_live(update)
+
+    async def ask_permission(
+        self, tool_call: acp.ToolCallUpdate, options: list[acp.PermissionOption]
+    ) -> Any:
+        """v2 `session/request_permission`: titled, about the tool call, reported as
+        `requires_action` while the user decides; the outcome in the runtime's model."""
+        call = tool_call_to_v2(msgspec.to_builtins(tool_call))
+        call.pop("sessionUpdate", None)
+        title = tool_call.title if isinstance(tool_call.title, str) else "Allow this tool call?"
+        params = msgspec.convert(
+            {
+                "sessionId": self.session_id,
+                "title": title,
+                "subject": {"type": "tool_call", "toolCall": call},
+                "options": msgspec.to_builtins(options),
+            },
+            v2.RequestPermissionRequest,
+        )
+        await self.send_state("requires_action")
+        answer = await self.client.connection.request("session/request_permission", params)
+        if not self.cancel_requested:  # a cancelled turn goes idle instead
+            with contextlib.suppress(ConnectionClosed):
+                await self.send_state("running")
+        outcome = answer.outcome
+        if isinstance(outcome, v2.SelectedPermissionOutcome):
+            return acp.SelectedPermissionOutcome(option_id=outcome.option_id)
+        if isinstance(outcome, v2.CancelledPermissionOutcome):
+            return acp.CancelledRequestPermissionOutcome()
+        return outcome  # unknown: never approval
+
+    async def replay(self) -> int:
+        """Send the recorded history in v2's shape (ids numbered the same every time)."""
+        ids = MessageIds("h")
+        count = 0
+        for event in self.store.events(self.session_id):
+            if event.kind not in (UPDATE, PROMPT):
+                continue
+            await self._emit(_decode(event.payload), ids)
+            count += 1
+        return count
+
+
+__all__ = ["V2Session"]

@@ -1,0 +1,242 @@
+"""`acpstack sessions`: the sessions `acpstack chat` recorded (list, show, history, delete,
+export), and `sessions agent`, the agent's own list (session/list)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from acpstack.cli._args import Formatter, positive_int, with_agent_command
+from acpstack.cli._errors import EXIT_ERROR, EXIT_NO_SESSION, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from acpstack.cli._records import SessionRecord, SessionRecords
+
+DESCRIPTION = """\
+The sessions `acpstack chat` recorded: one per session it drove, with its directory, its
+agent, its name (chat -s NAME) and its turns. A session is named by its NAME (in the
+directory given by --cwd), its record id or the agent's session id.
+`sessions agent` asks an agent for its own list of sessions instead."""
+
+
+def add_parser(sub: Any) -> None:
+    sessions = sub.add_parser(
+        "sessions",
+        help="list, show, export or delete recorded sessions (default: list)",
+        description=DESCRIPTION,
+        formatter_class=Formatter,
+    )
+    sessions.add_argument("--all", action="store_true", help="list: of every directory")
+    _common(sessions, formats=("text", "json", "quiet"))
+    sessions.set_defaults(run=_list)
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser("list", help="the recorded sessions of a directory (default)")
+    listing.add_argument("--all", action="store_true", help="of every directory")
+    _common(listing, formats=("text", "json", "quiet"))
+    listing.set_defaults(run=_list)
+    show = actions.add_parser("show", help="one session's record")
+    _target(show, formats=("text", "json"))
+    show.set_defaults(run=_show)
+    history = actions.add_parser("history", help="one session's turns")
+    _target(history, formats=("text", "json"))
+    history.add_argument(
+        "--limit", type=positive_int, default=20, help="the last N turns (default 20)"
+    )
+    history.set_defaults(run=_history)
+    delete = actions.add_parser("delete", help="forget a session (the agent keeps its own copy)")
+    _target(delete, formats=())
+    delete.set_defaults(run=_delete)
+    export = actions.add_parser("export", help="a session's record and turns, as JSON or Markdown")
+    _target(export, formats=("json", "markdown"))
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    export.set_defaults(run=_export)
+    agent = actions.add_parser("agent", help="ask an agent for its own sessions (session/list)")
+    agent.add_argument("agent", nargs="?", metavar="AGENT", help="an agent by name")
+    agent.add_argument("--cwd", default=None, help="only the sessions of this directory")
+    with_agent_command(agent, "the agent's own command line")
+    agent.set_defaults(run=_agent_list)
+
+
+def _common(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    parser.add_argument("--cwd", default=os.getcwd(), help="the directory names are looked up in")
+    if formats:
+        parser.add_argument("--format", choices=formats, default=formats[0], help="output format")
+
+
+def _target(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    parser.add_argument("session", metavar="SESSION", help="a NAME, a record id or a session id")
+    _common(parser, formats)
+
+
+def _records() -> SessionRecords:
+    from acpstack.cli._paths import state_dir
+    from acpstack.cli._records import SessionRecords
+
+    return SessionRecords(state_dir("sessions"))
+
+
+def _find(args: argparse.Namespace) -> tuple[SessionRecords, SessionRecord]:
+    records = _records()
+    record = records.find(args.session, os.path.abspath(args.cwd))
+    if record is None:
+        raise CliError(
+            f"no recorded session {args.session!r} (in {os.path.abspath(args.cwd)}); "
+            "`acpstack sessions list --all` lists them",
+            EXIT_NO_SESSION,
+        )
+    return records, record
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+def _list(args: argparse.Namespace) -> int:
+    cwd = os.path.abspath(args.cwd)
+    records = [r for r in _records().all() if args.all or r.cwd == cwd]
+    if args.format == "json":
+        _emit(json.dumps([asdict(r) for r in records], ensure_ascii=False, indent=1))
+    elif args.format == "quiet":
+        _emit("".join(f"{r.name or r.id}\n" for r in records))
+    elif not records:
+        where = "" if args.all else f" in {cwd} (--all for every directory)"
+        sys.stderr.write(f"no recorded sessions{where}\n")
+    else:
+        _emit("NAME\tID\tUPDATED\tTURNS\tAGENT\tDIRECTORY\tTITLE")
+        for r in records:
+            fields = [
+                r.name or "-",
+                r.id,
+                r.updated_at,
+                str(r.turns),
+                r.agent,
+                r.cwd,
+                r.title or "",
+            ]
+            _emit("\t".join(fields))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    _, record = _find(args)
+    data = asdict(record)
+    data.pop("agent_command", None)  # may hold credentials: shown redacted as `agent`
+    if args.format == "json":
+        _emit(json.dumps(data, ensure_ascii=False, indent=1))
+    else:
+        _emit("".join(f"{key}: {'' if value is None else value}\n" for key, value in data.items()))
+    return 0
+
+
+def _turns(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    turns: list[list[dict[str, Any]]] = []
+    for entry in entries:
+        if entry.get("role") == "user" or not turns:
+            turns.append([])
+        turns[-1].append(entry)
+    return turns
+
+
+def _history(args: argparse.Namespace) -> int:
+    records, record = _find(args)
+    turns = _turns(records.history(record))[-args.limit :]
+    if args.format == "json":
+        _emit(
+            json.dumps(
+                {"id": record.id, "sessionId": record.session_id, "turns": turns},
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
+        return 0
+    for turn in turns:
+        for entry in turn:
+            _emit(_history_line(entry))
+    return 0
+
+
+def _history_line(entry: dict[str, Any]) -> str:
+    role = entry.get("role")
+    text = str(entry.get("text", ""))
+    preview = text if len(text) <= 200 else text[:200] + "…"
+    preview = preview.replace("\n", " ⏎ ")
+    if role == "tool":
+        return f"{entry.get('at', '')}\ttool\t{preview} ({entry.get('status', '')})"
+    if role == "result":
+        outcome = entry.get("error") or entry.get("stopReason") or ""
+        return f"{entry.get('at', '')}\tresult\t{outcome}"
+    return f"{entry.get('at', '')}\t{role}\t{preview}"
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from acpstack.cli._lock import is_locked
+    from acpstack.cli._paths import state_dir
+
+    records, record = _find(args)
+    if is_locked(state_dir("locks"), record.lock_key):
+        raise CliError(
+            f"session {args.session!r} is open in a chat; leave that chat first", EXIT_ERROR
+        )
+    records.delete(record)
+    sys.stderr.write(
+        f"deleted the record of {record.name or record.id} (session {record.session_id})\n"
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    records, record = _find(args)
+    entries = records.history(record)
+    data = asdict(record)
+    data.pop("agent_command", None)
+    if args.format == "json":
+        text = json.dumps({"record": data, "history": entries}, ensure_ascii=False, indent=1) + "\n"
+    else:
+        text = _markdown(record, entries)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            raise CliError(
+                f"cannot write {args.output}: {exc.strerror or exc}", EXIT_ERROR
+            ) from None
+    else:
+        _emit(text)
+    return 0
+
+
+def _markdown(record: SessionRecord, entries: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# {record.title or record.name or 'Session ' + record.session_id}",
+        "",
+        f"- agent: {record.agent}",
+        f"- directory: {record.cwd}",
+        f"- session: {record.session_id}",
+        f"- created: {record.created_at}, updated: {record.updated_at}",
+    ]
+    for entry in entries:
+        role, text = entry.get("role"), str(entry.get("text", ""))
+        if role == "user":
+            lines += ["", "## You", "", text]
+        elif role == "agent":
+            lines += ["", "## Agent", "", text]
+        elif role == "tool":
+            lines += ["", f"- tool: {text} ({entry.get('status', '')})"]
+        elif role == "result" and entry.get("error"):
+            lines += ["", f"*The turn failed: {entry['error']}*"]
+    return "\n".join(lines) + "\n"
+
+
+def _agent_list(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from acpstack.cli._sessions_agent import list_agent_sessions
+
+    if args.agent and args.agent_command:
+        raise CliError("give one agent: a name or a command after `--`", EXIT_USAGE)
+    return asyncio.run(list_agent_sessions(args.agent, args.agent_command, args.cwd))

@@ -1,0 +1,94 @@
+"""Elicitation policies: how a `ClientRuntime` answers `elicitation/create`.
+
+Like permissions, nothing is ever accepted without the user: `AskElicitation` asks (a UI
+shows the form or the URL and returns what the user chose), `ElicitationRules` can only
+decline or cancel before asking, and `DeclineElicitations` (the default without a policy)
+declines everything. The runtime advertises `elicitation.form` / `elicitation.url` only
+when a policy that asks is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from acpstack.schema import v1 as acp
+
+
+@dataclass(frozen=True)
+class ElicitationReply:
+    """The user's answer: `accept` (with `content` for a form), `decline` or `cancel`."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] = field(default_factory=dict)
+
+
+ElicitationAsk = Callable[[acp.CreateElicitationRequest], Awaitable[ElicitationReply]]
+
+
+class ElicitationPolicy(Protocol):
+    asks_user: bool  # False: nothing is advertised (the agent must not elicit)
+
+    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply: ...
+
+
+class DeclineElicitations:
+    """Declines every elicitation (nothing advertised, so a well-behaved agent never asks)."""
+
+    asks_user = False
+
+    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        return ElicitationReply("decline")
+
+
+class AskElicitation:
+    """Asks the user through `ask` (form: the values they entered; URL: whether they agreed
+    to open it). `modes` limits what is advertised."""
+
+    asks_user = True
+
+    def __init__(self, ask: ElicitationAsk, modes: Sequence[str] = ("form", "url")) -> None:
+        self.ask = ask
+        self.modes: tuple[str, ...] = tuple(modes)
+
+    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        return await self.ask(request)
+
+
+ElicitationRule = Callable[[acp.CreateElicitationRequest], 'Literal["decline", "cancel"] | None']
+
+
+class ElicitationRules:
+    """Rules run first and may decline or cancel (never accept); the rest goes to `then`."""
+
+    def __init__(
+        self, rules: Sequence[ElicitationRule], then: ElicitationPolicy | None = None
+    ) -> None:
+        self.rules: list[ElicitationRule] = list(rules)
+        self.then: ElicitationPolicy = then or DeclineElicitations()
+        self.asks_user: bool = self.then.asks_user
+        self.modes: tuple[str, ...] = tuple(getattr(self.then, "modes", ("form", "url")))
+
+    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        for rule in self.rules:
+            verdict = rule(request)
+            if verdict is not None:
+                return ElicitationReply(verdict)
+        return await self.then.decide(request)
+
+
+def check_form_answer(
+    request: acp.CreateElicitationRequest, reply: ElicitationReply
+) -> dict[str, Any]:
+    """An accepted form answer limited to the requested fields; ValueError naming a
+    required field that has no value."""
+    schema = request.requested_schema
+    properties = schema.properties if isinstance(schema, acp.ElicitationSchema) else None
+    names = set(properties) if isinstance(properties, dict) else set(reply.content)
+    content = {k: v for k, v in reply.content.items() if k in names}
+    required = schema.required if isinstance(schema, acp.ElicitationSchema) else None
+    for name in required if isinstance(required, list) else []:
+        if name not in content:
+            raise ValueError(f"the form answer has no value for required field {name!r}")
+    return content

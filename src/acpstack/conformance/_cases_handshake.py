@@ -1,0 +1,354 @@
+"""Handshake cases: version negotiation, initialize first, capability honesty, auth."""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+from acpstack.conformance._catalog import case
+from acpstack.conformance._context import Context
+from acpstack.conformance._frames import obj
+from acpstack.conformance._model import (
+    DOCS,
+    CaseFail,
+    Outcome,
+    failed,
+    passed,
+    warned,
+)
+from acpstack.conformance._target import Connection
+
+INIT = f"{DOCS}/initialization"
+EXTENSIBILITY = f"{DOCS}/extensibility"
+NEGOTIATION_RULE = (
+    "If the Agent supports the requested version, it MUST respond with the same version. "
+    "Otherwise, the Agent MUST respond with the latest version it supports."
+)
+NEGOTIATION_FIX = (
+    "Answer initialize with the requested protocolVersion when you support it, otherwise "
+    "with the latest version you support; never with an error for an unknown version."
+)
+UNKNOWN_SESSION = "acpstack-check-no-such-session"
+
+
+async def _negotiate(ctx: Context, requested: int) -> tuple[Connection, dict[str, Any], list[str]]:
+    conn = await ctx.open()
+    reply = await ctx.initialize(conn, requested)
+    got = ctx.show(conn, reply)
+    if reply.status != "result" or not isinstance(reply.result, dict):
+        raise CaseFail(f"initialize with protocolVersion {requested} got {reply.describe()}", got)
+    return conn, reply.result, got
+
+
+def _is_version(value: Any) -> TypeGuard[int]:
+    return type(value) is int and 0 <= value <= 65535
+
+
+@case(
+    "init.protocol-v1",
+    "initialize with protocolVersion 1 is answered with 1",
+    group="negotiation",
+    rule=NEGOTIATION_RULE,
+    source=f"{INIT}#version-negotiation",
+    expected="a result with protocolVersion 1",
+    fix=NEGOTIATION_FIX,
+)
+async def protocol_v1(ctx: Context) -> Outcome:
+    _, result, got = await _negotiate(ctx, 1)
+    version = result.get("protocolVersion")
+    if version == 1:
+        return passed("answered protocolVersion 1")
+    return failed(f"answered protocolVersion {version!r} to a v1 client", got)
+
+
+@case(
+    "init.protocol-v2",
+    "initialize with protocolVersion 2 is answered with a version the agent speaks",
+    group="negotiation",
+    rule=NEGOTIATION_RULE,
+    source=f"{INIT}#version-negotiation",
+    expected="protocolVersion 1 (a v1-only agent) or 2 (an agent that speaks v2)",
+    fix=NEGOTIATION_FIX,
+)
+async def protocol_v2(ctx: Context) -> Outcome:
+    conn, result, got = await _negotiate(ctx, 2)
+    version = result.get("protocolVersion")
+    if version == 1:
+        return passed("answered 1: a v1-only agent downgrades correctly")
+    if version == 2:
+        return await _v2_checks(ctx, conn, result, got)
+    return failed(f"answered protocolVersion {version!r} to a request for 2", got)
+
+
+async def _v2_checks(
+    ctx: Context, conn: Connection, result: dict[str, Any], got: list[str]
+) -> Outcome:
+    # V2 HOOK: acpstack has no protocol v2 model yet. When it does, the v2 cases (state
+    # updates, auth/login, upsert semantics, ...) run here on `conn`, which has negotiated 2.
+    # Until then only the shape of the answer is checked: v2 requires `info`.
+    if "info" not in result:
+        return failed("answered 2 with a v1-shaped result (no `info`, required in v2)", got)
+    return passed("answered 2: the agent speaks protocol v2 (v2 cases are not written yet)")
+
+
+@case(
+    "init.protocol-future",
+    "initialize with an unknown future version (99) is answered with a supported one",
+    group="negotiation",
+    rule=NEGOTIATION_RULE + " Agents SHOULD NOT return an error when the version is unsupported.",
+    source=f"{INIT}#version-negotiation",
+    expected="a result with the latest version the agent supports (1, or 2)",
+    fix=NEGOTIATION_FIX,
+)
+async def protocol_future(ctx: Context) -> Outcome:
+    _, result, got = await _negotiate(ctx, 99)
+    version = result.get("protocolVersion")
+    if version == 99:
+        return failed("answered 99: the agent echoes a version that does not exist", got)
+    if _is_version(version) and version < 99:
+        return passed(f"answered {version}")
+    return failed(f"answered protocolVersion {version!r}", got)
+
+
+@case(
+    "init.before-initialize",
+    "a request before initialize is refused, and initialize still works afterwards",
+    group="negotiation",
+    rule="Clients MUST initialize the connection by calling the `initialize` method before a "
+    "session can be created.",
+    source=INIT,
+    expected="an error for session/new sent first; then a normal initialize",
+    fix="Answer requests that arrive before initialize with an error (e.g. -32600) and keep "
+    "reading: the client will initialize next.",
+    stdio_only=True,  # remote transports decide this themselves (a WebSocket closes)
+)
+async def before_initialize(ctx: Context) -> Outcome:
+    conn = await ctx.open()
+    early = await ctx.new_session_reply(conn)
+    got = ctx.show(conn, early)
+    if early.status in ("timeout", "closed"):
+        return failed(f"session/new before initialize got {early.describe()}", got)
+    reply = await ctx.initialize(conn)
+    got += ctx.show(conn, reply)
+    if reply.status != "result":
+        return failed(f"initialize after the early request got {reply.describe()}", got)
+    if early.status == "result":
+        return warned("created a session before initialize (it should refuse)", got)
+    return passed(f"refused ({early.describe()}), then initialized")
+
+
+@case(
+    "init.eof-exit",
+    "the agent exits when its stdin closes",
+    group="negotiation",
+    rule="The client shuts an agent down by closing its stdin (then terminates it); an agent "
+    "must treat end of input as the end of the connection.",
+    source=f"{DOCS}/transports#stdio",
+    expected="the process exits on its own within the grace period",
+    fix="Exit when reading stdin returns end of file (cancel your work, flush stdout, exit).",
+    stdio_only=True,
+)
+async def eof_exit(ctx: Context) -> Outcome:
+    conn = await ctx.ready()
+    await conn.close(eof_grace=ctx.options.eof_grace)
+    if conn.exited_on_eof:
+        return passed(f"exited {conn.exit_seconds or 0:.2f} s after stdin closed")
+    return failed(
+        f"still running {ctx.options.eof_grace:g} s after stdin closed (it was terminated)",
+        [conn.exit_description()],
+    )
+
+
+@case(
+    "init.response",
+    "the initialize result is complete",
+    group="handshake",
+    rule="agentInfo (name, version) is sent to the client; it will be required in future "
+    "versions of the protocol.",
+    source=INIT,
+    expected="protocolVersion, agentCapabilities and agentInfo",
+    fix="Fill in agentInfo with your agent's name and version.",
+)
+async def init_response(ctx: Context) -> Outcome:
+    conn = await ctx.shared()
+    result = conn.initialize
+    missing = [k for k in ("agentCapabilities", "agentInfo") if k not in result]
+    if "agentInfo" in missing:
+        return warned("no agentInfo in the initialize result", [str(result)[:400]])
+    if missing:
+        return warned(f"missing {', '.join(missing)} (defaults apply)", [str(result)[:400]])
+    return passed("protocolVersion, agentCapabilities and agentInfo present")
+
+
+@case(
+    "auth.terminal-gate",
+    "no terminal auth method is offered to a client that did not ask for them",
+    group="handshake",
+    rule='Agents may advertise `type: "terminal"` auth methods only if the client sent '
+    "clientCapabilities.auth.terminal = true.",
+    source=f"{INIT}#authentication",
+    expected='no authMethods entry with type "terminal"',
+    fix="Offer terminal login methods only when clientCapabilities.auth.terminal is true.",
+)
+async def auth_terminal_gate(ctx: Context) -> Outcome:
+    conn = await ctx.shared()
+    methods = conn.initialize.get("authMethods") or []
+    terminal = [m for m in methods if isinstance(m, dict) and m.get("type") == "terminal"]
+    if terminal:
+        return failed("offered terminal auth methods unasked", [str(m) for m in terminal])
+    return passed(f"{len(methods)} auth method(s), none of type terminal")
+
+
+@case(
+    "auth.flow",
+    "authentication is required only when auth methods are advertised",
+    group="handshake",
+    rule="session/new may fail with -32000 (authentication required) until the client calls "
+    "authenticate with one of the advertised authMethods.",
+    source=f"{INIT}#authentication",
+    expected="session/new succeeds, or fails with -32000 when authMethods is not empty; "
+    "authenticate with an unknown method id is refused",
+    fix="Advertise the auth methods you require; answer -32000 only when one is needed; "
+    "refuse authenticate for ids you did not advertise.",
+)
+async def auth_flow(ctx: Context) -> Outcome:
+    conn = await ctx.shared()
+    methods = conn.initialize.get("authMethods") or []
+    reply = await ctx.new_session_reply(conn)
+    got = ctx.show(conn, reply)
+    if reply.status == "error" and reply.code == -32000 and not methods:
+        return failed("session/new demands authentication, but authMethods is empty", got)
+    if reply.status in ("timeout", "closed"):
+        return failed(f"session/new got {reply.describe()}", got)
+    if not methods:
+        return passed("no authentication advertised or required")
+    bogus = await conn.request(
+        "authenticate", {"methodId": "acpstack-check-no-such-method"}, timeout=ctx.options.timeout
+    )
+    got += ctx.show(conn, bogus)
+    if bogus.status == "result":
+        return warned("authenticate accepted a method id it never advertised", got)
+    if bogus.status != "error":
+        return failed(f"authenticate with an unknown id got {bogus.describe()}", got)
+    state = "required (-32000)" if reply.status == "error" else "not required for session/new"
+    return passed(f"{len(methods)} method(s) advertised; authentication {state}")
+
+
+def _optional_methods(ctx: Context, init: dict[str, Any]) -> list[tuple[str, bool, Any]]:
+    """(method, advertised?, params) for the optional agent methods."""
+    caps = obj(init.get("agentCapabilities"))
+    session = obj(caps.get("sessionCapabilities"))
+    auth = obj(caps.get("auth"))
+    cwd = "/"
+    target = {"sessionId": UNKNOWN_SESSION}
+    methods: list[tuple[str, bool, Any]] = [
+        ("session/load", caps.get("loadSession") is True, {**target, "cwd": cwd, "mcpServers": []}),
+        ("session/list", session.get("list") is not None, {}),
+        ("session/resume", session.get("resume") is not None, {**target, "cwd": cwd}),
+        ("session/close", session.get("close") is not None, target),
+        ("session/delete", session.get("delete") is not None, target),
+        ("logout", auth.get("logout") is not None, {}),
+    ]
+    if ctx.options.unstable:
+        methods += [
+            ("session/fork", session.get("fork") is not None, {**target, "cwd": cwd}),
+            ("providers/list", caps.get("providers") is not None, {}),
+            ("nes/start", caps.get("nes") is not None, {}),
+        ]
+    return methods
+
+
+@case(
+    "caps.unadvertised-methods",
+    "optional methods the agent did not advertise answer -32601",
+    group="handshake",
+    rule="An unknown method or an unsupported optional method is answered with -32601 "
+    "(Method not found); capabilities omitted are unsupported.",
+    source=f"{INIT}#agent-capabilities",
+    expected="-32601 for every optional method whose capability is not advertised",
+    fix="Advertise every optional method you implement (loadSession, sessionCapabilities, "
+    "auth.logout); answer the others with -32601.",
+)
+async def unadvertised_methods(ctx: Context) -> Outcome:
+    conn = await ctx.shared()
+    problems: list[str] = []
+    softer: list[str] = []
+    probed = []
+    for method, advertised, params in _optional_methods(ctx, conn.initialize):
+        if advertised:
+            continue
+        probed.append(method)
+        reply = await conn.request(method, params, timeout=ctx.options.timeout)
+        if reply.status == "error" and reply.code == -32601:
+            continue
+        line = f"{method}: {reply.describe()}"
+        if reply.status == "error":
+            softer.append(line)
+        else:
+            problems.append(line)
+        ctx.require_alive(conn, method)
+    if not probed:
+        return passed("every optional method is advertised")
+    if problems:
+        return failed("unadvertised methods did not answer -32601", problems + softer)
+    if softer:
+        return warned("refused, but not with -32601", softer)
+    return passed(f"-32601 for {', '.join(probed)}")
+
+
+async def _expect_method_not_found(ctx: Context, method: str) -> Outcome:
+    conn = await ctx.shared()
+    reply = await conn.request(method, {}, timeout=ctx.options.timeout)
+    got = ctx.show(conn, reply)
+    if reply.status == "error" and reply.code == -32601:
+        return passed("answered -32601")
+    return failed(f"{method} got {reply.describe()}", got)
+
+
+@case(
+    "caps.unknown-method",
+    "an unknown method answers -32601",
+    group="handshake",
+    rule="A request for a method the receiver does not know is answered with -32601.",
+    source="https://www.jsonrpc.org/specification#error_object",
+    expected="error -32601 with the request's id",
+    fix="Answer every request you cannot handle with -32601 (Method not found).",
+)
+async def unknown_method(ctx: Context) -> Outcome:
+    return await _expect_method_not_found(ctx, "acpstack/no_such_method")
+
+
+@case(
+    "caps.extension-method",
+    "an unknown `_` extension request answers -32601",
+    group="handshake",
+    rule="Upon receiving a custom request, implementations MUST respond accordingly with the "
+    'provided id; if they do not recognize it, with the standard "Method not found" error.',
+    source=f"{EXTENSIBILITY}#custom-requests",
+    expected="error -32601 with the request's id",
+    fix="Answer unknown `_` requests with -32601 instead of ignoring them.",
+)
+async def extension_method(ctx: Context) -> Outcome:
+    return await _expect_method_not_found(ctx, "_acpstack/no_such_method")
+
+
+@case(
+    "caps.unknown-notification",
+    "unknown notifications are ignored silently",
+    group="handshake",
+    rule="Implementations SHOULD ignore unrecognized notifications; notifications never get "
+    "a response.",
+    source=f"{EXTENSIBILITY}#custom-notifications",
+    expected="no response to the notifications; later requests still answered",
+    fix="Never answer a message without an id; ignore notifications you do not know.",
+)
+async def unknown_notification(ctx: Context) -> Outcome:
+    conn = await ctx.shared()
+    start = conn.probe.last_seq
+    conn.probe.notify("_acpstack/notice", {"note": "ignore me"})
+    conn.probe.notify("acpstack/notice", {"note": "ignore me"})
+    conn.probe.notify("session/cancel", {"sessionId": UNKNOWN_SESSION})
+    await ctx.alive_check(conn, "unknown notifications")
+    answers = [f for f in conn.probe.since(start) if f.is_response and f.message.get("id") is None]
+    if answers:
+        return failed("answered a notification", [f.show() for f in answers])
+    return passed("ignored, and still serving")

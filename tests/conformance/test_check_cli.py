@@ -1,0 +1,95 @@
+"""`acpstack check agent` as users run it: table, --json, --junit, exit codes, and clear
+errors for bad command lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+PEERS = Path(__file__).resolve().parent / "peers"
+CHECK = [sys.executable, "-m", "acpstack", "check", "agent", "--timeout", "3"]
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=50)
+
+
+def test_json_and_junit_reports(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    agent = [sys.executable, str(PEERS / "raw_agent.py")]
+    done = check("--json", "--junit", str(junit), "--only", "init,prompt.stop-reason", "--", *agent)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["exitCode"] == 0
+    assert report["agentInfo"]["name"] == "raw-test-agent"
+    ids = [r["id"] for r in report["results"]]
+    assert ids[:2] == ["init.protocol-v1", "init.protocol-v2"] and "prompt.stop-reason" in ids
+    assert all(r["rule"]["source"].startswith("http") for r in report["results"])
+    suite = ET.parse(junit).getroot()
+    assert suite.tag == "testsuite" and suite.get("failures") == "0"
+    assert len(suite.findall("testcase")) == len(ids)
+
+
+def test_a_failure_shows_expected_got_and_fix_and_exits_1(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    agent = [sys.executable, str(PEERS / "wrong_stop_reason.py")]
+    done = check("--junit", str(junit), "--only", "prompt.stop-reason", "--", *agent)
+    assert done.returncode == 1
+    out = done.stdout
+    assert "FAIL  prompt.stop-reason" in out
+    assert "expected: a result {stopReason: end_turn" in out
+    assert '"stopReason":"done"' in out  # the frame that came back
+    assert "fix: Answer session/prompt with one of the five stop reasons" in out
+    assert "0 passed, 1 failed" in out
+    failure = ET.parse(junit).getroot().find("testcase/failure")
+    assert failure is not None and "stopReason 'done'" in failure.get("message", "")
+
+
+def test_the_docs_list_every_case() -> None:
+    from acpstack.conformance import all_cases
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "check.md").read_text()
+    missing = [case.id for case in all_cases() if f"| `{case.id}` |" not in docs]
+    assert missing == []
+
+
+def test_list_names_every_case() -> None:
+    done = subprocess.run([*CHECK, "--list"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    assert "init.protocol-v2" in done.stdout and "unstable.fork" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "name the agent to check"),
+        (("--only", "no.such-case", "--", "true"), "no case matches no.such-case"),
+        (("--url", "http://127.0.0.1:1/acp", "--", "true"), "either --url or an agent command"),
+        (("--", "/no/such/agent-binary"), "cannot start the agent `/no/such/agent-binary`"),
+    ],
+)
+def test_bad_command_lines_exit_2_with_a_clear_message(args: tuple[str, ...], message: str) -> None:
+    done = check(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_jsonschema_the_check_says_which_extra_to_install() -> None:
+    # A real interpreter in which `import jsonschema` fails, as in a plain install.
+    code = (
+        "import sys; sys.modules['jsonschema'] = None\n"
+        "from acpstack.cli import main\n"
+        "sys.exit(main(['check', 'agent', '--', 'true']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert 'pip install "acpstack[check]"' in done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,121 @@
+"""`acpstack check client`: the agent that exercises a client, run under real clients
+(our `acpstack chat`, the official TypeScript SDK's client, and clients written here to
+answer a cancelled permission request right and wrong)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from acpstack import Client, spawn_agent
+from acpstack.schema import v1 as acp
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "interop"))
+import _foreign  # noqa: E402
+
+CHECK_CLIENT = [sys.executable, "-m", "acpstack", "check", "client"]
+
+pytestmark = pytest.mark.timeout(90, func_only=True)
+
+
+def findings(report: Path) -> dict[str, str]:
+    data = json.loads(report.read_text("utf-8"))
+    return {f["id"]: f["verdict"] for f in data["findings"]}
+
+
+def test_acpstack_chat_passes_the_client_checks(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# workspace\n")
+    chat = [sys.executable, "-m", "acpstack", "chat", "--cwd", str(workspace), "-p", "run"]
+    done = subprocess.run(
+        [*chat, "--approve-all", "--", *CHECK_CLIENT, "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
+    assert done.returncode == 0, done.stderr
+    verdicts = findings(report)
+    assert verdicts.pop("elicitation") == "skip"  # acpstack chat does not offer elicitation
+    assert set(verdicts.values()) == {"pass"}, verdicts
+    for key in ("fs.write-creates", "fs.read-lines", "fs.read-outside", "terminal.byte-limit"):
+        assert key in verdicts
+    assert "| pass | terminal.kill |" in done.stdout  # the report is the agent's message too
+    assert sorted(p.name for p in workspace.iterdir()) == ["README.md"]  # cleaned up
+
+
+class CancellingClient(Client):
+    """Cancels the turn while the permission request is pending, then answers it with
+    `answer_after_cancel` (`cancelled` is right; anything else is the defect)."""
+
+    def __init__(self, answer_after_cancel: dict[str, Any]) -> None:
+        self.answer_after_cancel = answer_after_cancel
+        self.session_id = ""
+        self.asked = asyncio.Event()
+        self.text: list[str] = []
+
+    async def session_update(self, params: acp.SessionNotification) -> None:
+        if isinstance(params.update, acp.AgentMessageChunk):
+            self.text.append(getattr(params.update.content, "text", ""))
+
+    async def session_request_permission(
+        self, params: acp.RequestPermissionRequest
+    ) -> acp.RequestPermissionResponse:
+        self.asked.set()
+        await self.agent.session_cancel(acp.CancelNotification(session_id=self.session_id))
+        response: acp.RequestPermissionResponse = msgspec.convert(
+            self.answer_after_cancel, acp.RequestPermissionResponse
+        )
+        return response
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ({"outcome": {"outcome": "cancelled"}}, "pass"),
+        ({"outcome": {"outcome": "selected", "optionId": "allow-once"}}, "fail"),
+    ],
+)
+async def test_cancellation_with_a_pending_permission_request(
+    tmp_path: Path, answer: dict[str, Any], verdict: str
+) -> None:
+    report = tmp_path / "report.json"
+    client = CancellingClient(answer)
+    async with spawn_agent([*CHECK_CLIENT, "--report", str(report)], client) as conn:
+        await conn.agent.initialize()
+        new = await conn.agent.session_new(acp.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[]))
+        client.session_id = new.session_id
+        prompt = acp.PromptRequest(
+            session_id=new.session_id, prompt=[acp.TextContent(text="cancel")]
+        )
+        done = await asyncio.wait_for(conn.agent.session_prompt(prompt), 30)
+    assert done.stop_reason == "cancelled"
+    assert findings(report)["permission.cancel"] == verdict
+    assert "press your client's stop" in "".join(client.text)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_official_typescript_client(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    agent = [*CHECK_CLIENT, "--report", str(report)]
+    command = _foreign.ts_client_cmd(
+        agent, "--cwd", str(tmp_path), "--prompt", "run", "--permission", "allow"
+    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=80)
+    assert done.returncode == 0, done.stderr
+    verdicts = findings(report)
+    # The SDK example client offers files (inside any path it is given) but no terminals.
+    assert verdicts["terminal"] == "skip"
+    assert verdicts["fs.read"] == "pass" and verdicts["fs.write-creates"] == "pass"
+    assert verdicts["permission.answer"] == "pass"
+    assert verdicts["schema.client-messages"] == "pass"

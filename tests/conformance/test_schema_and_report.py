@@ -1,0 +1,155 @@
+"""Unit checks (no processes): message validation against the vendored schema with JSON
+paths, and the three report formats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from acpstack.conformance import (
+    CaseResult,
+    MessageValidator,
+    Report,
+    Rule,
+    Verdict,
+    render_json,
+    render_junit,
+    render_text,
+)
+
+STABLE = MessageValidator()
+
+
+def update(body: dict[str, Any]) -> dict[str, Any]:
+    params = {"sessionId": "s1", "update": body}
+    return {"jsonrpc": "2.0", "method": "session/update", "params": params}
+
+
+def problems(message: Any, *, sender: str = "agent", answered: str | None = None) -> list[str]:
+    found = STABLE.validate(message, sender=sender, answered_method=answered)  # type: ignore[arg-type]
+    return [str(v) for v in found]
+
+
+def test_valid_messages_have_no_violation() -> None:
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+    assert problems(update(chunk)) == []
+    result = {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}
+    assert problems(result, answered="session/prompt") == []
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+    assert problems(request, sender="client") == []
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no"}}
+    assert problems(error, answered="session/load") == []
+
+
+def test_a_violation_names_the_method_the_definition_and_the_path() -> None:
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "done"}}
+    [found] = problems(answer, answered="session/prompt")
+    assert found.startswith("session/prompt (PromptResponse) at $.result.stopReason:")
+
+
+def test_a_tagged_union_is_explained_by_the_variant_its_tag_selects() -> None:
+    no_title = {"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "read"}
+    assert problems(update(no_title)) == [
+        "session/update (SessionNotification) at $.params.update: 'title' is a required property"
+    ]
+    untyped = {"sessionUpdate": "agent_message_chunk", "content": {"text": "x"}}
+    [found] = problems(update(untyped))
+    assert "at $.params.update.content: `type` is missing; expected one of: text, image" in found
+    unknown = {"sessionUpdate": "telepathy"}
+    [found] = problems(update(unknown))
+    assert "`sessionUpdate` is 'telepathy'; expected one of: user_message_chunk" in found
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ([1, 2], "$: a JSON-RPC message is a JSON object, got list"),
+        ({"id": 1, "result": {}}, '$.jsonrpc: must be "2.0", got None'),
+        (
+            {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {}},
+            "exactly one of `result` and `error`",
+        ),
+        ({"jsonrpc": "2.0", "id": 1.5, "result": {}}, "$.id: must be a string, an integer or null"),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"message": "x"}},
+            "$.error: must be an object with an integer `code`",
+        ),
+    ],
+)
+def test_envelope_rules(message: Any, expected: str) -> None:
+    assert any(expected in found for found in problems(message))
+
+
+def test_extension_and_unattributed_messages_are_not_judged_by_the_schema() -> None:
+    assert problems({"jsonrpc": "2.0", "method": "_vendor/thing", "params": {"any": 1}}) == []
+    assert problems({"jsonrpc": "2.0", "id": 7, "result": {"whatever": True}}) == []
+
+
+def test_the_unstable_schema_is_a_separate_choice() -> None:
+    plan = {"sessionUpdate": "plan_removed", "planId": "p1"}
+    assert problems(update(plan))  # not a stable update kind
+    unstable = MessageValidator(unstable=True)
+    assert unstable.validate(update(plan), sender="agent") == []
+
+
+def test_importing_the_packages_does_not_load_jsonschema() -> None:
+    code = "import sys, acpstack.conformance, acpstack.traffic; print('jsonschema' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def sample_report() -> Report:
+    rule = Rule("Agents MUST do X.", "https://agentclientprotocol.com/protocol/x")
+    return Report(
+        "agent --flag",
+        [
+            CaseResult("a.ok", "fine", "a", Verdict.PASS, "ok", rule),
+            CaseResult(
+                "a.bad",
+                "broken",
+                "a",
+                Verdict.FAIL,
+                "got \x00 garbage \x1b[31m",
+                rule,
+                "X",
+                ['<- {"x":\x01}'],
+                "do X",
+            ),
+            CaseResult("a.meh", "iffy", "a", Verdict.WARN, "hmm", rule, "Y", [], "do Y"),
+            CaseResult("a.skip", "n/a", "a", Verdict.SKIP, "not advertised", rule),
+        ],
+        {"name": "agent", "version": "1"},
+        1.5,
+    )
+
+
+def test_text_report_shows_details_for_failures_and_warnings_only() -> None:
+    text = render_text(sample_report())
+    assert "FAIL  a.bad" in text and "skip  a.skip" in text
+    assert "expected: X" in text and "fix: do X" in text and "fix: do Y" in text
+    assert "1 passed, 1 failed, 1 warnings, 1 skipped in 1.5 s" in text
+    assert text.count("rule: Agents MUST do X.") == 2
+
+
+def test_json_report() -> None:
+    data = json.loads(render_json(sample_report()))
+    assert data["exitCode"] == 1 and data["summary"] == {"pass": 1, "fail": 1, "warn": 1, "skip": 1}
+    by_id = {r["id"]: r for r in data["results"]}
+    assert by_id["a.bad"]["fix"] == "do X" and "fix" not in by_id["a.ok"]
+
+
+def test_junit_report_is_valid_xml_even_with_control_characters() -> None:
+    suite = ET.fromstring(render_junit(sample_report()).split("?>", 1)[1])
+    assert (
+        suite.get("tests") == "4" and suite.get("failures") == "1" and suite.get("skipped") == "1"
+    )
+    failure = suite.find("testcase[@name='a.bad']/failure")
+    assert failure is not None and "\ufffd garbage" in failure.get("message", "")
+    assert suite.find("testcase[@name='a.skip']/skipped") is not None
+    warn = suite.find("testcase[@name='a.meh']/system-out")
+    assert warn is not None and (warn.text or "").startswith("warning:")

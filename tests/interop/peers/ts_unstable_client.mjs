@@ -1,0 +1,271 @@
+// An ACP client on the official TypeScript SDK's *unstable* entry point
+// (`@agentclientprotocol/sdk/unstable`, 2.4.0), for the interop tests of the newer methods.
+//
+//   node ts_unstable_client.mjs [--scenario full|sessions] [--cwd DIR] [--timeout S] -- AGENT...
+//
+// Must run from a directory whose node_modules holds the SDK (ESM ignores NODE_PATH):
+// tests/interop/_foreign.py copies it into <repo>/.cache/interop/node/peers/.
+//
+// It advertises notices, compaction, elicitation (form and URL) and subagents, answers a form
+// with {"name": "Grace"}, accepts URLs, allows what it is asked to allow, and offers one MCP server over ACP ("tools", tool
+// `shout`) through the SDK's McpOverAcpProvider. Scenarios:
+//   full      for tests/e2e/peers/unstable_agent.py --auth: auth/status, authentication and
+//             auth/status_update, a session with systemPrompt and the MCP server, the prompts
+//             notice, compact, form, url-open URL, url-done ID, subagent, system, mcp hello,
+//             then title/status/archive/list/unarchive/fork, providers/*, and bad inputs;
+//   sessions  for `acpstack agent --unstable`: the session-management part, and the MCP server
+//             through the scripted agent's `/mcp` command.
+// Prints ONE JSON report on stdout and exits 0: {initialize, steps: {name: result | {error}},
+// turns: [{prompt, stopReason, updates (raw, wire order), sdkUpdates (as the SDK parsed them)}],
+// elicitations, completions, authUpdates, mcpRequests: [{method, protocolVersion}],
+// agentExitCode}. On failure: non-zero exit, message and partial report on stderr.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve as resolvePath } from "node:path";
+import { Readable, Writable } from "node:stream";
+
+import * as acp from "@agentclientprotocol/sdk/unstable";
+
+// ------------------------------------------------------------------ arguments
+
+function usage(message) {
+  process.stderr.write(`ts_unstable_client: ${message}\n`);
+  process.exit(64);
+}
+
+const argv = process.argv.slice(2);
+const split = argv.indexOf("--");
+if (split < 0) usage("missing -- before the agent command");
+const opts = { scenario: "full", cwd: null, timeout: 60 };
+for (let i = 0; i < split; i += 2) {
+  const [key, value] = [argv[i], argv[i + 1]];
+  if (key === "--scenario" && ["full", "sessions"].includes(value)) opts.scenario = value;
+  else if (key === "--cwd" && value) opts.cwd = value;
+  else if (key === "--timeout" && Number(value) > 0) opts.timeout = Number(value);
+  else usage(`bad option ${key} ${value}`);
+}
+opts.agent = argv.slice(split + 1);
+if (opts.agent.length === 0) usage("missing agent command after --");
+
+// ------------------------------------------------------------------ recording
+
+const rec = {
+  initialize: null,
+  steps: {},
+  turns: [],
+  elicitations: [],
+  completions: [],
+  authUpdates: [],
+  mcpRequests: [],
+  agentExitCode: null,
+};
+let wireTurn = null; // the turn whose updates the tap records
+
+function clone(value) {
+  return value === undefined ? null : structuredClone(value);
+}
+
+function errorObject(error) {
+  if (error instanceof acp.RequestError) return { code: error.code, message: error.message };
+  return { code: null, message: `${error?.name ?? "Error"}: ${error?.message ?? String(error)}` };
+}
+
+async function step(name, call) {
+  try {
+    rec.steps[name] = clone(await call());
+  } catch (error) {
+    rec.steps[name] = { error: errorObject(error) };
+  }
+  return rec.steps[name];
+}
+
+// Every incoming message is seen raw, before the SDK parses it.
+function tap(stream) {
+  const readable = stream.readable.pipeThrough(
+    new TransformStream({
+      transform(msg, controller) {
+        if (msg?.method === "session/update" && wireTurn) wireTurn.updates.push(clone(msg.params.update));
+        controller.enqueue(msg);
+      },
+    }),
+  );
+  return { readable, writable: stream.writable };
+}
+
+// ------------------------------------------------------------------ the MCP server we offer
+
+const TOOLS = [
+  {
+    name: "shout",
+    description: "Upper-case the text.",
+    inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  },
+];
+
+async function mcpHandler(op) {
+  rec.mcpRequests.push({ method: op.method, protocolVersion: op.protocolVersion });
+  const cacheable = { ttlMs: 0, cacheScope: "private", resultType: "complete" };
+  if (op.method === "server/discover") {
+    return {
+      result: {
+        supportedVersions: [acp.MCP_PROTOCOL_VERSION],
+        capabilities: { tools: {} },
+        ...cacheable,
+      },
+    };
+  }
+  if (op.method === "tools/list") return { result: { tools: TOOLS, ...cacheable } };
+  if (op.method === "tools/call" && op.params?.name === "shout") {
+    const text = String(op.params?.arguments?.text ?? "").toUpperCase();
+    return { result: { content: [{ type: "text", text }], isError: false, resultType: "complete" } };
+  }
+  throw new acp.McpProtocolError(-32602, `Unknown tool: ${op.params?.name}`);
+}
+
+// ------------------------------------------------------------------ client behaviour
+
+const provider = new acp.McpOverAcpProvider();
+const app = acp
+  .client({ name: "ts-unstable-client" })
+  .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
+    rec.elicitations.push(clone(params));
+    if (params.mode === "form") return { action: "accept", content: { name: "Grace" } };
+    return { action: "accept" };
+  })
+  .onNotification(acp.methods.client.elicitation.complete, ({ params }) => {
+    rec.completions.push(clone(params));
+  })
+  .onNotification(acp.methods.client.auth.statusUpdate, ({ params }) => {
+    rec.authUpdates.push(clone(params));
+  })
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+    const allow = params.options.find((o) => o.kind === "allow_once");
+    return { outcome: { outcome: "selected", optionId: allow.optionId } };
+  })
+  .onRequest(acp.methods.client.mcp.message, provider.handleRequest);
+
+async function prompt(session, text) {
+  const turn = { prompt: text, stopReason: null, updates: [], sdkUpdates: [] };
+  rec.turns.push(turn);
+  wireTurn = turn;
+  session.prompt(text).catch(() => {}); // the completion is also queued as a "stop" message
+  for (;;) {
+    const message = await session.nextUpdate();
+    if (message.kind === "stop") {
+      turn.stopReason = message.stopReason;
+      break;
+    }
+    turn.sdkUpdates.push(clone(message.update));
+  }
+  wireTurn = null;
+  const said = turn.updates
+    .filter((u) => u.sessionUpdate === "agent_message_chunk" && u.content?.type === "text")
+    .map((u) => u.content.text)
+    .join("");
+  return said;
+}
+
+async function sessionManagement(ctx, sid, cwd) {
+  const m = acp.methods.agent.session;
+  await step("setTitle", () => ctx.request(m.setTitle, { sessionId: sid, title: "  My   session " }));
+  await step("status", () => ctx.request(m.status, { sessionId: sid }));
+  const other = (await ctx.request(m.new, { cwd, mcpServers: [] })).sessionId;
+  rec.steps.other = other;
+  await step("archive", () => ctx.request(m.archive, { sessionId: other }));
+  await step("statusArchived", () => ctx.request(m.status, { sessionId: other }));
+  await step("listDefault", () => ctx.request(m.list, {}));
+  await step("listInclude", () => ctx.request(m.list, { archived: "include" }));
+  await step("listOnly", () => ctx.request(m.list, { archived: "only" }));
+  await step("unarchive", () => ctx.request(m.unarchive, { sessionId: other }));
+  await step("listAfterUnarchive", () => ctx.request(m.list, {}));
+  const forked = await step("fork", () => ctx.request(m.fork, { sessionId: sid, cwd, mcpServers: [] }));
+  await step("statusForked", () => ctx.request(m.status, { sessionId: forked.sessionId }));
+  // Bad inputs: each gets a clear error.
+  await step("listBadFilter", () => ctx.request(m.list, { archived: "_sometimes" }));
+  await step("setEmptyTitle", () => ctx.request(m.setTitle, { sessionId: sid, title: "   " }));
+  await step("statusUnknown", () => ctx.request(m.status, { sessionId: "nope" }));
+}
+
+async function providers(ctx) {
+  const p = acp.methods.agent.providers;
+  await step("providersList", () => ctx.request(p.list, {}));
+  await step("providersSet", () =>
+    ctx.request(p.set, { providerId: "main", apiType: "openai", baseUrl: "http://x/v1", headers: {} }),
+  );
+  await step("providersListAfterSet", () => ctx.request(p.list, {}));
+  await step("providersDisable", () => ctx.request(p.disable, { providerId: "main" }));
+  await step("providersListAfterDisable", () => ctx.request(p.list, {}));
+  await step("providersSetUnknown", () =>
+    ctx.request(p.set, { providerId: "zz", apiType: "openai", baseUrl: "http://x/v1" }),
+  );
+}
+
+async function scenario(ctx, cwd) {
+  rec.initialize = await ctx.request(acp.methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: {
+      session: { notices: {}, compaction: {} },
+      elicitation: { form: {}, url: {} },
+      subagents: {},
+    },
+    clientInfo: { name: "ts-unstable-client", version: "1" },
+  });
+  const tools = provider.registerServer(ctx, { name: "tools", handler: mcpHandler });
+  const systemPrompt = { mode: "append", content: [{ type: "text", text: "Be brief." }] };
+  const request = { cwd, mcpServers: [tools.declaration], systemPrompt };
+  if (opts.scenario === "full") {
+    await step("authStatusBefore", () => ctx.request(acp.methods.agent.auth.status, {}));
+    await step("newBeforeAuth", () => ctx.request(acp.methods.agent.session.new, request));
+    const methodId = rec.initialize.authMethods[0].id;
+    await step("authenticate", () => ctx.request(acp.methods.agent.authenticate, { methodId }));
+    await step("authStatusAfter", () => ctx.request(acp.methods.agent.auth.status, {}));
+  }
+  const session = await ctx.buildSession(request).start();
+  rec.steps.sessionId = session.sessionId;
+  try {
+    if (opts.scenario === "full") {
+      for (const text of ["notice", "compact", "form", "url-open https://example.com/login"]) {
+        await prompt(session, text);
+      }
+      const opened = rec.turns.at(-1).updates.find((u) => u.sessionUpdate === "agent_message_chunk");
+      await prompt(session, `url-done ${opened.content.text.split(":")[1]}`);
+      for (const text of ["subagent", "system", "mcp hello"]) await prompt(session, text);
+    } else {
+      await prompt(session, '/mcp tools shout {"text": "hello"}');
+    }
+  } finally {
+    session.dispose();
+  }
+  await sessionManagement(ctx, session.sessionId, cwd);
+  if (opts.scenario === "full") await providers(ctx);
+}
+
+// ------------------------------------------------------------------ agent process
+
+const child = spawn(opts.agent[0], opts.agent.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+child.stdin.on("error", () => {});
+
+function fail(message) {
+  process.stderr.write(`ts_unstable_client: ${message}\n`);
+  process.stderr.write(`ts_unstable_client: partial report: ${JSON.stringify(rec)}\n`);
+  child.kill("SIGKILL");
+  process.exit(1);
+}
+
+const timer = setTimeout(() => fail(`timed out after ${opts.timeout}s`), opts.timeout * 1000);
+const cwd = resolvePath(opts.cwd ?? mkdtempSync(join(tmpdir(), "ts-unstable-client-")));
+const stream = tap(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
+try {
+  await app.connectWith(stream, (ctx) => scenario(ctx, cwd));
+} catch (error) {
+  fail(error?.stack ?? String(error));
+}
+child.stdin.end();
+const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 5000))]);
+if (code === "timeout") child.kill("SIGKILL");
+rec.agentExitCode = code === "timeout" ? null : code;
+clearTimeout(timer);
+process.stdout.write(JSON.stringify(rec) + "\n", () => process.exit(0));
