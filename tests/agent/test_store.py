@@ -907,27 +907,22 @@ def test_a_version_1_store_gains_the_archived_flag(tmp_path: Path) -> None:
         assert [r.session_id for r in store.list_sessions(archived="only")[0]] == ["old"]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_archived_sessions_leave_the_list_unless_asked_for(tmp_path: Path, kind: str) -> None:
-    store: SessionStore = (
-        SqliteSessionStore(tmp_path / "a.sqlite3") if kind == "sqlite" else MemorySessionStore()
-    )
-    with store:  # type: ignore[attr-defined]
-        for sid in ("a", "b", "c"):
-            store.create(SessionRecord(sid, "/w"))
-        store.update("b", archived=True)
-        ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
-        assert sorted(ids("exclude")) == ["a", "c"]
-        assert ids("only") == ["b"]
-        assert sorted(ids("include")) == ["a", "b", "c"]
-        assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
-        # Paging over only the archived ones, and a fork of an archived session is live.
-        store.update("c", archived=True)
-        page, cursor = store.list_sessions(limit=1, archived="only")
-        rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
-        assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
-        assert store.fork("b", "f").archived is False
-        with pytest.raises(ValueError, match="archived must be one of"):
-            store.list_sessions(archived="everything")  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match="archived must be a bool"):
-            store.update("a", archived="yes")
+def test_archived_sessions_leave_the_list_unless_asked_for(store: SessionStore) -> None:
+    for sid in ("a", "b", "c"):
+        store.create(SessionRecord(sid, "/w"))
+    store.update("b", archived=True)
+    ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
+    assert sorted(ids("exclude")) == ["a", "c"]
+    assert ids("only") == ["b"]
+    assert sorted(ids("include")) == ["a", "b", "c"]
+    assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
+    # Paging over only the archived ones, and a fork of an archived session is live.
+    store.update("c", archived=True)
+    page, cursor = store.list_sessions(limit=1, archived="only")
+    rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
+    assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
+    assert store.fork("b", "f").archived is False
+    with pytest.raises(ValueError, match="archived must be one of"):
+        store.list_sessions(archived="everything")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="archived must be a bool"):
+        store.update("a", archived="yes")
