@@ -24,6 +24,7 @@ from tools.cluster._failover import run_failover
 from tools.cluster._postgres import NotInstalled, free_port
 
 TURNS, CHUNKS = 4, 20
+PROMPT = r"(?:\x1b\[[0-9;?]*[a-zA-Z])*>(?:\x08|\x1b\[[0-9;?]*[a-zA-Z]| )"  # the chat's prompt
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -80,7 +81,8 @@ def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Pa
         chat = pexpect.spawn(
             sys.executable,
             ["-m", "acpstack", "chat", "--url", f"http://127.0.0.1:{port}/acp"],
-            env=dict(os.environ, TERM="xterm", NO_COLOR="1"),
+            # (pexpect answers no cursor position request of prompt_toolkit's)
+            env=dict(os.environ, TERM="xterm", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1"),
             encoding="utf-8",
             timeout=30,
             dimensions=(50, 160),
@@ -100,7 +102,8 @@ def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Pa
                 # The model history came from the store: turn 0's two messages and the
                 # prompt of the lost turn 1.
                 chat.expect(r"2\.end history=3")
-                chat.sendeof()
+                chat.expect(PROMPT)  # the line editor reads again: a quit now is not lost
+                chat.sendline("/quit")
                 chat.expect(pexpect.EOF)
         finally:
             chat.close(force=True)
