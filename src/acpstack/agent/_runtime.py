@@ -30,6 +30,7 @@ from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
 from acpstack.agent._turn import Turn
+from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.agent._turns import TurnMethods
 from acpstack.agent._unstable import (
     SYSTEM_PROMPT,
@@ -41,7 +42,7 @@ from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import INTERNAL_ERROR, RequestError
+from acpstack.wire import INTERNAL_ERROR, CapabilityError, RequestError
 
 if TYPE_CHECKING:
     from acpstack.schema import v1_unstable as acpu
@@ -451,8 +452,42 @@ class SessionAgent(TurnMethods, V2SessionMethods, ConfigOptionMethods, UnstableS
             await self._stop(session)
         self.sessions.clear()
 
+    async def _run_turn(self, turn: Turn) -> acp.StopReason:
+        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
+        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
+        session = turn.session
+        try:
+            stop = await self.prompt(turn)
+        except asyncio.CancelledError:
+            return "cancelled"
+        except (ClientCapabilityMissing, CapabilityError) as exc:
+            if session.cancel_requested:
+                return "cancelled"
+            stop = await _missing_capability(turn, exc)
+        except Exception:
+            if session.cancel_requested:
+                return "cancelled"
+            with contextlib.suppress(Exception):  # none is left pending
+                await turn.fail_unfinished("The agent stopped on an error.")
+            raise
+        if session.cancel_requested:
+            return "cancelled"
+        return stop or "end_turn"
+
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
+
+
+async def _missing_capability(
+    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
+) -> acp.StopReason:
+    """A turn that needed something the client does not offer ends normally, and says why
+    (a client must not see -32603 for what it chose not to offer)."""
+    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
+    log.warning("session %s: %s", turn.session.session_id, message)
+    await turn.fail_unfinished(message)
+    await turn.say(f"\n\nI could not finish this: {message}\n")
+    return "end_turn"

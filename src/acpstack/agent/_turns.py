@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import TYPE_CHECKING
 
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._session import Session
 from acpstack.agent._store import SessionBusy
 from acpstack.agent._turn import Turn
-from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.schema import v1 as acp
-from acpstack.wire import CapabilityError, RequestError
-
-log = logging.getLogger("acpstack.agent")
+from acpstack.wire import RequestError
 
 
 class TurnMethods:
@@ -29,7 +25,7 @@ class TurnMethods:
 
     if TYPE_CHECKING:  # defined by SessionAgent
 
-        async def prompt(self, turn: Turn) -> acp.StopReason | None: ...
+        async def _run_turn(self, turn: Turn) -> acp.StopReason: ...
 
         def _not_found(self, session_id: str) -> RequestError: ...
 
@@ -72,28 +68,6 @@ class TurnMethods:
             self._local[session.session_id] = local
         return Turn(session, prompt, fallback=self.fallback, local=local)
 
-    async def _run_turn(self, turn: Turn) -> acp.StopReason:
-        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
-        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
-        session = turn.session
-        try:
-            stop = await self.prompt(turn)
-        except asyncio.CancelledError:
-            return "cancelled"
-        except (ClientCapabilityMissing, CapabilityError) as exc:
-            if session.cancel_requested:
-                return "cancelled"
-            stop = await _missing_capability(turn, exc)
-        except Exception:
-            if session.cancel_requested:
-                return "cancelled"
-            with contextlib.suppress(Exception):  # none is left pending
-                await turn.fail_unfinished("The agent stopped on an error.")
-            raise
-        if session.cancel_requested:
-            return "cancelled"
-        return stop or "end_turn"
-
     async def session_cancel(self, params: acp.CancelNotification) -> None:
         session = self.sessions.get(params.session_id)
         if session is not None:
@@ -108,15 +82,3 @@ class TurnMethods:
         if wait and task is not asyncio.current_task():
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(task), 10)
-
-
-async def _missing_capability(
-    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
-) -> acp.StopReason:
-    """A turn that needed something the client does not offer ends normally, and says why
-    (a client must not see -32603 for what it chose not to offer)."""
-    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
-    log.warning("session %s: %s", turn.session.session_id, message)
-    await turn.fail_unfinished(message)
-    await turn.say(f"\n\nI could not finish this: {message}\n")
-    return "end_turn"

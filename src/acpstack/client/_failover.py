@@ -133,11 +133,11 @@ class FailoverTransport:
     ) -> None:
         self._connect = connect
         self._current = first
-        self.policy = policy or Failover()
+        self.policy: Failover = policy or Failover()
         self._max = max_message_size
         self._out = FrameDecoder(max_message_size, "ndjson")
         self._in = FrameDecoder(max_message_size, "ndjson")
-        self.generation = 0
+        self.generation: int = 0
         self._state: Literal["open", "reconnecting", "closed"] = "open"
         self._on_data: DataCallback | None = None
         self._on_eof: EofCallback | None = None

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("acpstack.agent.store")
 
-INSTALL_HINT = 'pip install "acpstack[postgres]"'
+INSTALL_HINT = 'pip install "acpstack[postgres]" (from a checkout: pip install ".[postgres]")'
 # Commits do not wait for the server's disk (see the module docstring).
 STORE_SETTINGS = {"synchronous_commit": "off"}
 # The server drops a vanished node's presence connection after about 25 s (over TCP).
@@ -145,8 +145,8 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         self._psycopg = driver
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # session -> acquires not yet released
-        self.key = secrets.randbits(63)  # this node, as the owner of its sessions
-        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.key: int = secrets.randbits(63)  # this node, as the owner of its sessions
+        self.name: str = f"{socket.gethostname()}:{os.getpid()}"
         params: dict[str, Any] = {
             "connect_timeout": str(max(1, round(connect_timeout))),
             **driver.conninfo.conninfo_to_dict(url),  # the URL's own settings win
