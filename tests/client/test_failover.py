@@ -139,6 +139,54 @@ async def test_a_turn_in_flight_is_lost_and_the_session_goes_on_elsewhere() -> N
     assert sum(b'"text":"again"' in p for p in stored) == 1
 
 
+class SlowGoodbye:
+    """A transport whose close() waits until the test lets it go (a DELETE to a dead
+    server through a proxy can take seconds)."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.closing = asyncio.Event()
+        self.may_close = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def close(self) -> None:
+        self.closing.set()
+        await self.may_close.wait()
+        await self.inner.close()
+
+
+async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_one() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    back = asyncio.Event()
+
+    def on_event(event: FailoverEvent) -> None:
+        events.append(event)
+        if event.kind == "reconnected":
+            back.set()
+
+    first = SlowGoodbye(await servers.connect())
+    transport = FailoverTransport(
+        servers.connect, first, Failover(on_event=on_event, first_delay=0.001)
+    )
+    async with connect_client(runtime, transport).connection:
+        try:
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            await servers.kill()
+            # Reconnected while the old connection is still being closed; the session
+            # goes on there.
+            await asyncio.wait_for(back.wait(), 10)
+            assert first.closing.is_set() and not first.may_close.is_set()
+            assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
+        finally:
+            first.may_close.set()  # closing the failover transport waits for that goodbye
+    assert [e.kind for e in events] == ["lost", "reconnected"]
+
+
 async def test_writes_made_while_reconnecting_go_out_after_the_sessions_are_back() -> None:
     servers = Servers()
     runtime = ClientRuntime()

@@ -17,12 +17,8 @@ from acpstack.client._elicitation import (
     ElicitationRule,
     ElicitationRules,
 )
-from acpstack.client._failover import (
-    Failover,
-    FailoverEvent,
-    FailoverTransport,
-    is_connection_lost,
-)
+from acpstack.client._failover import FailoverTransport
+from acpstack.client._failover_policy import Failover, FailoverEvent, is_connection_lost
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._remote import (
     connect_http,

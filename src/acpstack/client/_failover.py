@@ -31,11 +31,15 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
+from acpstack.client._failover_policy import (
+    SESSION_BUSY_REASON,
+    Failover,
+    FailoverEvent,
+)
 from acpstack.transports import (
     CONNECTION_LOST,
     DataCallback,
@@ -47,7 +51,6 @@ from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR, FrameDecoder
 
 log = logging.getLogger("acpstack.client")
 
-SESSION_BUSY_REASON = "session_busy"
 OPENING = frozenset({"session/new", "session/fork", "unstable_session/fork"})
 REATTACHING = frozenset({"session/load", "session/resume"})
 CLOSING = frozenset({"session/close", "session/delete"})
@@ -55,49 +58,6 @@ HELD_HIGH_WATER = 1024 * 1024
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
-
-
-@dataclass
-class FailoverEvent:
-    """What happened: "lost" (the connection broke), "reconnected" or "failed" (gave up)."""
-
-    kind: Literal["lost", "reconnected", "failed"]
-    reason: str
-    lost_requests: list[str] = field(default_factory=list)  # methods failed as lost
-    sessions: list[str] = field(default_factory=list)  # reattached
-    missing: dict[str, str] = field(default_factory=dict)  # not reattached: id -> why
-    attempt: int = 0
-
-    def __str__(self) -> str:
-        if self.kind == "lost":
-            lost = (
-                f"; lost in flight: {', '.join(self.lost_requests)}" if self.lost_requests else ""
-            )
-            return f"the connection to the agent broke ({self.reason}){lost}; reconnecting"
-        if self.kind == "failed":
-            return f"could not reconnect to the agent: {self.reason}"
-        text = f"reconnected to the agent; {len(self.sessions)} session(s) reattached"
-        for session_id, why in self.missing.items():
-            text += f"; session {session_id} not reattached: {why}"
-        return text
-
-
-@dataclass
-class Failover:
-    """How to fail over (`connect_http(..., reconnect=Failover(...))`; `True` = defaults)."""
-
-    attempts: int = 10  # connections tried after each break
-    first_delay: float = 0.1  # seconds between attempts, doubling up to max_delay
-    max_delay: float = 2.0
-    busy_timeout: float = 30.0  # how long to keep asking for a session held elsewhere
-    request_timeout: float = 30.0  # for initialize and each reattach
-    on_event: Callable[[FailoverEvent], None] | None = None
-
-
-def is_connection_lost(error: Any) -> bool:
-    """True for the error a request gets when the connection broke while it was in flight."""
-    data = getattr(error, "data", None)
-    return isinstance(data, dict) and data.get("reason") == CONNECTION_LOST
 
 
 class _Broken(Exception):
@@ -158,6 +118,7 @@ class FailoverTransport:
         self._ready = asyncio.Event()
         self._ready.set()
         self._task: asyncio.Task[None] | None = None
+        self._goodbyes: set[asyncio.Task[None]] = set()  # broken connections being closed
 
     # -- the Transport interface -----------------------------------------------------
 
@@ -206,6 +167,8 @@ class FailoverTransport:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._goodbyes:  # each ends within the remote transport's DELETE timeout
+            await asyncio.wait(set(self._goodbyes))
         await self._current.close()
 
     # -- watching what goes out -----------------------------------------------------
@@ -381,10 +344,9 @@ class FailoverTransport:
         policy = self.policy
         delay = policy.first_delay
         for attempt in range(1, policy.attempts + 1):
-            with contextlib.suppress(Exception):
-                await self._current.close()  # e.g. DELETE: a server still alive lets go
+            self._say_goodbye(self._current)
             if self._state == "closed":
-                return  # closed meanwhile (and a cancel may have been swallowed on the way)
+                return
             try:
                 missing = await self._attempt()
             except (_Broken, _Refused, OSError, TimeoutError) as exc:
@@ -399,6 +361,14 @@ class FailoverTransport:
             return
         self._give_up(f"{policy.attempts} attempts failed; the last: {reason}")
 
+    def _say_goodbye(self, transport: Transport) -> None:
+        """Close a broken connection (a DELETE: a server still alive lets go of its
+        sessions) while the next one is set up: to a dead server through a proxy that can
+        take seconds. A session the old server still holds meanwhile is asked for again."""
+        task = asyncio.get_running_loop().create_task(_close_quietly(transport))
+        self._goodbyes.add(task)
+        task.add_done_callback(self._goodbyes.discard)
+
     async def _attempt(self) -> dict[str, str]:
         transport = await self._connect()
         self.generation += 1
@@ -408,9 +378,15 @@ class FailoverTransport:
         caps = (answer or {}).get("agentCapabilities") or {}
         if self._authenticated is not None:
             await self._ask("authenticate", self._authenticated)
-        results = await asyncio.gather(
-            *(self._reattach(sid, params, caps) for sid, params in list(self._sessions.items()))
-        )
+        tasks = [
+            asyncio.ensure_future(self._reattach(sid, params, caps))
+            for sid, params in list(self._sessions.items())
+        ]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:  # a failed attempt leaves none behind to write into the next connection
+            for task in tasks:
+                task.cancel()
         missing = {sid: why for sid, why in results if why is not None}
         for sid in missing:
             self._sessions.pop(sid, None)
@@ -486,6 +462,13 @@ class FailoverTransport:
                 self.policy.on_event(event)
             except Exception:
                 log.exception("the failover on_event callback failed")
+
+
+async def _close_quietly(transport: Transport) -> None:
+    try:
+        await transport.close()
+    except Exception as exc:  # it is broken already: nothing more to do about it
+        log.debug("closing a broken connection failed: %s", exc)
 
 
 def _reattach_params(params: dict[str, Any]) -> dict[str, Any]:

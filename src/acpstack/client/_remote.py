@@ -22,7 +22,8 @@ from msgspec import UNSET
 
 from acpstack.client._client import AgentPeer, Client
 from acpstack.client._connect import ClientConnection, connect_client
-from acpstack.client._failover import Failover, FailoverTransport
+from acpstack.client._failover import FailoverTransport
+from acpstack.client._failover_policy import Failover
 from acpstack.client._runtime import ClientRuntime
 from acpstack.schema import v1 as acp
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
