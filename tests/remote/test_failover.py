@@ -32,9 +32,11 @@ def summary(result: dict[str, Any]) -> str:
         f"failover over {result['profile']}: {result['sessions']} sessions, "
         f"{result['turns']} turns: {result['acknowledged']} acknowledged, "
         f"{result['lost']} lost in flight on the killed server, {result['recovered']} "
-        f"completed after a failover ({result['failovers']} connections failed over, the "
-        f"slowest in {result['failover_seconds_max']:.1f} s); {result['chunks_per_s']} "
-        f"chunks/s, {result['store_events_per_s']} store events/s"
+        f"completed after a failover ({result['failovers']} connections failed over in "
+        f"{result['failover_seconds_median']:.1f} s (median), the slowest in "
+        f"{result['failover_seconds_max']:.1f} s; HAProxy took out "
+        f"{result['servers_marked_down']} server(s)); {result['chunks_per_s']} chunks/s, "
+        f"{result['store_events_per_s']} store events/s"
     )
 
 
@@ -56,12 +58,16 @@ def test_sessions_carry_on_when_a_server_is_killed(
     assert result["problems"] == []  # every acknowledged turn whole and in order in the store
     assert result["killed_after_turns"] is not None, "the run ended before the kill"
     assert result["turns"] == sessions * TURNS  # every turn acknowledged or reported lost
-    # Turns were in flight on the killed server, each reported lost, one per session at
-    # most; those sessions, like all the others, went on to the end on another server.
-    assert 0 < result["lost"] <= sessions // 2
-    assert result["sessions_with_a_lost_turn"] == result["lost"]
-    assert result["recovered"] > 0 and result["failovers"] > 0
+    # Turns were in flight on the killed server, each reported lost; those sessions, like
+    # all the others, went on to the end on another server.
+    assert result["lost"] > 0 and result["recovered"] > 0 and result["failovers"] > 0
     assert result["sessions_not_reattached"] == 0
+    if result["servers_marked_down"] == 1:
+        # Only the killed server's sessions lost a turn, one each. (On an overloaded host
+        # HAProxy may also take out a live server too slow to answer its health checks:
+        # its clients fail over too, and lose more turns; the counts are printed then.)
+        assert result["lost"] <= sessions // 2
+        assert result["sessions_with_a_lost_turn"] == result["lost"]
     # What the store holds: a prompt, the chunks, the end line and two model messages
     # for each acknowledged turn, and the lost turns' parts.
     assert result["store_events"] >= result["acknowledged"] * (CHUNKS + 4)

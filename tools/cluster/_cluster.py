@@ -133,7 +133,10 @@ class Cluster:
         env = {**os.environ, "ACPSTACK_STORE": self.store_url, **self.extra_env}
         for _ in range(self.count):
             argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0"]
-            argv += ["--agent", self.agent, "--max-connections", "4096", *self.serve_args]
+            argv += ["--agent", self.agent, "--max-connections", "4096"]
+            # As docs/deployment.md advises behind a load balancer: a connection whose
+            # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
+            argv += ["--idle-timeout", "20", *self.serve_args]
             self.nodes.append(Node(argv, env))
         for node in self.nodes:
             node.wait_ready()
@@ -160,6 +163,13 @@ class Cluster:
             self.haproxy_log.seek(0)
             said = self.haproxy_log.read().decode(errors="replace")[-2000:]
             raise ClusterUnavailable(f"HAProxy did not start: {said}") from None
+
+    def haproxy_said(self) -> str:
+        """What HAProxy logged so far (servers going down and up, ...)."""
+        if self.haproxy_log is None:
+            return ""
+        self.haproxy_log.seek(0)
+        return self.haproxy_log.read().decode(errors="replace")
 
     def kill(self, index: int) -> None:
         """SIGKILL one server: no goodbye to its clients, its proxy, or its database."""

@@ -79,7 +79,10 @@ def run_failover(
                 "store_events_per_s": round(events / seconds),
                 "chunks_per_s": round(result.get("chunks_received", 0) / seconds),
                 "turns_per_s": round(result.get("turns", 0) / seconds, 1),
-                "stderr_tail": errors.read()[-3000:],
+                # HAProxy took this many servers out: 1 (the killed one), more when a
+                # live one was too busy to answer its health checks (an overloaded host)
+                "servers_marked_down": cluster.haproxy_said().count(" is DOWN"),
+                "stderr_tail": errors.read()[-12000:],
                 "node_stderr_tail": "".join(cluster.nodes[1].lines[-20:]),
             }
         )

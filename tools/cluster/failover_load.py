@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -77,7 +79,8 @@ class Load:
     chunks: int
     logs: dict[str, SessionLog] = field(default_factory=dict)
     failovers: list[float] = field(default_factory=list)  # seconds from lost to reconnected
-    missing: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # session -> why not reattached
+    events: dict[str, list[str]] = field(default_factory=dict)  # session -> its failovers
     done_turns: int = 0
     reported: int = 0
     last_progress: float = field(default_factory=time.monotonic)
@@ -105,12 +108,14 @@ class Load:
         failed_over: set[str] = set()
 
         def on_event(event: FailoverEvent) -> None:
+            for sid in client.chunks:
+                self.events.setdefault(sid, []).append(str(event))
             if event.kind == "lost":
                 broke_at.append(time.monotonic())
                 failed_over.update(client.chunks)
             elif event.kind == "reconnected" and broke_at:
                 self.failovers.append(time.monotonic() - broke_at[-1])
-                self.missing += list(event.missing)
+                self.missing.update(event.missing)
 
         policy = Failover(on_event=on_event, busy_timeout=60)
         async with connect_remote(self.url, client, reconnect=policy, timeout=120) as conn:
@@ -146,8 +151,10 @@ class Load:
             try:
                 await conn.agent.session_prompt(prompt, timeout=180)
             except RequestError as err:
-                if not is_connection_lost(err):
-                    raise
+                if not is_connection_lost(err):  # a problem, with what the failover saw
+                    log.problems.append(f"turn {turn}: {err}; failover: {self.events[sid]}")
+                    self.progress()
+                    break
                 log.lost.append(turn)
                 self.progress()
                 continue
@@ -195,10 +202,11 @@ class Load:
             async with connect_remote(self.url, client, timeout=120) as conn:
                 await conn.agent.initialize(timeout=120)
                 for sid in group:
-                    await conn.agent.session_load(
-                        acp.LoadSessionRequest(session_id=sid, cwd=CWD, mcp_servers=[]),
-                        timeout=120,
-                    )
+                    try:
+                        await load_when_free(conn, sid)
+                    except RequestError as err:
+                        problems.append(f"{sid}: load failed: {err}; {self.events.get(sid)}")
+                        continue
                     problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
 
         await asyncio.gather(*(check(g) for g in groups if g))
@@ -225,7 +233,29 @@ class Load:
         return problems
 
 
+async def load_when_free(conn: Any, sid: str, patience: float = 60) -> None:
+    """session/load, asked again while the session is still live on a server (a
+    connection its client abandoned holds it until the server's idle timeout)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            await conn.agent.session_load(
+                acp.LoadSessionRequest(session_id=sid, cwd=CWD, mcp_servers=[]), timeout=120
+            )
+            return
+        except RequestError as err:
+            busy = isinstance(err.data, dict) and err.data.get("reason") == "session_busy"
+            if not busy or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(1)  # a server's idle reaper, in another process: nothing to await
+
+
 async def main(url: str, sessions: int, per_connection: int, turns: int, chunks: int) -> int:
+    # What the failover does, on stderr (the test shows its tail when something fails).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(relativeCreated)d %(name)s: %(message)s"))
+    logging.getLogger("acpstack.client").addHandler(handler)
+    logging.getLogger("acpstack.client").setLevel(logging.INFO)
     load = Load(url, sessions, per_connection, turns, chunks)
     started = time.monotonic()
     watch = asyncio.ensure_future(load.watch())
@@ -240,6 +270,7 @@ async def main(url: str, sessions: int, per_connection: int, turns: int, chunks:
         watch.cancel()
     seconds = time.monotonic() - started
     problems = [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
+    problems += [f"{sid}: not reattached: {why}" for sid, why in load.missing.items()]
     checked = time.monotonic()
     problems += await load.verify()
     logs = load.logs.values()
@@ -252,6 +283,7 @@ async def main(url: str, sessions: int, per_connection: int, turns: int, chunks:
         "sessions_with_a_lost_turn": sum(bool(log.lost) for log in logs),
         "failovers": len(load.failovers),
         "failover_seconds_max": max(load.failovers, default=0.0),
+        "failover_seconds_median": statistics.median(load.failovers or [0.0]),
         "sessions_not_reattached": len(load.missing),
         "chunks_received": sum(len(log.acknowledged) for log in logs) * (chunks + 1),
         "seconds": seconds,
