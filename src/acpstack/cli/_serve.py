@@ -74,6 +74,18 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="close connections nobody listens to after this long",
     )
+    _add_reference_agent_options(serve)
+    serve.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log connections (and agents' stderr) to stderr",
+    )
+    _add_agent_choice(serve)
+
+
+def _add_reference_agent_options(serve: Any) -> None:
+    """The options of the reference agent, when it is the agent served."""
     serve.add_argument(
         "--model",
         default=os.environ.get("ACPSTACK_MODEL"),
@@ -96,13 +108,6 @@ def add_parser(sub: Any) -> None:
         help="reference agent: where sessions live, an SQLite file or a postgresql:// URL "
         "shared by several servers (default: $ACPSTACK_STORE, else the user data directory)",
     )
-    serve.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="log connections (and agents' stderr) to stderr",
-    )
-    _add_agent_choice(serve)
 
 
 def _add_agent_choice(serve: argparse.ArgumentParser) -> None:

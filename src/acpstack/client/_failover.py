@@ -123,18 +123,22 @@ class FailoverTransport:
     # -- the Transport interface -----------------------------------------------------
 
     def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Deliver what the current connection reads, across reconnections."""
         self._on_data, self._on_eof = on_data, on_eof
         self._attach(self._current)
 
     def pause_reading(self) -> None:
+        """Stop delivering data (back-pressure), also on the next connection."""
         self._paused = True
         self._current.pause_reading()
 
     def resume_reading(self) -> None:
+        """Deliver data again."""
         self._paused = False
         self._current.resume_reading()
 
     def write(self, data: bytes) -> None:
+        """Send frames; while reconnecting they are held for the next connection."""
         for event in self._out.feed(data):
             frame = self._outgoing(event) if isinstance(event, bytes) else None
             if frame is not None:
@@ -145,21 +149,26 @@ class FailoverTransport:
                     self._held_size += len(frame)
 
     async def drain(self) -> None:
+        """Wait until the held and written frames are below the high-water mark."""
         if self._state == "reconnecting" and self._held_size > HELD_HIGH_WATER:
             await self._ready.wait()
         if self._state == "open":
             await self._current.drain()
 
     def write_buffer_size(self) -> int:
+        """Bytes held for the next connection plus those the current one buffers."""
         return self._held_size + self._current.write_buffer_size()
 
     async def settle(self) -> None:
+        """Wait until the current connection has sent what was written."""
         await self._current.settle()
 
     def close_reason(self) -> str | None:
+        """Why the transport closed (None while it is open)."""
         return self._reason or self._current.close_reason()
 
     async def close(self) -> None:
+        """Stop reconnecting and close the current connection."""
         self._state = "closed"
         self._ready.set()
         task, self._task = self._task, None

@@ -234,12 +234,14 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
     # -- SessionStore ---------------------------------------------------------------
 
     def create(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session record; returns it as stored."""
         new = prepare_new(record)
         with self._conn() as conn:
             self._insert(conn, new, 0)
         return from_row(to_row(new))
 
     def get(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or None."""
         with self._conn() as conn:
             row = conn.execute(
                 f"SELECT {_ROW} FROM acpstack_sessions WHERE session_id = %s",
@@ -249,6 +251,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return None if row is None else self._record(row)
 
     def update(self, session_id: str, **changes: Any) -> SessionRecord:
+        """Change fields of a record in one statement, fenced by this node's lease."""
         values = stored_changes(changes)
         sets = [f"{name} = %({name})s" for name in values if name != "updated_at"]
         if "updated_at" in values:
@@ -267,6 +270,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return self._record(row)
 
     def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Append one history event (one transaction); returns its sequence number."""
         data = check_event_args(kind, payload)
         args = self._args(session_id, now=datetime.now(UTC), kind=kind, payload=data)
         with self._conn() as conn:
@@ -277,6 +281,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return seq
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        """The session's history events after `after_seq`, in order."""
         check_after_seq(after_seq)
         if self._pool is None:
             raise RuntimeError("session store is closed")
@@ -306,6 +311,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         limit: int = 50,
         archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
+        """A page of sessions, most recently updated first, and the cursor of the next."""
         check_list_args(cwd, limit, archived)
         where: list[str] = []
         params: list[Any] = []
@@ -357,6 +363,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         cwd: str | None = None,
         additional_directories: list[str] | None = None,
     ) -> SessionRecord:
+        """Copy a session (its record and history) under a new id."""
         check_id(new_id, "new_id")
         with self._conn() as conn, conn.transaction():
             # FOR SHARE: appends to the source wait until its history is copied.
@@ -380,6 +387,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
     # -- SessionLeases --------------------------------------------------------------
 
     def acquire(self, session_id: str) -> None:
+        """Make this process the session's only writer (`SessionBusy` while another holds it)."""
         self._ensure_presence()
         with self._conn() as conn:
             taken = conn.execute(
@@ -391,6 +399,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             self._held[session_id] = self._held.get(session_id, 0) + 1
 
     def release(self, session_id: str) -> None:
+        """Undo one `acquire`; the last one lets other processes take the session."""
         with self._lock:
             count = self._held.get(session_id, 0) - 1
             if count > 0:
