@@ -1,5 +1,6 @@
 """Prompt turns of a `SessionAgent` (a mixin): `session/prompt` runs the author's `prompt`
-as one turn, at most one at a time per session; `session/cancel` cancels it.
+as one turn, at most one at a time per session; `session/cancel` cancels it. A turn that
+finds its session taken over by another process (a shared store) answers `SESSION_BUSY`.
 
 A turn is cancelled by cancelling its task (session/cancel, `$/cancel_request` of the
 prompt, or the session stopping); it then answers `stopReason: "cancelled"`, whatever the
@@ -14,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._store import SessionBusy
 from acpstack.agent._turn import Turn
 from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.schema import v1 as acp
@@ -40,6 +42,9 @@ class PromptMethods:
         def _not_found(self, session_id: str) -> RequestError:
             raise NotImplementedError
 
+        async def _lost(self, session: Session) -> RequestError:
+            raise NotImplementedError
+
     def _active(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
@@ -50,14 +55,17 @@ class PromptMethods:
         """`session/prompt`: run one turn of the author's `prompt` in an active session
         (-32602 while another turn runs in it)."""
         session = self._active(params.session_id)
-        turn = self._start_turn(session, list(params.prompt))
-        task = asyncio.current_task()
-        assert task is not None
-        session.turn_task = task
         try:
-            return acp.PromptResponse(stop_reason=await self._run_turn(turn))
-        finally:
-            session.turn_task = None
+            turn = self._start_turn(session, list(params.prompt))
+            task = asyncio.current_task()
+            assert task is not None
+            session.turn_task = task
+            try:
+                return acp.PromptResponse(stop_reason=await self._run_turn(turn))
+            finally:
+                session.turn_task = None
+        except SessionBusy:  # another process took the session over (a shared store)
+            raise await self._lost(session) from None
 
     def _start_turn(
         self, session: Session, prompt: list[acp.ContentBlock], message_id: str | None = None

@@ -10,6 +10,11 @@ of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
 This module holds the session lifecycle; the other handlers are mixins, one job each:
 prompt turns (`_prompting.py`), authentication (`_auth.py`), modes and config options
 (`_config.py`), the unstable methods (`_unstable.py`) and protocol v2 (`_v2_agent.py`).
+
+With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
+live in one process at a time (`_leases.py`): loading or resuming a session that is live
+elsewhere, or a turn in a session another process has taken over, is answered
+`SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ from typing import TYPE_CHECKING, Any, get_args
 from acpstack._version import __version__
 from acpstack.agent._auth import AuthMethods
 from acpstack.agent._config import ConfigOptionMethods
+from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
-from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
+from acpstack.agent._store import (
+    SessionChanges,
+    SessionRecord,
+    SessionStore,
+    SqliteSessionStore,
+)
 from acpstack.agent._turn import Turn
 from acpstack.agent._unstable import (
     SYSTEM_PROMPT,
@@ -215,6 +226,7 @@ class SessionAgent(
             meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
         self.store.create(record)
+        hold(self.store, record.session_id)
         session = self._session_of(record)
         await self._activate(session, servers)
         return session
@@ -312,7 +324,8 @@ class SessionAgent(
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await self._stop(session)
-        self.store.delete(session_id)
+        with refused_as_busy(session_id):
+            self.store.delete(session_id)
 
     async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
@@ -327,6 +340,7 @@ class SessionAgent(
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
+        hold(self.store, new_id)
         if system_prompt is not None:
             record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
         session = self._session_of(record)
@@ -346,20 +360,23 @@ class SessionAgent(
         record = self.store.get(session_id)
         if record is None:
             raise self._not_found(session_id)
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            await self._stop(old)
-        # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
-        record = self.store.update(
-            session_id,
-            cwd=cwd,
-            additional_directories=dirs(additional),
-            mcp_servers=[self.stored_mcp_server(s) for s in servers],
-        )
-        if system_prompt is not None:
-            record = self.store.update(
-                session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt}
-            )
+        hold(self.store, session_id)  # before the old copy lets go: no other process slips in
+        try:
+            old = self.sessions.pop(session_id, None)
+            if old is not None:
+                await self._stop(old)
+            # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
+            changes: SessionChanges = {
+                "cwd": cwd,
+                "additional_directories": dirs(additional),
+                "mcp_servers": [self.stored_mcp_server(s) for s in servers],
+            }
+            if system_prompt:
+                changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
+            record = self.store.update(session_id, **changes)
+        except BaseException:
+            let_go(self.store, session_id)
+            raise
         session = self._session_of(record)
         await self._activate(session, servers)
         return session
@@ -414,6 +431,15 @@ class SessionAgent(
         if local is not None:  # ends the commands the agent still runs for the session
             with contextlib.suppress(Exception):
                 await local.aclose()
+        let_go(self.store, session.session_id)
+
+    async def _lost(self, session: Session) -> RequestError:
+        """Another process took the session over (the store refused our write): it is no
+        longer live here. The error for the request that found out."""
+        if self.sessions.get(session.session_id) is session:
+            del self.sessions[session.session_id]
+            await self._stop(session)
+        return session_busy(session.session_id)
 
     async def on_disconnect(self) -> None:
         """The client left: close every active session (their turns are cancelled)."""

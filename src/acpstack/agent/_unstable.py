@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from msgspec import UNSET
 
 from acpstack.agent._agent import Agent
+from acpstack.agent._leases import refused_as_busy
 from acpstack.agent._store import ARCHIVE_FILTERS, SessionRecord, SessionStore
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -88,7 +89,8 @@ class UnstableSessionMethods(Agent):
             session.save()
             await session.send(acp.SessionInfoUpdate(title=title))
         else:
-            self.store.update(params.session_id, title=title)
+            with refused_as_busy(params.session_id):
+                self.store.update(params.session_id, title=title)
         return acpu.SetSessionTitleResponse(title=title)
 
     async def session_archive(
@@ -102,7 +104,8 @@ class UnstableSessionMethods(Agent):
         session = self.sessions.pop(params.session_id, None)
         if session is not None:  # as if session/close: the turn is cancelled, resources freed
             await self._stop(session)
-        self.store.update(params.session_id, archived=True)
+        with refused_as_busy(params.session_id):
+            self.store.update(params.session_id, archived=True)
         return acpu.ArchiveSessionResponse()
 
     async def session_unarchive(
@@ -112,7 +115,8 @@ class UnstableSessionMethods(Agent):
         from acpstack.schema import v1_unstable as acpu
 
         self._record(params.session_id)
-        self.store.update(params.session_id, archived=False)
+        with refused_as_busy(params.session_id):
+            self.store.update(params.session_id, archived=False)
         return acpu.UnarchiveSessionResponse()
 
     async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from acpstack.agent._store import SessionBusy
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.wire import RESOURCE_NOT_FOUND, RequestError
@@ -103,6 +104,9 @@ class V2SessionMethods:
             raise NotImplementedError
 
         async def _cancel_turn(self, session: Session, *, wait: bool = True) -> None:
+            raise NotImplementedError
+
+        async def _lost(self, session: Session) -> RequestError:
             raise NotImplementedError
 
         def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
@@ -259,7 +263,10 @@ class V2SessionMethods:
 
         session = _v2(self._active(params.session_id))
         message_id = uuid.uuid4().hex
-        turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
+        try:
+            turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
+        except SessionBusy:
+            raise await self._lost(session) from None
         echo = {"sessionUpdate": "user_message", "messageId": message_id}
         echo["content"] = msgspec.to_builtins(params.prompt)
         await session.send_live(echo)
@@ -270,10 +277,13 @@ class V2SessionMethods:
     async def _v2_turn(self, turn: Turn) -> None:
         session = _v2(turn.session)
         error: dict[str, Any] | None = None
+        lost = False
         try:
             stop = await self._run_turn(turn)
         except RequestError as err:
             stop, error = "error", err.to_dict()
+        except SessionBusy:
+            stop, lost = "error", True
         except Exception:
             correlation = os.urandom(6).hex()
             log.exception("the turn failed (correlation id %s)", correlation)
@@ -281,6 +291,8 @@ class V2SessionMethods:
             error = RequestError.internal_error({"correlationId": correlation}).to_dict()
         finally:
             session.turn_task = None
+        if lost:  # another process took the session over: it ends here
+            error = (await self._lost(session)).to_dict()
         with contextlib.suppress(ConnectionClosed):
             await session.send_state("idle", stop_reason=stop, error=error)
 

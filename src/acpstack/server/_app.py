@@ -3,6 +3,9 @@
 (POST, GET with server-sent events, DELETE) and WebSocket. Every connection gets its own
 agent: a new instance of a Python `Agent` (in this process), or a new process of a stdio
 agent command; the agent ends with the connection.
+
+`GET /healthz` (`health_path`) answers 200 "ok" while the server takes connections and
+503 once it is shutting down, for load balancers: no token needed, nothing about sessions.
 """
 
 from __future__ import annotations
@@ -50,9 +53,11 @@ class AgentServer:
         unstable: bool = False,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        health_path: str | None = "/healthz",
     ) -> None:
         self.agent = agent
         self.path: str = "/" + path.strip("/")
+        self.health_path = health_path
         self.security: ServerSecurity = security or ServerSecurity()
         self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
@@ -70,6 +75,13 @@ class AgentServer:
             await self._lifespan(receive, send)
             return
         if kind not in ("http", "websocket"):
+            return
+        if (
+            kind == "http"
+            and self.health_path is not None
+            and scope.get("path") == self.health_path
+        ):
+            await self._health(scope, send)
             return
         headers = header_map(scope)
         if not self._on_path(scope):
@@ -107,6 +119,16 @@ class AgentServer:
                 "use POST, GET or DELETE",
                 headers=(*cors, ("Allow", "GET, POST, DELETE, OPTIONS")),
             )
+
+    async def _health(self, scope: Scope, send: Send) -> None:
+        """For load balancers' checks: before any token, Host or Origin check, and it says
+        only whether this server takes connections."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await respond(send, 405, "use GET", headers=(("Allow", "GET, HEAD"),))
+        elif self._closing:
+            await respond(send, 503, "shutting down\n", headers=(("Cache-Control", "no-store"),))
+        else:
+            await respond(send, 200, "ok\n", headers=(("Cache-Control", "no-store"),))
 
     def _on_path(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")

@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from acpstack.transports._envelope import Envelope, peek_envelope, single_line
     from acpstack.transports._extras import MissingExtraError, require_extra
     from acpstack.transports._http_client import HttpClientTransport
-    from acpstack.transports._remote_base import CONNECTION_HEADER, SESSION_HEADER, RemoteError
+    from acpstack.transports._remote_base import (
+        CONNECTION_HEADER,
+        CONNECTION_LOST,
+        SESSION_HEADER,
+        RemoteError,
+    )
     from acpstack.transports._sse import SSE_KEEPALIVE
     from acpstack.transports._ws_client import WebSocketClientTransport
 
@@ -32,6 +37,7 @@ _LAZY = {
     "MissingExtraError": "_extras",
     "require_extra": "_extras",
     "CONNECTION_HEADER": "_remote_base",
+    "CONNECTION_LOST": "_remote_base",
     "SESSION_HEADER": "_remote_base",
     "RemoteError": "_remote_base",
     "SSE_KEEPALIVE": "_sse",
@@ -39,6 +45,7 @@ _LAZY = {
 
 __all__ = [
     "CONNECTION_HEADER",
+    "CONNECTION_LOST",
     "SESSION_HEADER",
     "SSE_KEEPALIVE",
     "DataCallback",

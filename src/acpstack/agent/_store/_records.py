@@ -10,13 +10,9 @@ from typing import Any, Literal, Protocol, Self, TypedDict, Unpack, runtime_chec
 
 _APP_NAME = "acpstack"
 _DB_FILENAME = "sessions.sqlite3"
-EVENT_BATCH = 256
+EVENT_BATCH = 256  # events read per batch while iterating (no lock held in between)
 ArchiveFilter = Literal["exclude", "include", "only"]
-ARCHIVE_FILTERS = (
-    "exclude",
-    "include",
-    "only",
-)  # events read per batch while iterating (no lock held in between)
+ARCHIVE_FILTERS = ("exclude", "include", "only")
 
 
 @dataclass(slots=True)
@@ -134,6 +130,40 @@ class SessionStore(Protocol):
 
     def close(self) -> None:
         """Release resources. Idempotent."""
+        ...
+
+
+class SessionBusy(RuntimeError):
+    """The session is live on another node (process) of a shared store.
+
+    Raised by `SessionLeases.acquire` while another node holds the session, and by a write
+    to a session that another node holds (or took over from this one).
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} is live on another node")
+        self.session_id = session_id
+
+
+@runtime_checkable
+class SessionLeases(Protocol):
+    """A store shared by several processes that keeps each session live on one of them.
+
+    The runtime acquires a session before it makes it live (new, load, resume, fork) and
+    releases it when the session stops (close, delete, the client leaving). While one
+    process holds a session, the others can neither acquire it nor write to it.
+    """
+
+    def acquire(self, session_id: str) -> None:
+        """Make this process the session's only writer. Counted: each acquire needs a release.
+
+        Raises `SessionBusy` while another live process holds it, KeyError for an unknown
+        session.
+        """
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Undo one `acquire`; the last one lets other processes take the session."""
         ...
 
 
