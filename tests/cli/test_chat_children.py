@@ -5,7 +5,11 @@ asked to show, and the real renderer writing plain text into a string."""
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
+
+from rich.console import Console
+from rich.text import Text
 
 from acpstack.cli._chat_children import (
     ChildSessions,
@@ -15,6 +19,7 @@ from acpstack.cli._chat_children import (
     RecordSink,
 )
 from acpstack.cli._render import Renderer
+from acpstack.cli._view_live import LiveView
 from acpstack.cli._view_plain import PlainView
 from acpstack.client import ClientRuntime, SessionState
 from acpstack.schema import v1 as acp
@@ -184,6 +189,7 @@ def test_json_records_a_record_per_child_change_and_each_message() -> None:
 
     children.begin_turn()
     send(child("running", title="Researcher", description="reads"))
+    send(child("running"))  # the same again, still live: no record
     send(message("Find the bug."))
     send(child("idle"))
     send(child(description=None))  # a change the terminal does not show: still a record
@@ -221,9 +227,29 @@ def test_the_renderer_prints_each_line_once_on_a_pipe() -> None:
     send(child("idle"))
     send(child(description=None))  # not on the line: not printed again
     send(say("child done"))
+    send(chunk(" P.S."))  # the last thing of the turn: shown when the turn ends
+    assert out.getvalue().splitlines()[-1] == "child done"
     renderer.end_turn(MAIN)
     assert out.getvalue().splitlines() == [
         "[message] main → Researcher: Find the bug. Report back.",
         "[subagent] Researcher (idle: end_turn)",
         "child done",
+        "[message] main → Researcher (continued): P.S.",
     ]
+
+
+def test_a_live_line_taken_away_leaves_the_live_area() -> None:
+    """The terminal's view (no event loop here: it redraws at once)."""
+    out = io.StringIO()
+    console = Console(file=out, width=60, height=20, force_terminal=True, color_system=None)
+    view = LiveView(console)
+    view.tool_live("subagent:s:kid", [Text("◐ Researcher  subagent · running")])
+    view.tool_live("tool", [Text("◐ Build  execute · in progress")])
+    assert view._rows == 2
+    mark = len(out.getvalue())
+    view.tool_gone("subagent:s:kid")
+    assert view._rows == 1  # redrawn without it
+    view.tool_gone("never-live")  # nothing to take away: nothing happens
+    view.close()
+    after = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()[mark:])
+    assert "Build" in after and "Researcher" not in after  # not printed for good either

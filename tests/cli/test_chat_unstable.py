@@ -18,15 +18,24 @@ from typing import Any
 
 import pytest
 
+from acpstack.cli._chat import Chat, ChatOptions
+from acpstack.cli._chat_auth import AuthStatusShown
+from acpstack.schema import v1_unstable as acpu
+
 CHAT = [sys.executable, "-m", "acpstack", "chat"]
 REFERENCE = [sys.executable, "-m", "acpstack", "agent", "--unstable"]
 E2E_AGENT = [sys.executable, str(Path(__file__).parents[1] / "e2e" / "peers" / "unstable_agent.py")]
+CHILDREN_AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "children_agent.py")]
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def chat(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, ACPSTACK_STORE=str(tmp_path / "sessions.db"))
+    env = dict(
+        os.environ,
+        ACPSTACK_STORE=str(tmp_path / "sessions.db"),
+        CHILDREN_STORE=str(tmp_path / "children.db"),
+    )
     return subprocess.run(
         [*CHAT, *args],
         cwd=tmp_path,
@@ -112,6 +121,23 @@ def test_subagents_and_messages_are_records_in_json(tmp_path: Path) -> None:
     assert found[2]["stopReason"] == "end_turn" and found[2]["title"] == "Researcher"
 
 
+def test_what_is_still_live_when_the_turn_ends_is_shown_then(tmp_path: Path) -> None:
+    done = chat(tmp_path, "--unstable", "-p", "open", "--", *CHILDREN_AGENT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "watching",
+        "[subagent] Watcher (running)",
+        "[message] Watcher → main: first words last words",
+    ]
+    done = chat(tmp_path, "--unstable", "-p", "open", "--json", "--", *CHILDREN_AGENT)
+    assert done.returncode == 0, done.stderr
+    found = events(done.stdout)[1:]
+    assert [(r["type"], r.get("state"), r.get("text")) for r in found] == [
+        ("subagent", "running", None),
+        ("session_message", None, "first words last words"),
+    ]
+
+
 def test_the_auth_status_follows_authentication(tmp_path: Path) -> None:
     done = chat(
         tmp_path, "--unstable", "--auth", "key", "-p", "hi", "--json", "--", *E2E_AGENT, "--auth"
@@ -122,6 +148,18 @@ def test_the_auth_status_follows_authentication(tmp_path: Path) -> None:
     done = chat(tmp_path, "--unstable", "--auth", "key", "-p", "hi", "--", *E2E_AGENT, "--auth")
     assert done.returncode == 0, done.stderr
     assert done.stderr.index("auth: unauthenticated") < done.stderr.index("auth: authenticated")
+
+
+def test_a_failing_auth_status_is_one_line_and_the_chat_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHILDREN_AUTH_STATUS", "fail")
+    done = chat(tmp_path, "--unstable", "-p", "hello", "--", *CHILDREN_AGENT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "echo: hello\n"
+    assert done.stderr.splitlines() == [
+        "the agent's auth status is unknown: Internal error: the key ring is locked (code -32603)"
+    ]
 
 
 def profile(tmp_path: Path, unstable: str) -> None:
@@ -147,3 +185,32 @@ def test_a_profile_can_ask_for_an_unstable_connection(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "`agents.kids.unstable` must be true or false" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_each_auth_state_is_shown_once(output: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """In process (a real Chat, nothing connected): the answer to auth/status and updates
+    that repeat it show nothing new."""
+    shown = AuthStatusShown(Chat(ChatOptions(interactive=False, output=output)))
+    shown(acpu.AuthStatusResponse(state="unauthenticated"))
+    shown(acpu.AuthStatusUpdateNotification(state="unauthenticated"))
+    account = acpu.AuthAccount(label="Claude Max", active=True, email="ada@example.com")
+    shown(acpu.AuthStatusUpdateNotification(state="authenticated", accounts=[account]))
+    shown(acpu.AuthStatusUpdateNotification(state="authenticated", accounts=[account]))
+    captured = capsys.readouterr()
+    if output == "json":
+        assert records(captured.out) == [
+            {"type": "auth_status", "state": "unauthenticated", "accounts": []},
+            {
+                "type": "auth_status",
+                "state": "authenticated",
+                "accounts": [{"label": "Claude Max", "active": True, "email": "ada@example.com"}],
+            },
+        ]
+        assert captured.err == ""
+    else:
+        assert captured.err.splitlines() == [
+            "auth: unauthenticated",
+            "auth: authenticated · Claude Max (active)",
+        ]
+        assert captured.out == ""

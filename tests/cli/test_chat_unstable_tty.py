@@ -5,7 +5,9 @@ subagents and inter-session messages shown once (tests/e2e/peers/unstable_agent.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,8 @@ pytestmark = [pytest.mark.skipif(not HAVE_TMUX, reason="tmux is not installed")]
 CHAT = [sys.executable, "-m", "acpstack", "chat"]
 REFERENCE = [sys.executable, "-m", "acpstack", "agent", "--unstable"]
 E2E_AGENT = [sys.executable, str(Path(__file__).parents[1] / "e2e" / "peers" / "unstable_agent.py")]
+CHILDREN_AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "children_agent.py")]
+STABLE_AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "chat_agent.py")]
 
 Start = Callable[..., Tmux]
 
@@ -29,6 +33,7 @@ def start(tmp_path: Path) -> Iterator[Start]:
     workspace.mkdir()
     env = {
         "ACPSTACK_STORE": str(tmp_path / "sessions.db"),
+        "CHILDREN_STORE": str(tmp_path / "children.db"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
@@ -37,10 +42,12 @@ def start(tmp_path: Path) -> Iterator[Start]:
     }
     terms: list[Tmux] = []
 
-    def run(*args: str, connected: str = "connected to acpstack reference agent") -> Tmux:
+    def run(
+        *args: str, connected: str = "connected to acpstack reference agent", **extra: str
+    ) -> Tmux:
         term = Tmux(tmp_path, width=120, height=50)
         terms.append(term)
-        term.start([*CHAT, *args], workspace, env)
+        term.start([*CHAT, *args], workspace, {**env, **extra})
         term.wait_for(connected)
         term.wait_for(lambda s: s.rstrip().endswith(">"))
         return term
@@ -141,6 +148,49 @@ def test_without_unstable_the_commands_are_hidden_and_say_why(start: Start) -> N
     assert term.exit_code() == 0
 
 
+def test_commands_an_unstable_agent_does_not_offer_are_hidden(start: Start) -> None:
+    term = start("--unstable", "--", *STABLE_AGENT, connected="connected to chat-agent")
+    help_text = send(term, "//help")
+    for hidden in ("/title", "/archive", "/unarchive", "/status", "--all"):
+        assert hidden not in help_text
+    answer = send(term, "/title hello")
+    assert (
+        answer.splitlines()[1]
+        == "error: the agent does not offer session titles (session/set_title)"
+    )
+    answer = send(term, "/status")
+    assert (
+        answer.splitlines()[1] == "error: the agent does not offer session status (session/status)"
+    )
+    term.keys("C-d")
+    assert term.exit_code() == 0
+
+
+def test_a_title_the_agent_does_not_announce_is_shown_from_its_answer(start: Start) -> None:
+    term = start("--unstable", "--", *CHILDREN_AGENT, connected="connected to")
+    answer = send(term, "/title  Quiet   title")
+    assert answer.splitlines()[1:] == ["session: Quiet title", ">"]
+
+
+def test_archiving_goes_on_when_no_new_session_can_start(start: Start) -> None:
+    term = start(
+        "--unstable", "--", *CHILDREN_AGENT, connected="connected to", CHILDREN_MAX_SESSIONS="1"
+    )
+    first = current_session(term)
+    answer = send(term, "/archive")
+    assert answer.splitlines()[1:] == [
+        f"archived session {first}; starting a new one",
+        "error from the agent: Internal error: no more sessions today (code -32603)",
+        ">",
+    ]
+    assert current_session(term) == first  # still the chat's session: it can come back
+    answer = send(term, "hello")
+    assert "error from the agent" in answer and "Traceback" not in term.screen()
+    send(term, "/unarchive")
+    send(term, f"/load {first}")
+    assert "echo: hello again" in send(term, "hello again")
+
+
 def test_subagents_and_messages_are_shown_once(start: Start) -> None:
     term = start("--unstable", "--", *E2E_AGENT, connected="connected to")
     answer = send(term, "subagent")
@@ -148,3 +198,22 @@ def test_subagents_and_messages_are_shown_once(start: Start) -> None:
     assert answer.count("● Researcher  subagent · idle: end_turn") == 1
     assert "running" not in answer  # the live line was replaced in place
     assert answer.index("✉ main") < answer.index("● Researcher") < answer.index("child=")
+
+
+def test_a_loaded_history_shows_each_child_and_message_once(start: Start, tmp_path: Path) -> None:
+    made = subprocess.run(
+        [*CHAT, "--unstable", "-p", "delegate", "--json", "--", *CHILDREN_AGENT],
+        cwd=tmp_path,
+        env={**os.environ, "CHILDREN_STORE": str(tmp_path / "children.db")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert made.returncode == 0, made.stderr
+    session_id = json.loads(made.stdout.splitlines()[-1])["sessionId"]
+    term = start("--unstable", "--session", session_id, "--", *CHILDREN_AGENT, connected="you:")
+    screen = term.wait_for("delegated")
+    assert screen.count("✉ main → Worker: Do X. Then Y.") == 1
+    assert screen.count("● Worker  subagent · idle: end_turn") == 1
+    assert "running" not in screen and "requires_action" not in screen  # changes within it

@@ -31,7 +31,7 @@ from acpstack.cli._redact import Redactor
 from acpstack.cli._registry import AgentLaunch
 from acpstack.cli._render import Renderer
 from acpstack.cli._streams import quiet_when_gone
-from acpstack.client import ClientRuntime, ClientSession
+from acpstack.client import ClientRuntime, ClientSession, SessionState
 from acpstack.local import become_subreaper, end_orphans
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
@@ -138,7 +138,7 @@ class Chat:
     def _child_records(self) -> ChildSessions:
         from acpstack.cli._chat_children import RecordSink
 
-        def state(session_id: str) -> Any:
+        def state(session_id: str) -> SessionState | None:
             session = self.runtime.sessions.get(session_id)
             return session.state if session is not None else None
 

@@ -25,6 +25,7 @@ from acpstack.client import SessionState
 if TYPE_CHECKING:
     from acpstack.cli._render import View
 
+# Matched by type name, as `SessionState` does: the unstable types load only when used.
 SUBAGENT_UPDATES = ("SubagentUpdate",)
 MESSAGE_UPDATES = ("SessionMessage", "SessionMessageChunk")
 #: Characters of a message shown in the live area while it streams (all of it once shown).
@@ -291,11 +292,7 @@ class ViewSink:
         self._printed: dict[str, str] = {}  # key -> a child's line as last printed
 
     def live(self, key: str, item: Item) -> None:
-        text = item_text(item, rich=self.rich, live=True)
-        if isinstance(item, ChildView) and self._printed.get(key) == text.plain:
-            self.drop(key)
-        else:
-            self.view.tool_live(key, [text])
+        self.view.tool_live(key, [item_text(item, rich=self.rich, live=True)])
 
     def final(self, key: str, item: Item) -> None:
         text = item_text(item, rich=self.rich)

@@ -69,8 +69,6 @@ async def load_session(chat: Chat, session_id: str, *, switched: bool = False) -
             await chat.runtime.resume_session(session_id, cwd, mcp_servers=chat.opts.mcp_servers)
     finally:
         chat.replaying = False
-        if chat.children is not None:
-            chat.children.mark_shown(session_id)  # json records: not for the history
         if chat.renderer is not None and chat.headless:
             chat.renderer.skip_shown(session_id)  # the history was not shown
         elif chat.renderer is not None:
