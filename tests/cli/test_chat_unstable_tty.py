@@ -90,6 +90,10 @@ def test_session_commands_against_the_reference_agent(start: Start) -> None:
     for usage in ("/title TEXT", "/archive [ID]", "/unarchive [ID]", "/status [ID]"):
         assert usage in help_text
     assert "/sessions [--all]" in help_text
+    term.type("/unar")
+    term.keys("Tab")  # completed: the agent offers it
+    term.wait_for(lambda screen: screen.rstrip().endswith("> /unarchive"))
+    term.keys("C-c")
     first = current_session(term)
     answer = send(term, "/title  Fix the   parser")
     assert answer.count("session: Fix the parser") == 1  # the agent's update and ours: once
@@ -162,6 +166,11 @@ def test_commands_an_unstable_agent_does_not_offer_are_hidden(start: Start) -> N
     assert (
         answer.splitlines()[1] == "error: the agent does not offer session status (session/status)"
     )
+    term.type("/unar")
+    term.keys("Tab")  # completes no command the agent does not offer
+    term.type(" z")
+    term.keys("Enter")
+    term.wait_for("echo: /unar z")
     term.keys("C-d")
     assert term.exit_code() == 0
 
