@@ -73,7 +73,8 @@ def _require_mcp() -> Any:
         import mcp
     except ImportError as exc:
         raise McpUnavailable(
-            'MCP support needs the `mcp` package: pip install "acpstack[mcp]"'
+            'MCP support needs the `mcp` package: pip install "acpstack[mcp]" '
+            '(from a checkout: pip install ".[mcp]")'
         ) from exc
     return mcp
 

@@ -66,10 +66,10 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
       `providers/*` (see `_unstable.py`).
     """
 
-    name = "acpstack-agent"
+    name: str = "acpstack-agent"
     title: str | None = None
-    version = __version__
-    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
+    version: str = __version__
+    protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,

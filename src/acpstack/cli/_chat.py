@@ -122,7 +122,7 @@ class Chat:
         self._stdout_closed = False
         self._body: asyncio.Task[int] | None = None
         self._cancel_on_exit: str | None = None  # the session whose turn was interrupted
-        self._pending_output: set[Any] = set()
+        self._kept: set[Any] = set()
 
     def _renderer(self) -> Renderer:
         if self.console.is_terminal:
@@ -174,8 +174,8 @@ class Chat:
 
     def keep(self, task: asyncio.Future[Any]) -> None:
         """Hold a fire-and-forget task until it is done (the loop keeps only weak references)."""
-        self._pending_output.add(task)
-        task.add_done_callback(self._pending_output.discard)
+        self._kept.add(task)
+        task.add_done_callback(self._kept.discard)
 
     async def _ask_permission(self, request: acp.RequestPermissionRequest) -> Any:
         from acpstack.cli._input import Interrupted
@@ -335,7 +335,7 @@ class Chat:
             return
         self.say(Text("cancelling the turn (Ctrl-C again to quit)", style="yellow"))
         assert self.session_id is not None
-        asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id))
+        self.keep(asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id)))
 
     async def _run_agent(self) -> int:
         from acpstack.cli._chat_connect import connect
@@ -380,6 +380,7 @@ class Chat:
                 return exc.exit_code
             finally:
                 await self._cancel_turn_on_exit()
+                await self._end_kept()
         return EXIT_ERROR
 
     def _make_input(self) -> ChatInput:
@@ -391,6 +392,17 @@ class Chat:
         completer = ChatCompleter(lambda: command_names(self), os.path.abspath(self.opts.cwd))
         history = Path(self.opts.history_file) if self.opts.history_file else None
         return ChatInput(history, completer)
+
+    async def _end_kept(self) -> None:
+        """The kept tasks end with the chat, before the agent stops: given a second to finish
+        (output to print, a session/cancel to send), then cancelled and awaited."""
+        if not self._kept:
+            return
+        _, late = await asyncio.wait(list(self._kept), timeout=1.0)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
 
     async def _cancel_turn_on_exit(self) -> None:
         """After a signal: tell the agent the turn is cancelled (session/cancel) before it is stopped."""
