@@ -34,13 +34,19 @@ class ProviderSettings(Protocol):
     Raise `ValueError` for an unknown provider or a setting that cannot be applied (the
     client gets -32602 with its message)."""
 
-    def list_providers(self) -> list[acpu.ProviderInfo]: ...
+    def list_providers(self) -> list[acpu.ProviderInfo]:
+        """The providers the agent knows, with their current settings (`providers/list`)."""
+        ...
 
     def set_provider(
         self, provider_id: str, api_type: str, base_url: str, headers: dict[str, str]
-    ) -> None: ...
+    ) -> None:
+        """Use `provider_id` with this API type, base URL and headers (`providers/set`)."""
+        ...
 
-    def disable_provider(self, provider_id: str) -> None: ...
+    def disable_provider(self, provider_id: str) -> None:
+        """Stop using `provider_id` (`providers/disable`)."""
+        ...
 
 
 class UnstableSessionMethods(Agent):
@@ -68,6 +74,8 @@ class UnstableSessionMethods(Agent):
     async def session_set_title(
         self, params: acpu.SetSessionTitleRequest
     ) -> acpu.SetSessionTitleResponse:
+        """`session/set_title`: rename a stored session (whitespace collapsed, at most 200
+        characters; -32602 when empty); an active one also sends `session_info_update`."""
         from acpstack.schema import v1_unstable as acpu
 
         title = " ".join(params.title.split())[:200]
@@ -86,6 +94,8 @@ class UnstableSessionMethods(Agent):
     async def session_archive(
         self, params: acpu.ArchiveSessionRequest
     ) -> acpu.ArchiveSessionResponse:
+        """`session/archive`: close the session if active and leave it out of
+        `session/list` unless archived sessions are asked for."""
         from acpstack.schema import v1_unstable as acpu
 
         self._record(params.session_id)
@@ -98,6 +108,7 @@ class UnstableSessionMethods(Agent):
     async def session_unarchive(
         self, params: acpu.UnarchiveSessionRequest
     ) -> acpu.UnarchiveSessionResponse:
+        """`session/unarchive`: list the session again."""
         from acpstack.schema import v1_unstable as acpu
 
         self._record(params.session_id)
@@ -105,6 +116,7 @@ class UnstableSessionMethods(Agent):
         return acpu.UnarchiveSessionResponse()
 
     async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:
+        """`session/status`: "open" for an active session, "saved" for a stored one."""
         from acpstack.schema import v1_unstable as acpu
 
         if params.session_id in self.sessions:
@@ -168,6 +180,7 @@ class UnstableSessionMethods(Agent):
         return "authenticated" if self.authenticated else "unauthenticated"
 
     async def auth_status(self, params: acpu.AuthStatusRequest) -> acpu.AuthStatusResponse:
+        """`auth/status`: the authentication state (see `auth_state`)."""
         from acpstack.schema import v1_unstable as acpu
 
         self._reported_auth = self.auth_state()
@@ -193,11 +206,13 @@ class UnstableSessionMethods(Agent):
         return self.providers
 
     async def providers_list(self, params: acpu.ListProvidersRequest) -> acpu.ListProvidersResponse:
+        """`providers/list` through `providers` (-32601 without it)."""
         from acpstack.schema import v1_unstable as acpu
 
         return acpu.ListProvidersResponse(providers=self._providers().list_providers())
 
     async def providers_set(self, params: acpu.SetProviderRequest) -> acpu.SetProviderResponse:
+        """`providers/set` through `providers` (-32602 when it raises ValueError)."""
         from acpstack.schema import v1_unstable as acpu
 
         headers = params.headers if isinstance(params.headers, dict) else {}
@@ -214,6 +229,7 @@ class UnstableSessionMethods(Agent):
     async def providers_disable(
         self, params: acpu.DisableProviderRequest
     ) -> acpu.DisableProviderResponse:
+        """`providers/disable` through `providers` (-32602 when it raises ValueError)."""
         from acpstack.schema import v1_unstable as acpu
 
         try:

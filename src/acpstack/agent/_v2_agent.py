@@ -114,6 +114,8 @@ class V2SessionMethods:
     # -- initialize and auth ----------------------------------------------------------------
 
     async def v2_initialize(self, params: v2.InitializeRequest) -> v2.InitializeResponse:
+        """v2 `initialize`: `info`, and one `capabilities` with what the sessions support
+        (prompt content, MCP, additional directories, delete as the store allows)."""
         from acpstack.schema import v2
 
         prompt = self.prompt_capabilities
@@ -149,6 +151,7 @@ class V2SessionMethods:
         )
 
     async def v2_auth_login(self, params: v2.LoginAuthRequest) -> v2.LoginAuthResponse:
+        """v2 `auth/login` (v1's `authenticate`); -32601 without `auth_methods`."""
         from acpstack.schema import v2
 
         if not self.auth_methods:
@@ -157,6 +160,7 @@ class V2SessionMethods:
         return v2.LoginAuthResponse()
 
     async def v2_auth_logout(self, params: v2.LogoutAuthRequest) -> v2.LogoutAuthResponse:
+        """v2 `auth/logout` (v1's `logout`); -32601 without `auth_methods`."""
         from acpstack.schema import v2
 
         await self._logout("auth/logout")
@@ -165,6 +169,7 @@ class V2SessionMethods:
     # -- sessions ------------------------------------------------------------------------
 
     async def v2_session_new(self, params: v2.NewSessionRequest) -> v2.NewSessionResponse:
+        """v2 `session/new`: as v1's, with the modes as the config option of category "mode"."""
         from acpstack.schema import v2
 
         self._require_auth()
@@ -197,6 +202,7 @@ class V2SessionMethods:
         return v2.ResumeSessionResponse(config_options=self._v2_options(session))
 
     async def v2_session_list(self, params: v2.ListSessionsRequest) -> v2.ListSessionsResponse:
+        """v2 `session/list`: one page of stored sessions, newest first, as in v1."""
         from acpstack.schema import v2
 
         records, next_cursor = self._list_records(params)
@@ -213,12 +219,14 @@ class V2SessionMethods:
         return v2.ListSessionsResponse(sessions=infos, next_cursor=next_cursor or UNSET)
 
     async def v2_session_close(self, params: v2.CloseSessionRequest) -> v2.CloseSessionResponse:
+        """v2 `session/close`: as v1's (-32002 with `{sessionId}` for an unknown session)."""
         from acpstack.schema import v2
 
         await self._close(params.session_id)
         return v2.CloseSessionResponse()
 
     async def v2_session_delete(self, params: v2.DeleteSessionRequest) -> v2.DeleteSessionResponse:
+        """v2 `session/delete`: as v1's."""
         from acpstack.schema import v2
 
         await self._delete(params.session_id)
@@ -227,6 +235,8 @@ class V2SessionMethods:
     async def v2_session_set_config_option(
         self, params: v2.SetSessionConfigOptionRequest
     ) -> v2.SetSessionConfigOptionResponse:
+        """v2 `session/set_config_option` (`id` and `boolean` values; the mode option sets
+        the mode): the session's config options after the change."""
         from acpstack.schema import v2
 
         session = self._active(params.session_id)
@@ -275,6 +285,8 @@ class V2SessionMethods:
             await session.send_state("idle", stop_reason=stop, error=error)
 
     async def v2_session_cancel(self, params: v2.CancelSessionNotification) -> None:
+        """v2 `session/cancel`: cancel the running turn; it ends with an idle state update
+        whose stop reason is "cancelled"."""
         session = self.sessions.get(params.session_id)
         if session is not None:
             await self._cancel_turn(session, wait=False)

@@ -31,7 +31,7 @@ from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
     from acpstack.client._state import SessionState
     from acpstack.schema import v2
 
@@ -178,6 +178,9 @@ class V2ClientMethods:
     # -- what the agent calls ----------------------------------------------------------------
 
     async def v2_session_update(self, params: v2.UpdateSessionNotification) -> None:
+        """v2 `session/update`: apply it to the session's model (v1-shaped updates to
+        `on_update`), pass it as it came to `on_wire_update`, and end a waiting prompt at
+        its idle state."""
         from acpstack.client import _v2_view as view
         from acpstack.schema import v2
 
@@ -197,6 +200,7 @@ class V2ClientMethods:
     async def v2_session_request_permission(
         self, params: v2.RequestPermissionRequest
     ) -> v2.RequestPermissionResponse:
+        """v2 `session/request_permission`, answered by the same `permission_policy` as v1's."""
         from acpstack.schema import v2
 
         answer = await self.session_request_permission(permission_request(params))
@@ -210,6 +214,7 @@ class V2ClientMethods:
     async def v2_elicitation_create(
         self, params: v2.CreateElicitationRequest
     ) -> v2.CreateElicitationResponse:
+        """v2 `elicitation/create`, answered by the same `elicitation_policy` as v1's."""
         from acpstack.schema import v2
 
         model = msgspec.convert(msgspec.to_builtins(params), acp.CreateElicitationRequest)
@@ -217,6 +222,7 @@ class V2ClientMethods:
         return msgspec.convert(msgspec.to_builtins(answer), v2.CreateElicitationResponse)
 
     async def v2_elicitation_complete(self, params: v2.CompleteElicitationNotification) -> None:
+        """v2 `elicitation/complete`: as v1's."""
         await self.elicitation_complete(
             acp.CompleteElicitationNotification(elicitation_id=params.elicitation_id)
         )

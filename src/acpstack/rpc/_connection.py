@@ -50,7 +50,9 @@ class ConnectionClosed(ConnectionError):
 
     def __init__(self, reason: str = "connection closed") -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason: str = reason
+        """Why it ended, in words ("connection closed locally", "... by peer", or what the
+        transport saw, e.g. the agent process's exit)."""
 
 
 class RequestTimeout(TimeoutError):
@@ -93,9 +95,12 @@ class Connection:
         max_waiting_requests: int = 8192,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self.transport = transport
-        self.state = state
-        self.dispatcher = dispatcher
+        self.transport: Transport = transport
+        """The pipe to the peer; the connection owns it (`aclose` closes it)."""
+        self.state: ProtocolState = state
+        """The sans-IO protocol state: negotiated version, capabilities, pending calls."""
+        self.dispatcher: Dispatcher = dispatcher
+        """Where the peer's requests and notifications go (the agent or client runtime)."""
         self._max_running = max_inbound_requests
         self._running = 0
         # Requests beyond the running limit wait in line; past this many, reading pauses.

@@ -140,9 +140,13 @@ class AgentServer:
     # -- connections ------------------------------------------------------------------
 
     def has_room(self) -> bool:
+        """Whether another connection may open (the server is not closing and is below
+        `limits.max_connections`)."""
         return not self._closing and len(self.connections) < self.limits.max_connections
 
     def new_connection(self, *, multiplex: bool) -> RemoteConnection:
+        """Register a new remote connection (`multiplex`: a WebSocket's, whose one stream
+        carries everything); idle connections are reaped after `limits.idle_timeout`."""
         connection = RemoteConnection(
             str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget
         )
@@ -151,9 +155,12 @@ class AgentServer:
         return connection
 
     async def start_agent(self, connection: RemoteConnection) -> None:
+        """Start the connection's agent (in-process, or a subprocess for a command)."""
         await connection.start(self.agent, unstable=self.unstable, cwd=self.cwd, env=self.env)
 
     def find_connection(self, headers: dict[str, str]) -> tuple[RemoteConnection | None, int, str]:
+        """The open connection a request names in its connection header, or None with the
+        HTTP status and message to answer (400 without the header, 404 for an unknown one)."""
         connection_id = headers.get(CONNECTION_HEADER.lower())
         if connection_id is None:
             return None, 400, f"missing {CONNECTION_HEADER}"

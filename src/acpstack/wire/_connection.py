@@ -170,6 +170,7 @@ class ProtocolState(Negotiation):
     # -- receiving --------------------------------------------------------------
 
     def receive(self, data: bytes) -> list[Event]:
+        """Feed received bytes (any split); the events they complete. Errors are queued."""
         if self._deferred and not self.deferring:
             return self.take_deferred() + self.receive(data)
         line = self._decoder.feed_line(data)
@@ -179,6 +180,7 @@ class ProtocolState(Negotiation):
         return [] if event is None else [event]
 
     def receive_eof(self) -> list[Event]:
+        """The peer closed its side: the events of what it left unfinished (a last line)."""
         return self._frames(self._decoder.feed_eof())
 
     def take_deferred(self) -> list[Event]:
@@ -195,6 +197,7 @@ class ProtocolState(Negotiation):
         return events
 
     def take_outgoing(self) -> bytes:
+        """The bytes queued for the peer (answers the state gave itself); b"" if none."""
         if not self._outgoing:
             return b""
         data = b"".join(self._outgoing)
@@ -414,6 +417,7 @@ class ProtocolState(Negotiation):
     def start_request(
         self, method: str, params: Any, *, check_gate: bool = True
     ) -> tuple[RequestId, bytes, PendingCall]:
+        """A new call: its id, the frame to write and its PendingCall (CapabilityError)."""
         spec = self._requests_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
@@ -436,6 +440,7 @@ class ProtocolState(Negotiation):
         return rid, self._frame(encode_request(rid, method, params)), call
 
     def notification(self, method: str, params: Any) -> bytes:
+        """The frame of a notification (CapabilityError when it may not be sent now)."""
         spec = self._notifications_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
@@ -444,6 +449,7 @@ class ProtocolState(Negotiation):
         return self._frame(encode_notification(method, params))
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
+        """The frame answering request `rid` of `method` with `result`."""
         if method == "initialize" and self.role == "agent":
             version = self.version if self.version is not None else self._table_version
             if getattr(result, "protocol_version", version) != version:
@@ -456,6 +462,7 @@ class ProtocolState(Negotiation):
         return self._frame(encode_result(rid, result))
 
     def error(self, rid: RequestId, err: RequestError) -> bytes:
+        """The frame answering request `rid` with the error `err`."""
         if self.deferring and rid == self._initialize_id:
             self.deferring = False  # initialize failed: what waited is refused in turn
         return self._frame(encode_error(rid, err.to_dict()))
@@ -467,6 +474,7 @@ class ProtocolState(Negotiation):
         return self._frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}))
 
     def fail_all_pending(self) -> list[PendingCall]:
+        """Forget every call still waiting for an answer; the calls (to fail them)."""
         calls = list(self.pending.values())
         self.pending.clear()
         return calls

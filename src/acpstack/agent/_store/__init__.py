@@ -26,6 +26,7 @@ from acpstack.agent._store._memory import MemorySessionStore
 from acpstack.agent._store._records import (
     ARCHIVE_FILTERS,
     ArchiveFilter,
+    SessionChanges,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -38,6 +39,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ArchiveFilter",
     "MemorySessionStore",
+    "SessionChanges",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",

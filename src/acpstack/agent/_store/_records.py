@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, TypedDict, Unpack, runtime_checkable
 
 _APP_NAME = "acpstack"
 _DB_FILENAME = "sessions.sqlite3"
@@ -34,6 +34,21 @@ class SessionRecord:
     created_at: str = ""  # ISO 8601 UTC with "Z"; set by the store on create if empty
     updated_at: str = ""  # ISO 8601 UTC; bumped on every change and every appended event
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class SessionChanges(TypedDict, total=False):
+    """What `SessionStore.update` may change (every field but `session_id` and
+    `created_at`); a field left out keeps its value. `updated_at` is bumped unless given."""
+
+    cwd: str
+    additional_directories: Sequence[str]
+    mcp_servers: Sequence[Any]  # JSON-able
+    mode_id: str | None
+    config_values: Mapping[str, Any]  # JSON-able
+    title: str | None
+    archived: bool
+    updated_at: str  # ISO 8601, any offset: stored in UTC with "Z"
+    meta: Mapping[str, Any]  # JSON-able
 
 
 @dataclass(slots=True)
@@ -69,8 +84,8 @@ class SessionStore(Protocol):
         """Return a fresh copy of the record, or None if there is no such session."""
         ...
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
-        """Change fields (not session_id/created_at) and bump updated_at.
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
+        """Change the fields given (see `SessionChanges`) and bump updated_at.
 
         Raises KeyError for an unknown session, TypeError for an unknown field.
         """

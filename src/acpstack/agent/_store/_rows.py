@@ -188,7 +188,7 @@ def prepare_new(record: SessionRecord) -> SessionRecord:
     return SessionRecord(session_id=record.session_id, **values)
 
 
-def apply_changes(current: SessionRecord, changes: dict[str, Any]) -> SessionRecord:
+def apply_changes(current: SessionRecord, changes: Mapping[str, Any]) -> SessionRecord:
     """A copy of `current` with validated `changes`; updated_at bumped unless given."""
     unknown = set(changes) - _UPDATABLE
     if unknown:
