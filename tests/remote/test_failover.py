@@ -53,7 +53,8 @@ def test_sessions_carry_on_when_a_server_is_killed(
     except NotInstalled as exc:
         not_installed(exc)
     detail = {k: v for k, v in result.items() if not k.endswith("tail")}
-    assert result["exit_code"] == 0, (detail, result["stderr_tail"])
+    # The problems first: pytest shortens a long message, and they say what went wrong.
+    assert result["exit_code"] == 0, (result.get("problems"), detail, result["stderr_tail"])
     record_property("failover", summary(result))
     assert result["problems"] == []  # every acknowledged turn whole and in order in the store
     assert result["killed_after_turns"] is not None, "the run ended before the kill"

@@ -15,30 +15,26 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
 
+from acpstack.cli._chat_auth import AuthStatusShown
 from acpstack.cli._chat_book import SessionBook, usage_of
-from acpstack.cli._errors import (
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_TIMEOUT,
-    EXIT_USAGE,
-    CliError,
-)
+from acpstack.cli._chat_children import ChildSessions
+from acpstack.cli._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE, CliError
 from acpstack.cli._policy import ChatPolicy, LabelledRule
 from acpstack.cli._redact import Redactor
-from acpstack.cli._registry import AgentLaunch, RegistryError
+from acpstack.cli._registry import AgentLaunch
 from acpstack.cli._render import Renderer
 from acpstack.cli._streams import quiet_when_gone
-from acpstack.client import ClientRuntime, ClientSession
+from acpstack.client import ClientRuntime, ClientSession, SessionState
 from acpstack.local import become_subreaper, end_orphans
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
-from acpstack.transports import SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError, RequestError
 
 if TYPE_CHECKING:
@@ -46,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.cli")
 
-#: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
-STDERR_TAIL_LINES = 200
 #: Signals that end the chat like quitting does; the exit code is 128 + the signal number.
 TERMINATING_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -84,6 +78,7 @@ class ChatOptions:
     book: SessionBook | None = None  # session record and lock
     history_file: str | None = None  # the prompt's history (interactive)
     notices: list[str] = field(default_factory=list)  # said on stderr once the chat starts
+    unstable: bool = False  # the connection speaks ACP's unstable methods (--unstable)
 
 
 class Chat:
@@ -107,11 +102,15 @@ class Chat:
             on_update=self._on_update,
             on_dropped=self._on_dropped,
             choose_auth_method=self._choose_auth,
+            on_auth_status=AuthStatusShown(self),
             ask_elicitation=self._ask_elicitation if opts.ask_user else None,
             enable_fs=opts.enable_fs,
             enable_terminal=opts.enable_terminal,
         )
         self.renderer: Renderer | None = self._renderer() if human else None
+        self.children: ChildSessions | None = (  # subagents and messages as json records
+            self._child_records() if self.headless and opts.output == "json" else None
+        )
         self.session_id: str | None = None
         self.turn: asyncio.Task[acp.PromptResponse] | None = None
         self.quit = asyncio.Event()
@@ -137,20 +136,32 @@ class Chat:
 
     # -- what the agent sends -------------------------------------------------------------
 
+    def _child_records(self) -> ChildSessions:
+        from acpstack.cli._chat_children import RecordSink
+
+        def state(session_id: str) -> SessionState | None:
+            session = self.runtime.sessions.get(session_id)
+            return session.state if session is not None else None
+
+        return ChildSessions(state, RecordSink(self.write_record))
+
     def _on_update(self, session_id: str, update: Any) -> None:
-        if self.renderer is None or (self.replaying and self.headless):
+        if self.replaying and self.headless:
             return
+        if self.children is not None:
+            self.children.on_update(session_id, update)
         renderer = self.renderer
-        if self.input is not None and self.input.active:  # the prompt is on screen
+        if renderer is not None:
+            self.show(lambda: renderer.on_update(session_id, update))
+
+    def show(self, draw: Callable[[], None]) -> None:
+        """Run `draw` now, or above the prompt when the prompt is on screen."""
+        if self.input is not None and self.input.active:
             from prompt_toolkit.application import run_in_terminal
 
-            self.keep(
-                asyncio.ensure_future(
-                    run_in_terminal(lambda: renderer.on_update(session_id, update))
-                )
-            )
+            self.keep(asyncio.ensure_future(run_in_terminal(draw)))
             return
-        renderer.on_update(session_id, update)
+        draw()
 
     def _on_dropped(self, dropped: Any) -> None:
         what = dropped.method or "a message"
@@ -328,37 +339,8 @@ class Chat:
         assert self.session_id is not None
         self.keep(asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id)))
 
-    async def _connect(self) -> Transport:
-        if self.opts.url:
-            from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
-
-            try:
-                return await remote_transport(self.opts.url, self.opts.token)
-            except ValueError as exc:  # not an http(s):// or ws(s):// URL
-                raise CliError(describe(exc), EXIT_USAGE) from None
-            except REMOTE_ERRORS as exc:
-                raise CliError(describe(exc)) from None
-        command = self.opts.agent_command
-        if self.opts.launch is not None:
-            try:
-                progress = self.err.print
-                command = await asyncio.to_thread(self.opts.launch.ready_command, progress)
-            except RegistryError as exc:
-                raise CliError(f"error: {exc}") from None
-        try:
-            return await SubprocessTransport.spawn(
-                command,
-                env=self.opts.agent_env,
-                cwd=self.opts.cwd,
-                stderr_tail_lines=STDERR_TAIL_LINES,
-                description=self.shown_command,
-            )
-        except OSError as exc:
-            raise CliError(
-                f"error: could not start the agent `{self.shown_command}`: {exc}"
-            ) from None
-
     async def _run_agent(self) -> int:
+        from acpstack.cli._chat_connect import connect
         from acpstack.client import connect_client
 
         try:
@@ -368,7 +350,7 @@ class Chat:
                     self.opts.book.lock_session(
                         self.opts.session or self.opts.book.known_session_id or ""
                     )
-            transport = await self._connect()
+            transport = await connect(self)
         except CliError as exc:
             self.fail(exc.message)
             return exc.exit_code
@@ -378,7 +360,12 @@ class Chat:
             transport = TapTransport(
                 transport, self.write_record, max_message_size=DEFAULT_MAX_MESSAGE_SIZE
             )
-        conn = connect_client(self.runtime, transport, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
+        conn = connect_client(
+            self.runtime,
+            transport,
+            unstable=self.opts.unstable,
+            max_message_size=DEFAULT_MAX_MESSAGE_SIZE,
+        )
         if self.opts.interactive or self.opts.ask_user:
             self.input = self._make_input()
         async with conn.connection:  # on the way out: the agent is stopped, terminals released
@@ -439,7 +426,10 @@ class Chat:
             )
             version = f" (ACP v{self.protocol_version})"
             self.say(Text(f"connected to {name}{version}{hint}", style="dim"))
+        from acpstack.cli._chat_auth import ask_auth_status
         from acpstack.cli._chat_session import apply_settings
+
+        await ask_auth_status(self)
 
         await self.open_session()
         await apply_settings(self)
