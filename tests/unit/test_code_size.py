@@ -17,9 +17,7 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 # "path relative to src/acpstack" for a module, "path::qualified.name" for a function.
-ALLOWED: dict[str, str] = {
-    "rpc/_connection.py": "changed in parallel (rpc hot paths, performance work), split later",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def measure(path: Path, name: str) -> list[tuple[str, int, int]]:

@@ -24,11 +24,13 @@ import os
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
+from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import TypedRequests
 from acpstack.transports import Transport
 from acpstack.wire import (
+    HANDSHAKE_METHODS,
     DroppedMessage,
     Event,
     IncomingCancel,
@@ -44,38 +46,6 @@ log = logging.getLogger("acpstack.rpc")
 WRITE_HIGH_WATER = 1024 * 1024
 FLUSH_SIZE = 256 * 1024  # bounds the buffer of a producer that never yields
 QUEUE_HIGH_WATER = 4096
-
-
-class ConnectionClosed(ConnectionError):
-    """The connection ended; raised by every call that was pending or is made afterwards."""
-
-    def __init__(self, reason: str = "connection closed") -> None:
-        super().__init__(reason)
-        self.reason: str = reason
-        """Why it ended, in words ("connection closed locally", "... by peer", or what the
-        transport saw, e.g. the agent process's exit)."""
-
-
-class RequestTimeout(TimeoutError):
-    """A call got no answer within its timeout (a `$/cancel_request` was sent)."""
-
-
-class Dispatcher(Protocol):
-    """What a `Connection` hands the peer's messages to, on the event loop (the agent and
-    client runtimes implement it)."""
-
-    async def handle_request(self, event: IncomingRequest) -> Any:
-        """Answer one request, in a task of its own: return the result (the method's
-        response Struct, or a JSON value for a `_` method) or raise `RequestError`. Any
-        other exception reaches the peer as -32603 without details. The task is cancelled
-        when the peer cancels the request, and by `Connection.aclose`."""
-
-    async def handle_notification(self, event: IncomingNotification) -> None:
-        """Handle one notification; the session's next one waits until this returns.
-        Exceptions are logged, never sent."""
-
-    def message_dropped(self, event: DroppedMessage) -> None:
-        """Learn of a discarded incoming message. Must not block; exceptions are logged."""
 
 
 class Connection(TypedRequests):
@@ -414,7 +384,7 @@ class Connection(TypedRequests):
             self._running -= 1
             self._inbound.pop(event.id, None)
             self._peer_cancelled.discard(event.id)
-            if event.method == "initialize" and self._closed is None:
+            if event.method in HANDSHAKE_METHODS and self._closed is None:
                 self._take_in(self.state.take_deferred())  # what arrived while it was answered
             if self._backlog:
                 self._launch_waiting()
