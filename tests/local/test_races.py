@@ -109,6 +109,11 @@ async def under_attack(
 ) -> Tally:
     """Run ``step(i)`` (True: it escaped) ``attempts`` times while the attacker runs."""
     if arena.attacker == "thread":
+        # The attacker thread takes the GIL back after every rename (a few microseconds
+        # without it); at the default 5 ms switch interval each of our hand-offs between
+        # the loop and the worker thread can wait that long, and a run took 10 to 60+ s.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.0001)
         stop = threading.Event()
         swaps: list[int] = []
         thread = threading.Thread(
@@ -120,6 +125,7 @@ async def under_attack(
         finally:
             stop.set()
             thread.join(10)
+            sys.setswitchinterval(interval)
             arena.swaps += swaps[0]
     process = subprocess.Popen(
         [sys.executable, SWAPPER, str(arena.ws)],
