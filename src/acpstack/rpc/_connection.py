@@ -38,6 +38,9 @@ from acpstack.wire import (
     RequestError,
 )
 
+if sys.version_info < (3, 12):  # 3.12+ has eager tasks
+    from acpstack.rpc._eager import EagerStarter
+
 log = logging.getLogger("acpstack.rpc")
 
 WRITE_HIGH_WATER = 1024 * 1024
@@ -120,6 +123,7 @@ class Connection:
         self._closed_event = asyncio.Event()
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
+        self._eager = EagerStarter(self._loop) if sys.version_info < (3, 12) else None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -179,6 +183,8 @@ class Connection:
         tasks = [
             t for t in (self._finisher, *self._inbound.values(), *self._workers) if t is not None
         ]
+        if self._eager is not None:
+            tasks += self._eager.close()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -339,15 +345,17 @@ class Connection:
     def _launch(self, event: IncomingRequest) -> None:
         self._running += 1
         coro = self._run_request(event)
-        task: asyncio.Task[None]
-        if sys.version_info >= (3, 12) and self._loop.get_task_factory() is None:
+        task: asyncio.Task[None] | None
+        if self._loop.get_task_factory() is not None:
+            task = self._loop.create_task(coro)
+        elif self._eager is None:
             # The handler's first step runs now (eager start): one that answers without
             # awaiting costs no trip through the event loop, and current_task() still
             # works inside it. It may finish (and run _run_request's cleanup) right here.
-            task = asyncio.Task(coro, loop=self._loop, eager_start=True)
+            task = asyncio.Task(coro, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
         else:
-            task = self._loop.create_task(coro)
-        if not task.done():
+            task = self._eager.start(coro)  # the same on 3.11
+        if task is not None and not task.done():
             self._inbound[event.id] = task
 
     def _launch_waiting(self) -> None:
