@@ -57,6 +57,7 @@ from acpstack.wire._framing import (
     encode_frame,
 )
 from acpstack.wire._negotiation import Negotiation
+from acpstack.wire._onepass import OnePass
 from acpstack.wire._versions import advertised
 
 log = logging.getLogger("acpstack.wire")
@@ -84,7 +85,7 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-class ProtocolState(Negotiation):
+class ProtocolState(Negotiation, OnePass):
     """One side of an ACP connection, without I/O.
 
     framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
@@ -131,6 +132,7 @@ class ProtocolState(Negotiation):
         self.extensions = extensions
         self._initialize_params: Any = None  # client side: what our `initialize` said
         self._table_version = 0
+        self._calls = None
         self._use_tables(self.versions[0])
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
@@ -266,6 +268,9 @@ class ProtocolState(Negotiation):
             self._deferred.append(frame)
             self._deferred_size += len(frame)
             return None
+        event = self._one_pass(frame)  # the common messages, in one decode
+        if event is not None:
+            return event
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
             return self._invalid(frame, env)

@@ -38,6 +38,7 @@ class Negotiation:
     _table_version: int
     _requests_in: dict[str, MethodSpec]
     _notifications_in: dict[str, MethodSpec]
+    _calls: Any
     _requests_out: dict[str, MethodSpec]
     _notifications_out: dict[str, MethodSpec]
     local_capabilities: Any
@@ -51,6 +52,7 @@ class Negotiation:
         if version == self._table_version:
             return
         self._table_version = version
+        self._calls = None  # the one-pass decoder of the old tables
         table = method_table(self.unstable, self.extensions if version == 1 else (), version)
         mine = {self.role, "both", "protocol"}
         peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
