@@ -7,8 +7,9 @@
   a loop turn), at most `max_inbound_requests` at once; more wait in line, and reading pauses only
   when more than `max_waiting_requests` wait (backpressure without deadlocking on
   handlers that await the peer's responses).
-- Notifications are handled in order per session (one worker per busy session), and a
-  response is delivered only after the notifications the peer sent before it.
+- Notifications are handled in order per session (one worker per busy session); a
+  response is delivered, and a request starts, only after the notifications of its
+  session that the peer sent before it.
 - Frames are written in the order they are produced: the first one after a read at once,
   the ones that follow it coalesced into one write per event-loop turn.
 - When the transport closes, every pending call fails at once with ConnectionClosed.
@@ -115,6 +116,7 @@ class Connection:
         self._queues: dict[Any, deque[Any]] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._queued = 0
+        self._held: set[Any] = set()  # ids of requests waiting in a session's queue
         self._reading_paused = False
         self._out: list[bytes] = []
         self._out_size = 0
@@ -284,7 +286,13 @@ class Connection:
                 else:
                     self._resolve(event)
             elif isinstance(event, IncomingRequest):
-                self._start_request(event)
+                queue = self._queues.get(_session_key(event.params))
+                if queue:
+                    queue.append(event)  # started after the notifications before it
+                    self._queued += 1
+                    self._held.add(event.id)
+                else:
+                    self._start_request(event)
             elif isinstance(event, IncomingCancel):
                 self._peer_cancels(event.request_id)
             elif isinstance(event, DroppedMessage):
@@ -310,15 +318,18 @@ class Connection:
         try:
             while queue:
                 item = queue[0]
-                if isinstance(item, IncomingResponse):
-                    self._resolve(item)
-                else:
+                if isinstance(item, IncomingNotification):
                     try:
                         await self.dispatcher.handle_notification(item)
                     except asyncio.CancelledError:
                         raise
                     except Exception:
                         log.exception("notification handler for %s failed", item.method)
+                elif isinstance(item, IncomingResponse):
+                    self._resolve(item)
+                else:
+                    self._held.discard(item.id)
+                    self._start_request(item)
                 queue.popleft()
                 self._queued -= 1
                 if self._reading_paused:
@@ -375,6 +386,9 @@ class Connection:
             self._launching = False
 
     def _peer_cancels(self, rid: Any) -> None:
+        if rid in self._held:  # waits behind notifications: answered -32800 when it starts
+            self._peer_cancelled.add(rid)
+            return
         task = self._inbound.get(rid)
         if task is not None and not task.done():
             self._peer_cancelled.add(rid)
