@@ -154,6 +154,7 @@ def test_frames_are_bytes_even_for_bytearray_input() -> None:
 )
 def test_feed_line_declines_anything_but_one_ordinary_line(chunk: bytes) -> None:
     dec = FrameDecoder(10, "ndjson")
+    assert not dec.whole_line(chunk)
     assert dec.feed_line(chunk) is None
     assert dec.buffered == 0  # nothing consumed: feed sees the chunk as if fresh
     assert dec.feed(chunk) + dec.feed_eof() == run([chunk], framing="ndjson", max_message_size=10)
@@ -173,6 +174,20 @@ def test_feed_line_takes_a_line_only_when_nothing_is_buffered_before_it() -> Non
     assert FrameDecoder(framing="auto").feed_line(b'{"a":1}\n') is None
     assert FrameDecoder(framing="content-length").feed_line(b'{"a":1}\n') is None
     assert FrameDecoder(framing="ndjson").feed_line(bytearray(b'{"a":1}\n')) is None  # type: ignore[arg-type]
+    assert not FrameDecoder(framing="auto").whole_line(b'{"a":1}\n')
+    assert not FrameDecoder(framing="ndjson").whole_line(bytearray(b'{"a":1}\n'))  # type: ignore[arg-type]
+
+
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b" ", b"\t"]), max_size=14).map(b"".join))
+def test_whole_line_is_exactly_a_chunk_that_feed_makes_one_message_of(chunk: bytes) -> None:
+    dec = FrameDecoder(10, "ndjson")
+    whole = dec.whole_line(chunk)
+    assert dec.buffered == 0
+    frames = dec.feed(chunk)
+    if whole:
+        assert frames == [chunk[:-1]] and dec.buffered == 0
+    else:
+        assert not (frames == [chunk[:-1]] and dec.buffered == 0 and chunk.endswith(b"\n"))
 
 
 def test_constructor_validation() -> None:

@@ -129,6 +129,14 @@ class Connection:
         self._closed_event = asyncio.Event()
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
+        # What each kind of event the state returns is handed to.
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            IncomingNotification: self._on_notification,
+            IncomingResponse: self._on_response,
+            IncomingRequest: self._on_request,
+            IncomingCancel: self._on_cancel,
+            DroppedMessage: self._report_dropped,
+        }
         self._eager = EagerStarter(self._loop) if sys.version_info < (3, 12) else None
 
     # -- lifecycle -------------------------------------------------------------
@@ -244,7 +252,9 @@ class Connection:
         self._end_input()
 
     def _take_in(self, events: list[Event]) -> None:
-        self._handle_events(events)
+        handlers = self._handlers
+        for event in events:
+            handlers[type(event)](event)
         reply = self.state.take_outgoing()  # errors the state answered by itself
         if reply:
             self._send(reply)
@@ -274,29 +284,28 @@ class Connection:
             with contextlib.suppress(Exception):
                 await asyncio.wait(workers, timeout=5)
 
-    def _handle_events(self, events: list[Event]) -> None:
-        for event in events:
-            if isinstance(event, IncomingNotification):
-                self._enqueue(_session_key(event.params), event)
-            elif isinstance(event, IncomingResponse):
-                queue = self._queues.get(event.call.session_id)
-                if queue:
-                    queue.append(event)  # delivered after the notifications before it
-                    self._queued += 1
-                else:
-                    self._resolve(event)
-            elif isinstance(event, IncomingRequest):
-                queue = self._queues.get(_session_key(event.params))
-                if queue:
-                    queue.append(event)  # started after the notifications before it
-                    self._queued += 1
-                    self._held.add(event.id)
-                else:
-                    self._start_request(event)
-            elif isinstance(event, IncomingCancel):
-                self._peer_cancels(event.request_id)
-            elif isinstance(event, DroppedMessage):
-                self._report_dropped(event)
+    def _on_notification(self, event: IncomingNotification) -> None:
+        self._enqueue(getattr(event.params, "session_id", None), event)
+
+    def _on_response(self, event: IncomingResponse) -> None:
+        queue = self._queues.get(event.call.session_id)
+        if queue:
+            queue.append(event)  # delivered after the notifications before it
+            self._queued += 1
+        else:
+            self._resolve(event)
+
+    def _on_request(self, event: IncomingRequest) -> None:
+        queue = self._queues.get(getattr(event.params, "session_id", None))
+        if queue:
+            queue.append(event)  # started after the notifications before it
+            self._queued += 1
+            self._held.add(event.id)
+        else:
+            self._start_request(event)
+
+    def _on_cancel(self, event: IncomingCancel) -> None:
+        self._peer_cancels(event.request_id)
 
     def _report_dropped(self, event: DroppedMessage) -> None:
         try:
@@ -530,7 +539,3 @@ class Connection:
             raise self._closed
         self._send(self.state.notification(method, params))
         await self._backpressure()
-
-
-def _session_key(params: Any) -> Any:
-    return getattr(params, "session_id", None)

@@ -174,10 +174,12 @@ class ProtocolState(Negotiation, OnePass):
     def receive(self, data: bytes) -> list[Event]:
         if self._deferred and not self.deferring:
             return self.take_deferred() + self.receive(data)
-        line = self._decoder.feed_line(data)
-        if line is None:
+        if not self._decoder.whole_line(data):
             return self._frames(self._decoder.feed(data))
-        event = self._message(line)  # the common chunk, one whole message
+        # The common chunk, one whole message: decoded with its newline (JSON allows it).
+        event = self._one_pass(data)
+        if event is None:
+            event = self._message(data[:-1], tried=True)
         return [] if event is None else [event]
 
     def receive_eof(self) -> list[Event]:
@@ -263,14 +265,15 @@ class ProtocolState(Negotiation, OnePass):
         self._queue_error(None, unidentified or answer)
         return DroppedMessage(reason, text, found.method, salvage_session_id(prefix), size)
 
-    def _message(self, frame: bytes) -> Event | None:
+    def _message(self, frame: bytes, tried: bool = False) -> Event | None:
         if self.deferring and self._deferred_size + len(frame) <= DEFERRED_LIMIT:
             self._deferred.append(frame)
             self._deferred_size += len(frame)
             return None
-        event = self._one_pass(frame)  # the common messages, in one decode
-        if event is not None:
-            return event
+        if not tried:
+            event = self._one_pass(frame)  # the common messages, in one decode
+            if event is not None:
+                return event
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
             return self._invalid(frame, env)

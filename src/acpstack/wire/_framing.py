@@ -73,17 +73,24 @@ def _no_line(data: bytes) -> None:
     return None  # not NDJSON (yet): every chunk goes through `feed`
 
 
+def _not_whole(data: bytes) -> bool:
+    return False  # not NDJSON (yet): every chunk goes through `feed`
+
+
 class FrameDecoder:
     """Incremental, sans-IO splitter of a byte stream into messages: the reader of the
     stream's framing, chosen up front or (``"auto"``) from the stream's first bytes."""
 
-    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "feed_line")
+    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "feed_line", "whole_line")
 
     #: The common chunk, fast: if ``data`` is exactly one whole, plain NDJSON line and
     #: nothing is buffered before it, consume it and return the message; otherwise consume
     #: nothing and return None (then call `feed`). Once the framing is NDJSON this is the
     #: reader's own method: one call per message on the hot path.
     feed_line: Callable[[bytes], bytes | None]
+    #: The same test without taking anything: True when ``data`` is such a line (the
+    #: message is ``data[:-1]``, and JSON decoders accept it with its newline).
+    whole_line: Callable[[bytes], bool]
 
     def __init__(
         self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, framing: str = "auto"
@@ -96,6 +103,7 @@ class FrameDecoder:
         self._framing = "auto"
         self._reader: NdjsonReader | ContentLengthReader | None = None
         self.feed_line = _no_line
+        self.whole_line = _not_whole
         self._auto_buf = b""
         if framing != "auto":
             self._choose(framing)
@@ -149,6 +157,7 @@ class FrameDecoder:
         if framing == "ndjson":
             reader = self._reader = NdjsonReader(self._max)
             self.feed_line = reader.take_line
+            self.whole_line = reader.whole_line
         else:
             self._reader = ContentLengthReader(self._max)
 

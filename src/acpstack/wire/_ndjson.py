@@ -45,21 +45,26 @@ class NdjsonReader:
     def buffered(self) -> int:
         return self._pending_len + len(self._prefix)
 
+    def whole_line(self, data: bytes) -> bool:
+        """The common chunk, fast: whether ``data`` is exactly one whole plain line (see
+        `plain_line`) with nothing buffered before it. Consumes nothing either way: the
+        message is ``data[:-1]``."""
+        end = len(data) - 1
+        return (
+            end > 0
+            and data[end] == 10
+            and type(data) is bytes
+            and not self._pending
+            and not self._discarding
+            and end <= self._max
+            and data[end - 1] != 13
+            and data.find(b"\n", 0, end) < 0
+            and not data.isspace()
+        )
+
     def take_line(self, data: bytes) -> bytes | None:
-        """The common chunk, fast: ``data`` is exactly one whole plain line and nothing is
-        buffered before it. Returns the message, or None having consumed nothing."""
-        if (
-            type(data) is not bytes
-            or not data
-            or data[-1] != 10
-            or self._pending
-            or self._discarding
-        ):
-            return None
-        line = data[:-1]
-        if b"\n" in line or not plain_line(line, self._max):
-            return None
-        return line
+        """`whole_line`, then the message (None having consumed nothing)."""
+        return data[:-1] if self.whole_line(data) else None
 
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
