@@ -415,7 +415,8 @@ class ProtocolState(Negotiation, OnePass):
     # -- sending ------------------------------------------------------------------
 
     def _frame(self, body: bytes) -> bytes:
-        if self._send_mode == "ndjson" and b"\n" not in body:
+        # (find, not `in`: `bytes in bytes` first tries the needle as an int and fails.)
+        if self._send_mode == "ndjson" and body.find(b"\n") < 0:
             return body + b"\n"  # the common case, without encode_frame's dispatch
         return encode_frame(body, self.send_mode)
 

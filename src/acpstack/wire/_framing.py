@@ -196,7 +196,7 @@ def encode_frame(body: bytes, framing: str = "ndjson") -> bytes:
     ``"content-length"``: ``b"Content-Length: N\\r\\n\\r\\n" + body``.
     """
     if framing == "ndjson":
-        if b"\n" in body:
+        if body.find(b"\n") >= 0:
             raise ValueError("an NDJSON message body must not contain a newline byte")
         return body + b"\n"
     if framing == "content-length":

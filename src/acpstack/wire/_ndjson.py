@@ -68,7 +68,7 @@ class NdjsonReader:
 
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
-        if b"\n" not in data:
+        if data.find(b"\n") < 0:
             if self._discarding:
                 self._discard(data)
             else:

@@ -159,7 +159,7 @@ class OnePass:
         call: TypedCall = env.call
         if call.markers is not None:
             for marker in call.markers:
-                if marker in frame:
+                if frame.find(marker) >= 0:
                     return None  # a seed spelling may be in it: normalised on the general path
         if not call.request:
             return IncomingNotification(call.name, call.spec, env.params)
