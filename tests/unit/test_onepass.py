@@ -308,3 +308,21 @@ def test_the_decoder_is_made_for_every_method_table(
     for name in both:
         with pytest.raises(msgspec.ValidationError):
             decode(json.dumps({"jsonrpc": "2.0", "method": name, "params": {}}).encode())
+
+
+def test_receive_one_takes_a_common_chunk_and_leaves_anything_else_to_receive() -> None:
+    new = frame({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": SESSION_NEW})
+    state = agent()
+    event = state.receive_one(new)
+    assert isinstance(event, IncomingRequest) and event.method == "session/new"
+    assert outcome(agent(), new)[0] == outcome(general_only(agent()), new)[0]
+    # Not one whole common message: nothing consumed, `receive` gets all of it.
+    for chunk in (new + new, new[:10], new.replace(b"2.0", b"1.0"), b"  \r\n"):
+        state = agent()
+        assert state.receive_one(chunk) is None
+        assert outcome(state, chunk) == outcome(general_only(agent()), chunk)
+    state = agent()
+    assert state.receive(new[:10]) == []
+    assert state.receive_one(new[10:]) is None  # it ends the line begun before
+    [event] = state.receive(new[10:])
+    assert isinstance(event, IncomingRequest)

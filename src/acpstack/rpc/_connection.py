@@ -228,7 +228,11 @@ class Connection:
             return
         self._write_next_at_once = True
         try:
-            self._take_in(self.state.receive(data))
+            event = self.state.receive_one(data)  # the common chunk, one message
+            if event is None:
+                self._take_in(self.state.receive(data))
+            else:
+                self._handlers[type(event)](event)
         except Exception:
             log.exception("reading failed")
             self._end_input()
@@ -301,6 +305,8 @@ class Connection:
             queue.append(event)  # started after the notifications before it
             self._queued += 1
             self._held.add(event.id)
+        elif self._running < self._max_running and self._closed is None:
+            self._launch(event)
         else:
             self._start_request(event)
 

@@ -63,7 +63,8 @@ class EagerStarter:
         try:
             waiting = spare.context.run(coro.send, None)
         except StopIteration:
-            self._check(spare)
+            if spare.box.done() or spare.context != spare.pristine:
+                self._retire(spare)  # the handler cancelled its task, or changed its context
             return None
         except asyncio.CancelledError:  # as a task's would: it ends the request silently
             self._check(spare)

@@ -88,8 +88,9 @@ class FrameDecoder:
     #: nothing and return None (then call `feed`). Once the framing is NDJSON this is the
     #: reader's own method: one call per message on the hot path.
     feed_line: Callable[[bytes], bytes | None]
-    #: The same test without taking anything: True when ``data`` is such a line (the
-    #: message is ``data[:-1]``, and JSON decoders accept it with its newline).
+    #: Without taking anything: True when ``data`` is one whole line (within the limit,
+    #: nothing buffered before it), of which `feed` would make one message at most: the
+    #: JSON value of ``data`` as it is, newline included (see `NdjsonReader.whole_line`).
     whole_line: Callable[[bytes], bool]
 
     def __init__(

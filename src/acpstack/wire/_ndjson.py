@@ -46,9 +46,10 @@ class NdjsonReader:
         return self._pending_len + len(self._prefix)
 
     def whole_line(self, data: bytes) -> bool:
-        """The common chunk, fast: whether ``data`` is exactly one whole plain line (see
-        `plain_line`) with nothing buffered before it. Consumes nothing either way: the
-        message is ``data[:-1]``."""
+        """The common chunk, fast: whether ``data`` is exactly one whole line, within the
+        limit, with nothing buffered before it. Consumes nothing either way. Then `feed`
+        would make one message of it at most (none if it is blank), which is what a JSON
+        decoder makes of ``data`` as it is (a trailing CR or newline is JSON whitespace)."""
         end = len(data) - 1
         return (
             end > 0
@@ -57,14 +58,16 @@ class NdjsonReader:
             and not self._pending
             and not self._discarding
             and end <= self._max
-            and data[end - 1] != 13
             and data.find(b"\n", 0, end) < 0
-            and not data.isspace()
         )
 
     def take_line(self, data: bytes) -> bytes | None:
-        """`whole_line`, then the message (None having consumed nothing)."""
-        return data[:-1] if self.whole_line(data) else None
+        """`whole_line` for a plain line (see `plain_line`): the message, or None having
+        consumed nothing."""
+        if not self.whole_line(data):
+            return None
+        line = data[:-1]
+        return line if plain_line(line, self._max) else None
 
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
