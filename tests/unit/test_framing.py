@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acpstack.wire import _ndjson
 from acpstack.wire._framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     MAX_HEADER_SIZE,
@@ -231,8 +233,16 @@ def expected_ndjson(messages: list[bytes]) -> list[bytes]:
     crlf=st.booleans(),
     final_newline=st.booleans(),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    long_line=st.sampled_from([_ndjson.LONG_LINE, 0, 3]),  # the split or the find path
 )
 def test_ndjson_chunking_does_not_matter(
+    messages: list[bytes], crlf: bool, final_newline: bool, cuts: list[int], long_line: int
+) -> None:
+    with mock.patch.object(_ndjson, "LONG_LINE", long_line):
+        check_ndjson_chunking(messages, crlf, final_newline, cuts)
+
+
+def check_ndjson_chunking(
     messages: list[bytes], crlf: bool, final_newline: bool, cuts: list[int]
 ) -> None:
     eol = b"\r\n" if crlf else b"\n"

@@ -12,6 +12,9 @@ from itertools import islice
 
 from acpstack.wire._frames import PREFIX_SIZE, FrameEvent, Oversized
 
+# A chunk whose first line is at least this long is split with `find`, line by line.
+LONG_LINE = 1024
+
 
 def plain_line(line: bytes, limit: int) -> bool:
     """An ordinary message line, taken as it is: not empty, not over the limit, not blank,
@@ -71,31 +74,18 @@ class NdjsonReader:
 
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
-        if data.find(b"\n") < 0:
+        nl = data.find(b"\n")
+        if nl < 0:
             if self._discarding:
                 self._discard(data)
             else:
                 self._append_pending(data)
             return out
+        if nl >= LONG_LINE:
+            return self._feed_long(data, nl, out)
         parts = data.split(b"\n")
         # parts[0] ends the current line, parts[-1] starts a new one.
-        first = parts[0]
-        if self._discarding:
-            self._discard(first)
-            self._finish_discard(out)
-        elif self._pending:
-            self._append_pending(first)
-            if self._discarding:
-                self._finish_discard(out)
-            else:
-                line = b"".join(self._pending)
-                self._pending = []
-                self._pending_len = 0
-                self._line(line, out)
-        elif plain_line(first, self._max):
-            out.append(first)  # the common case: a chunk that starts with a whole line
-        elif first:
-            self._line(first, out)
+        self._end_current(parts[0], out)
         if len(parts) == 2:
             if parts[1]:
                 self._append_pending(parts[1])
@@ -112,6 +102,44 @@ class NdjsonReader:
         if last:
             self._append_pending(last)
         return out
+
+    def _feed_long(self, data: bytes, nl: int, out: list[FrameEvent]) -> list[FrameEvent]:
+        """`feed` for long lines: each newline found by `find` (memchr) and each line
+        sliced once; `split` would walk the bytes one at a time."""
+        self._end_current(data[:nl], out)
+        mx = self._max
+        start = nl + 1
+        nl = data.find(b"\n", start)
+        while nl >= 0:
+            line = data[start:nl]
+            if plain_line(line, mx):
+                out.append(line)
+            elif line:
+                self._line(line, out)  # CR LF, blank, oversized
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            self._append_pending(data[start:])
+        return out
+
+    def _end_current(self, first: bytes, out: list[FrameEvent]) -> None:
+        """`first` (the bytes before a chunk's first newline) ends the current line."""
+        if self._discarding:
+            self._discard(first)
+            self._finish_discard(out)
+        elif self._pending:
+            self._append_pending(first)
+            if self._discarding:
+                self._finish_discard(out)
+            else:
+                line = b"".join(self._pending)
+                self._pending = []
+                self._pending_len = 0
+                self._line(line, out)
+        elif plain_line(first, self._max):
+            out.append(first)  # the common case: a chunk that starts with a whole line
+        elif first:
+            self._line(first, out)
 
     def finish(self, out: list[FrameEvent]) -> None:
         if self._discarding:
