@@ -1,6 +1,7 @@
 """asyncio runtime that drives the sans-IO protocol over a transport."""
 
-from acpstack.rpc._connection import Connection, ConnectionClosed, Dispatcher, RequestTimeout
+from acpstack.rpc._connection import Connection
+from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._run import event_loop_name, run
 
 __all__ = [

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
+from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.transports import Transport
 from acpstack.wire import (
     DroppedMessage,
@@ -47,40 +47,6 @@ log = logging.getLogger("acpstack.rpc")
 WRITE_HIGH_WATER = 1024 * 1024
 FLUSH_SIZE = 256 * 1024  # bounds the buffer of a producer that never yields
 QUEUE_HIGH_WATER = 4096
-
-
-class ConnectionClosed(ConnectionError):
-    """The connection ended; raised by every call that was pending or is made afterwards."""
-
-    def __init__(self, reason: str = "connection closed") -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class RequestTimeout(TimeoutError):
-    """A call got no answer within its timeout (a `$/cancel_request` was sent)."""
-
-
-class Dispatcher(Protocol):
-    """What a `Connection` hands the peer's messages to, on the event loop (the agent and
-    client runtimes implement it)."""
-
-    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
-        """Answer one request (an `async def`, or a function returning an awaitable, such
-        as the handler's own coroutine), awaited in a task of its own: the result (the
-        method's response Struct, or a JSON value for a `_` method), or `RequestError`.
-        Any other exception reaches the peer as -32603 without details. The task is
-        cancelled when the peer cancels the request, and by `Connection.aclose`."""
-        ...
-
-    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
-        """Handle one notification (an `async def`, or a function returning an
-        awaitable); the session's next one waits until it is done. Exceptions are
-        logged, never sent."""
-        ...
-
-    def message_dropped(self, event: DroppedMessage) -> None:
-        """Learn of a discarded incoming message. Must not block; exceptions are logged."""
 
 
 class Connection:
@@ -117,6 +83,7 @@ class Connection:
         self._workers: set[asyncio.Task[None]] = set()
         self._queued = 0
         self._held: set[Any] = set()  # ids of requests waiting in a session's queue
+        self._unstarted: set[Any] = set()  # ids of requests whose task has not run yet
         self._reading_paused = False
         self._out: list[bytes] = []
         self._out_size = 0
@@ -378,6 +345,7 @@ class Connection:
         task: asyncio.Task[None] | None
         if self._loop.get_task_factory() is not None:
             task = self._loop.create_task(coro)
+            self._unstarted.add(event.id)
         elif self._eager is None:
             # The handler's first step runs now (eager start): one that answers without
             # awaiting costs no trip through the event loop, and current_task() still
@@ -385,6 +353,8 @@ class Connection:
             task = asyncio.Task(coro, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
         else:
             task = self._eager.start(coro)  # the same on 3.11
+            if self._eager.deferred:
+                self._unstarted.add(event.id)
         if task is not None and not task.done():
             self._inbound[event.id] = task
 
@@ -407,11 +377,7 @@ class Connection:
         task = self._inbound.get(rid)
         if task is not None and not task.done():
             self._peer_cancelled.add(rid)
-            coro = task.get_coro()
-            if (
-                inspect.iscoroutine(coro)
-                and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
-            ):
+            if rid in self._unstarted:
                 # Launched but not started (the cancel came in the same read): cancelling
                 # the task now would end it before its first line, unanswered and still
                 # holding a running slot. _run_request answers -32800 when it starts.
@@ -426,6 +392,8 @@ class Connection:
 
     async def _run_request(self, event: IncomingRequest) -> None:
         # One coroutine per inbound request (no nested helper coroutines: each costs a frame).
+        if self._unstarted:
+            self._unstarted.discard(event.id)
         try:
             if self._peer_cancelled and event.id in self._peer_cancelled:
                 raise asyncio.CancelledError  # cancelled by the peer before it started

@@ -47,6 +47,7 @@ class EagerStarter:
         self._spare: _Spare | None = None  # parked, ready to run a first step
         self._parking: asyncio.Task[None] | None = None  # a spare not parked yet
         self._closed = False
+        self.deferred = False  # whether the last `start` only scheduled an ordinary task
 
     def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Run `coro` until it ends or waits. Returns None when it ended, else its task."""
@@ -57,7 +58,9 @@ class EagerStarter:
             # cannot be switched): an ordinary task.
             if spare is None:
                 self._park_a_spare()
+            self.deferred = True
             return loop.create_task(coro)
+        self.deferred = False
         task = spare.task
         _enter_task(loop, task)
         try:

@@ -1,6 +1,5 @@
 """Sans-IO JSON-RPC for ACP: framing, envelopes, errors and the connection state machine."""
 
-from acpstack.wire._codec import RequestId
 from acpstack.wire._connection import ProtocolState, capability_allows
 from acpstack.wire._errors import (
     AUTH_REQUIRED,
@@ -32,6 +31,7 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
+from acpstack.wire._structs import RequestId
 
 __all__ = [
     "AUTH_REQUIRED",

@@ -21,8 +21,6 @@ from msgspec import UNSET
 
 from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec
 from acpstack.wire._codec import (
-    Invalid,
-    RequestId,
     decode_envelope,
     encode_error,
     encode_notification,
@@ -56,8 +54,8 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
-from acpstack.wire._negotiation import Negotiation
 from acpstack.wire._onepass import OnePass
+from acpstack.wire._structs import Invalid, RequestId
 from acpstack.wire._versions import advertised
 
 log = logging.getLogger("acpstack.wire")
@@ -85,7 +83,7 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-class ProtocolState(Negotiation, OnePass):
+class ProtocolState(OnePass):
     """One side of an ACP connection, without I/O.
 
     framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
@@ -116,10 +114,10 @@ class ProtocolState(Negotiation, OnePass):
         self.send_framing = send_framing
         # Capabilities are negotiated once, at initialize: a method that passed its checks
         # is remembered, and forgotten whenever a capabilities object is set.
-        self._local_caps: Any = None
-        self._peer_caps: Any = None
-        self._accepted_gated: set[str] = set()  # gated methods we advertised
-        self._sendable: set[str] = set()  # methods checked sendable
+        self._local_caps = None
+        self._peer_caps = None
+        self._accepted_gated = set()
+        self._sendable = set()
         self.initialized: bool = False
         # Agent side: messages that arrive while `initialize` is being answered wait for it
         # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
@@ -139,26 +137,6 @@ class ProtocolState(Negotiation, OnePass):
         self._send_mode: str | None = None if send_framing == "auto" else send_framing
 
     @property
-    def local_capabilities(self) -> Any:
-        """What this side advertised in initialize (None before)."""
-        return self._local_caps
-
-    @local_capabilities.setter
-    def local_capabilities(self, caps: Any) -> None:
-        self._local_caps = caps
-        self._accepted_gated.clear()
-
-    @property
-    def peer_capabilities(self) -> Any:
-        """What the peer advertised in initialize (None before)."""
-        return self._peer_caps
-
-    @peer_capabilities.setter
-    def peer_capabilities(self, caps: Any) -> None:
-        self._peer_caps = caps
-        self._sendable.clear()
-
-    @property
     def send_mode(self) -> str:
         """The framing outgoing messages use now: the configured one, or what the peer spoke."""
         if self._send_mode is not None:
@@ -171,7 +149,7 @@ class ProtocolState(Negotiation, OnePass):
 
     # -- receiving --------------------------------------------------------------
 
-    def receive(self, data: bytes) -> list[Event]:
+    def receive(self, data: bytes | bytearray | memoryview) -> list[Event]:
         if self._deferred and not self.deferring:
             return self.take_deferred() + self.receive(data)
         if self._decoder.whole_line(data):
@@ -180,7 +158,7 @@ class ProtocolState(Negotiation, OnePass):
                 return [event]
         return self._frames(self._decoder.feed(data))
 
-    def receive_one(self, data: bytes) -> Event | None:
+    def receive_one(self, data: bytes | bytearray | memoryview) -> Event | None:
         """`receive` for the common chunk, faster: when `data` is one whole line holding a
         common message (a request, notification or answer that decodes in one pass), its
         event; otherwise None, having consumed nothing: then call `receive`."""
@@ -279,6 +257,10 @@ class ProtocolState(Negotiation, OnePass):
         event = self._one_pass(frame)  # the common messages, in one decode
         if event is not None:
             return event
+        return self._general(frame)
+
+    def _general(self, frame: bytes) -> Event | None:
+        """Any message: its envelope first, then what it is."""
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
             return self._invalid(frame, env)

@@ -9,6 +9,7 @@ limit is skipped without being buffered (`Oversized`, with its first 4096 bytes)
 from __future__ import annotations
 
 from itertools import islice
+from typing import TypeGuard
 
 from acpstack.wire._frames import PREFIX_SIZE, FrameEvent, Oversized
 
@@ -48,7 +49,7 @@ class NdjsonReader:
     def buffered(self) -> int:
         return self._pending_len + len(self._prefix)
 
-    def whole_line(self, data: bytes) -> bool:
+    def whole_line(self, data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
         """The common chunk, fast: whether ``data`` is exactly one whole line, within the
         limit, with nothing buffered before it. Consumes nothing either way. Then `feed`
         would make one message of it at most (none if it is blank), which is what a JSON
@@ -64,7 +65,7 @@ class NdjsonReader:
             and data.find(b"\n", 0, end) < 0
         )
 
-    def take_line(self, data: bytes) -> bytes | None:
+    def take_line(self, data: bytes | bytearray | memoryview) -> bytes | None:
         """`whole_line` for a plain line (see `plain_line`): the message, or None having
         consumed nothing."""
         if not self.whole_line(data):

@@ -18,13 +18,13 @@ exactly as before.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar, Union
+from typing import Any, Literal, Union
 
 import msgspec
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, UnsetType
 
 from acpstack.schema import MethodSpec, seed_markers
-from acpstack.wire._codec import UNDECODABLE, RequestId
+from acpstack.wire._codec import UNDECODABLE
 from acpstack.wire._events import (
     Event,
     IncomingNotification,
@@ -32,6 +32,8 @@ from acpstack.wire._events import (
     IncomingResponse,
     PendingCall,
 )
+from acpstack.wire._negotiation import Negotiation
+from acpstack.wire._structs import RequestId, TypedResponse
 
 # Where in a frame the top-level "method" key is looked for: encoders write "jsonrpc"
 # and "id" (an integer, or a string id of up to ~60 bytes) before it. A frame that has it
@@ -40,8 +42,6 @@ METHOD_WINDOW = 96
 
 # The seed spellings of ACP-INVENTORY §5 belong to v1; v2 types never take them.
 _NO_ALIASES = frozenset({"acpstack.schema._generated_v2", "acpstack.schema._generated_v2_unstable"})
-
-T = TypeVar("T")
 
 
 class TypedCall:
@@ -106,15 +106,6 @@ def call_decoder(requests: dict[str, MethodSpec], notifications: dict[str, Metho
 _call_decoders: dict[Any, Any] = {}
 
 
-class TypedResponse(Struct, Generic[T]):
-    """The answer to a call whose result type is known (an error answer does not fit)."""
-
-    jsonrpc: Literal["2.0"]
-    id: int | str | None
-    result: T
-    error: UnsetType = UNSET
-
-
 _response_decoders: dict[type, Any] = {}
 
 
@@ -127,20 +118,11 @@ def response_decoder(result_type: type) -> Any:
     return decode
 
 
-class OnePass:
+class OnePass(Negotiation):
     """`ProtocolState`'s fast path: `_one_pass(frame)` returns the event, or None for the
     general path."""
 
-    role: str
-    unstable: bool
-    extensions: tuple[str, ...]
-    initialized: bool
     pending: dict[RequestId, PendingCall]
-    _table_version: int
-    _requests_in: dict[str, MethodSpec]
-    _notifications_in: dict[str, MethodSpec]
-    _accepted_gated: set[str]
-    _calls: Any  # the decode of the current tables' envelopes (None: not made yet)
 
     def _one_pass(self, frame: bytes) -> Event | None:
         if not self.initialized:
