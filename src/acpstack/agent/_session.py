@@ -30,7 +30,7 @@ PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass
+@dataclass(slots=True)  # one per open session: no per-instance __dict__
 class Session:
     session_id: str
     cwd: str
