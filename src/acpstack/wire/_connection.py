@@ -106,7 +106,7 @@ class ProtocolState(OnePass):
         if unknown or not versions:
             raise ValueError(f"unsupported ACP protocol versions {versions!r}")
         self.role = role
-        self.versions = tuple(sorted(set(versions)))
+        self.versions: tuple[int, ...] = tuple(sorted(set(versions)))
         self.version: int | None = None
         self.unstable = unstable
         self.max_message_size = max_message_size
