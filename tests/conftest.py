@@ -4,13 +4,18 @@ on uvloop (the other directories run on the stdlib loop only, to keep CI short).
 Agents started by these tests serve on uvloop when it is installed (`acpstack.run`), and
 the test process itself is the client: running it on both loops covers the push-based
 transports with both loops' pipe implementations.
+
+`postgres_url` gives a test an empty schema on a throwaway PostgreSQL server (see below).
+Tests that need PostgreSQL or HAProxy skip only when it is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NoReturn
 
 import pytest
 
@@ -42,3 +47,56 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
         os.environ[name] = os.path.join(home, name.lower())
     os.environ.pop("ACPSTACK_STORE", None)
+
+
+# -- PostgreSQL and HAProxy --------------------------------------------------------------
+# One throwaway PostgreSQL server (tools/cluster) for the whole run, started on first use;
+# each test gets a schema of its own in it. A test that needs PostgreSQL or HAProxy skips
+# only when the program is not installed, and says so; anything else that goes wrong
+# (the server does not start, ...) fails the test. CI installs both and sets
+# ACPSTACK_REQUIRE_ENGINES, which turns even that skip into a failure.
+
+REQUIRE_ENGINES = "ACPSTACK_REQUIRE_ENGINES"
+
+
+def skip_not_installed(exc: Exception) -> NoReturn:
+    """Skip the test for a program that is not installed, unless CI requires it."""
+    if os.environ.get(REQUIRE_ENGINES):
+        pytest.fail(f"{exc}; {REQUIRE_ENGINES} is set, so this test must run here")
+    pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def not_installed() -> Callable[[Exception], NoReturn]:
+    """`except NotInstalled as exc: not_installed(exc)` in a test (skip, or fail in CI)."""
+    return skip_not_installed
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    from tools.cluster._postgres import LocalPostgres, NotInstalled
+
+    server = LocalPostgres()
+    try:
+        server.start()
+    except NotInstalled as exc:
+        server.stop()
+        skip_not_installed(exc)
+    except BaseException:
+        server.stop()
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any) -> str:
+    """A libpq URL whose tables live in a new, empty schema."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return f"{postgres_server.url()}&options=-csearch_path%3D{schema}"

@@ -40,6 +40,7 @@ MODULES = [
     "acpstack/wire/_onepass.py",
     "acpstack/wire/_connection.py",
     "acpstack/rpc/_connection.py",
+    "acpstack/rpc/_writer.py",
 ]
 GROUP = "acpstack"  # the shared library of the compiled modules: acpstack__mypyc
 

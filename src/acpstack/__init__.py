@@ -33,6 +33,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "PROTOCOL_VERSION",
+    "UNSET",
     "Agent",
     "AgentPeer",
     "CapabilityError",
@@ -41,15 +43,13 @@ __all__ = [
     "ClientPeer",
     "Connection",
     "ConnectionClosed",
-    "PROTOCOL_VERSION",
     "ProtocolVersionError",
     "RequestError",
     "RequestTimeout",
-    "run",
-    "UNSET",
     "__version__",
     "connect_agent",
     "connect_client",
+    "run",
     "run_agent",
     "serve_stdio",
     "spawn_agent",

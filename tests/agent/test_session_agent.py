@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from acpstack import ConnectionClosed, RequestError, spawn_agent
+from acpstack import Client, ConnectionClosed, RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.client._connect import ClientConnection
 from acpstack.schema import v1 as acp
@@ -288,6 +288,38 @@ async def test_cancel_during_a_permission_request(tmp_path: Path) -> None:
         # the cancelled decision (which of the two depends on which message it read first).
         assert client.texts(sid) in ([], ["decision=cancelled"])
         assert (await client.prompt(sid, "hello")).stop_reason == "end_turn"
+
+
+class NoPermissionHandler(Client):
+    """A client that only shows updates: `session/request_permission` gets `Client`'s
+    default answer, -32601, which its docstring says agents treat as a refusal."""
+
+    def __init__(self) -> None:
+        self.updates: list[acp.SessionUpdate] = []
+
+    async def session_update(self, params: acp.SessionNotification) -> None:
+        self.updates.append(params.update)
+
+
+async def test_a_client_without_a_permission_handler_refuses(tmp_path: Path) -> None:
+    client = NoPermissionHandler()
+    env = {"SESSION_AGENT_DB": str(tmp_path / "s.db")}
+    async with spawn_agent(AGENT, client, env=env) as conn:
+        await conn.agent.initialize()
+        new = await conn.agent.session_new(acp.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[]))
+        prompt = [acp.TextContent(text="permission")]
+        result = await conn.agent.session_prompt(
+            acp.PromptRequest(session_id=new.session_id, prompt=prompt), timeout=10
+        )
+        # The turn goes on with a refusal (it used to end with -32603).
+        assert result.stop_reason == "end_turn"
+        said = [u.content.text for u in client.updates if isinstance(u, acp.AgentMessageChunk)]
+        assert said == ["decision=reject"]
+        prompt = [acp.TextContent(text="hello")]
+        result = await conn.agent.session_prompt(
+            acp.PromptRequest(session_id=new.session_id, prompt=prompt), timeout=10
+        )
+        assert result.stop_reason == "end_turn"
 
 
 async def test_cancel_during_a_terminal_wait_kills_and_releases_it(tmp_path: Path) -> None:

@@ -22,11 +22,14 @@ from hypothesis import strategies as st
 from acpstack.agent._store import (
     SCHEMA_VERSION,
     MemorySessionStore,
+    PostgresSessionStore,
     SessionRecord,
     SessionStore,
     SqliteSessionStore,
     StoredEvent,
     default_store_path,
+    is_postgres_url,
+    open_store,
 )
 from acpstack.agent._store import _sqlite as sqlite_backend
 
@@ -48,11 +51,15 @@ def is_canonical_ts(value: str) -> bool:
     return True
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    """Every test that takes `store` runs against each backend (PostgreSQL: a throwaway
+    server; skipped, saying why, where it cannot run)."""
     s: SessionStore
     if request.param == "sqlite":
         s = SqliteSessionStore(tmp_path / "sessions.sqlite3")
+    elif request.param == "postgres":
+        s = PostgresSessionStore(request.getfixturevalue("postgres_url"))
     else:
         s = MemorySessionStore()
     yield s
@@ -725,10 +732,19 @@ def _helper(name: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_second_process_appends_concurrently(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store shared by several processes lives: an SQLite file or a PostgreSQL URL."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return str(tmp_path / "s.sqlite3")
+
+
+def test_second_process_appends_concurrently(location: str) -> None:
+    path = location
     n = 1500
-    with SqliteSessionStore(path) as store:
+    with open_store(path) as store:  # type: ignore[attr-defined]
         store.create(SessionRecord("shared", "/x"))
         with _helper("store_appender.py", str(path), "shared", str(n), "child") as proc:
             assert proc.stdin is not None and proc.stdout is not None
@@ -754,9 +770,9 @@ def test_second_process_appends_concurrently(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_kill_9_loses_no_acknowledged_event(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-    with SqliteSessionStore(path) as store:
+def test_kill_9_loses_no_acknowledged_event(location: str) -> None:
+    path = location
+    with open_store(path) as store:  # type: ignore[attr-defined]
         store.create(SessionRecord("k", "/x"))
     acked: list[int] = []
     next_seq = 1
@@ -777,12 +793,13 @@ def test_kill_9_loses_no_acknowledged_event(tmp_path: Path) -> None:
         assert round_acks == list(range(next_seq, next_seq + len(round_acks)))
         acked += round_acks
 
-        conn = sqlite3.connect(path)
-        try:
-            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        finally:
-            conn.close()
-        with SqliteSessionStore(path) as store:
+        if not is_postgres_url(path):
+            conn = sqlite3.connect(path)
+            try:
+                assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            finally:
+                conn.close()
+        with open_store(path) as store:  # type: ignore[attr-defined]
             evs = list(store.events("k"))
         seqs = [e.seq for e in evs]
         assert seqs == list(range(1, len(seqs) + 1))  # gapless
@@ -890,27 +907,22 @@ def test_a_version_1_store_gains_the_archived_flag(tmp_path: Path) -> None:
         assert [r.session_id for r in store.list_sessions(archived="only")[0]] == ["old"]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_archived_sessions_leave_the_list_unless_asked_for(tmp_path: Path, kind: str) -> None:
-    store: SessionStore = (
-        SqliteSessionStore(tmp_path / "a.sqlite3") if kind == "sqlite" else MemorySessionStore()
-    )
-    with store:  # type: ignore[attr-defined]
-        for sid in ("a", "b", "c"):
-            store.create(SessionRecord(sid, "/w"))
-        store.update("b", archived=True)
-        ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
-        assert sorted(ids("exclude")) == ["a", "c"]
-        assert ids("only") == ["b"]
-        assert sorted(ids("include")) == ["a", "b", "c"]
-        assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
-        # Paging over only the archived ones, and a fork of an archived session is live.
-        store.update("c", archived=True)
-        page, cursor = store.list_sessions(limit=1, archived="only")
-        rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
-        assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
-        assert store.fork("b", "f").archived is False
-        with pytest.raises(ValueError, match="archived must be one of"):
-            store.list_sessions(archived="everything")  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match="archived must be a bool"):
-            store.update("a", archived="yes")
+def test_archived_sessions_leave_the_list_unless_asked_for(store: SessionStore) -> None:
+    for sid in ("a", "b", "c"):
+        store.create(SessionRecord(sid, "/w"))
+    store.update("b", archived=True)
+    ids = lambda archived: [r.session_id for r in store.list_sessions(archived=archived)[0]]  # noqa: E731
+    assert sorted(ids("exclude")) == ["a", "c"]
+    assert ids("only") == ["b"]
+    assert sorted(ids("include")) == ["a", "b", "c"]
+    assert sorted(r.session_id for r in store.list_sessions()[0]) == ["a", "c"]
+    # Paging over only the archived ones, and a fork of an archived session is live.
+    store.update("c", archived=True)
+    page, cursor = store.list_sessions(limit=1, archived="only")
+    rest, end = store.list_sessions(limit=1, archived="only", cursor=cursor)
+    assert sorted([page[0].session_id, rest[0].session_id]) == ["b", "c"] and end is None
+    assert store.fork("b", "f").archived is False
+    with pytest.raises(ValueError, match="archived must be one of"):
+        store.list_sessions(archived="everything")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="archived must be a bool"):
+        store.update("a", archived="yes")

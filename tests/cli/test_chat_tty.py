@@ -230,8 +230,12 @@ def test_an_update_while_the_prompt_waits_is_shown_above_it(session: Session) ->
     term = session.start()
     send(term, "late")
     term.type("half typed")
-    screen = term.wait_for("session: LATE-TITLE")
-    assert screen.rstrip().endswith("> half typed")  # the prompt, and what was typed, stay
+    # The prompt, and what was typed, stay (drawn again under the update: wait for both,
+    # the screen can be read between prompt_toolkit's erase and its redraw).
+    screen = term.wait_for(
+        lambda s: "session: LATE-TITLE" in s and s.rstrip().endswith("> half typed")
+    )
+    assert screen.index("session: LATE-TITLE") < screen.rindex("> half typed")
     term.keys("Enter")
     term.wait_for("echo: half typed")
 

@@ -39,9 +39,18 @@ async def reject(request: acp.RequestPermissionRequest) -> acp.PermissionOption 
 class Updates:
     def __init__(self) -> None:
         self.items: list[object] = []
+        self.arrived = asyncio.Event()  # set on each update
 
     def __call__(self, sid: str, update: object) -> None:
         self.items.append(update)
+        self.arrived.set()
+
+    async def until(self, kind: type, timeout: float = 10) -> None:
+        """Wait (on the updates themselves, not a timer) until one of `kind` arrived."""
+        async with asyncio.timeout(timeout):
+            while not self.of(kind):
+                self.arrived.clear()
+                await self.arrived.wait()
 
     def of(self, kind: type) -> list:
         return [u for u in self.items if isinstance(u, kind)]
@@ -175,10 +184,7 @@ async def test_cancel_mid_stream(tmp_path: Path) -> None:
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             turn = asyncio.create_task(runtime.prompt(sid, "long task"))
-            for _ in range(400):
-                if updates.of(acp.AgentMessageChunk):
-                    break
-                await asyncio.sleep(0.025)
+            await updates.until(acp.AgentMessageChunk)
             await runtime.cancel(sid)
             result = await asyncio.wait_for(turn, 10)
             assert result.stop_reason == "cancelled"

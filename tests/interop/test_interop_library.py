@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,22 @@ async def reject(request: acp.RequestPermissionRequest) -> acp.PermissionOption 
     return next(o for o in request.options if o.kind == "reject_once")
 
 
+class Signal:
+    """Set on every update the client receives, to wait on a condition without a timer."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+    def on_update(self, session_id: str, update: object) -> None:
+        self.event.set()
+
+    async def until(self, condition: Callable[[], bool], timeout: float = 10) -> None:
+        async with asyncio.timeout(timeout):
+            while not condition():
+                self.event.clear()
+                await self.event.wait()
+
+
 def agent_text(runtime: ClientRuntime, sid: str) -> str:
     message = runtime.sessions[sid].state.last_agent_message
     return message.text if message else ""
@@ -127,7 +144,8 @@ async def test_our_client_drives_their_agent(
 async def test_our_client_rejects_and_cancels_their_agent(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    runtime = ClientRuntime(ask=reject)
+    waiting = Signal()
+    runtime = ClientRuntime(ask=reject, on_update=waiting.on_update)
     async with spawn_agent(their_agent(kind, request), runtime):
         await runtime.initialize(timeout=60)
         sid = (await runtime.new_session(str(tmp_path))).session_id
@@ -135,10 +153,7 @@ async def test_our_client_rejects_and_cancels_their_agent(
         assert agent_text(runtime, sid) == "permission: selected reject"
 
         turn = asyncio.create_task(runtime.prompt(sid, "wait"))
-        for _ in range(200):
-            if agent_text(runtime, sid) == "waiting":
-                break
-            await asyncio.sleep(0.05)
+        await waiting.until(lambda: agent_text(runtime, sid) == "waiting")
         await runtime.cancel(sid)
         result = await asyncio.wait_for(turn, 30)
         assert result.stop_reason == "cancelled"

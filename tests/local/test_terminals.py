@@ -511,3 +511,19 @@ async def test_ids_are_unique(manager: TerminalManager) -> None:
     assert len(ids) == 10
     for tid in ids:
         await finished(manager, tid)
+
+
+async def test_changed_fires_on_output_and_exit_of_any_terminal(manager: TerminalManager) -> None:
+    # A view that follows running commands takes the future, then reads, then waits.
+    change = manager.changed()
+    assert manager.changed() is change  # one pending signal at a time
+    script = "import sys; print('one', flush=True); sys.stdin.readline()"
+    quiet = await manager.create(SESSION, PY, ["-c", "import time; time.sleep(30)"])
+    talker = await manager.create(SESSION, PY, ["-c", script])
+    await asyncio.wait_for(change, T)
+    await asyncio.wait_for(manager._wait_for_output(SESSION, talker, lambda t: t == "one\n"), T)
+    change = manager.changed()
+    assert not change.done()  # nothing new since the read
+    await manager.kill(SESSION, quiet)
+    await asyncio.wait_for(change, T)  # the other terminal's exit is a change too
+    await manager.release(SESSION, talker)

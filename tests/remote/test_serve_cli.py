@@ -218,16 +218,21 @@ async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> N
     pids_dir = tmp_path / "pids"
     pids_dir.mkdir()
     with serve_process(
-        "--idle-timeout", "1", "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}
+        "--idle-timeout", "2", "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}
     ) as served:
         deleted, dropped, kept = Probe(served.url), Probe(served.url), Probe(served.url)
-        for probe in (deleted, dropped, kept):
-            await probe.initialize()
-        pids = sorted(int(p.name) for p in pids_dir.iterdir())
-        assert len(pids) == 3 and all(alive(p) for p in pids)
-        await deleted.http.delete(served.url, headers={"Acp-Connection-Id": deleted.connection_id})
-        await dropped.aclose()  # gone without DELETE: the idle timeout ends it
+        await kept.initialize()
+        # The kept connection holds its stream open from the start: a slow machine must
+        # never let it reach the idle timeout while the others are being set up.
         async with kept.stream():
+            for probe in (deleted, dropped):
+                await probe.initialize()
+            pids = sorted(int(p.name) for p in pids_dir.iterdir())
+            assert len(pids) == 3 and all(alive(p) for p in pids)
+            await deleted.http.delete(
+                served.url, headers={"Acp-Connection-Id": deleted.connection_id}
+            )
+            await dropped.aclose()  # gone without DELETE: the idle timeout ends it
             await _wait_for(lambda: sum(alive(p) for p in pids) == 1, 15)
         assert served.stop() in (
             0,
@@ -300,6 +305,7 @@ def test_serve_without_the_remote_extra_says_how_to_get_it(tmp_path: Path) -> No
         env=env,
     )
     assert done.returncode == 2 and 'pip install "acpstack[remote]"' in done.stderr
+    assert 'pip install ".[remote]"' in done.stderr
 
 
 @pytest.mark.usefixtures("own_user_dirs")

@@ -1,6 +1,7 @@
 """Every public class, function, method and property has a docstring (the API reference is
 generated from them). Public: listed in a package's `__all__`, and the methods and
-properties those classes define themselves.
+properties those classes define themselves or get from private bases (the mixins a class
+is made of, whose methods are part of its API).
 
 The packages whose API is documented so far are listed; the others join as they are done.
 """
@@ -23,9 +24,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 DOCUMENTED = [
+    "acpstack",
+    "acpstack.agent",
+    "acpstack.cli",
+    "acpstack.client",
     "acpstack.conformance",
     "acpstack.local",
     "acpstack.rpc",
+    "acpstack.schema",
+    "acpstack.server",
     "acpstack.testing",
     "acpstack.traffic",
     "acpstack.transports",
@@ -33,17 +40,7 @@ DOCUMENTED = [
 ]
 
 # Not documented yet, with the reason. Keep this list short and shrinking.
-KNOWN_GAPS = {
-    # wire/_connection.py is being reworked (issue 15, item 3): documented with that work.
-    "acpstack.wire.ProtocolState.receive",
-    "acpstack.wire.ProtocolState.receive_eof",
-    "acpstack.wire.ProtocolState.take_outgoing",
-    "acpstack.wire.ProtocolState.start_request",
-    "acpstack.wire.ProtocolState.notification",
-    "acpstack.wire.ProtocolState.result",
-    "acpstack.wire.ProtocolState.error",
-    "acpstack.wire.ProtocolState.fail_all_pending",
-}
+KNOWN_GAPS: set[str] = set()
 
 
 def _doc(obj: object) -> str | None:
@@ -57,13 +54,33 @@ def _doc(obj: object) -> str | None:
     return doc.strip() if doc else None
 
 
+def _exported_classes() -> set[type]:
+    classes = set()
+    for package in DOCUMENTED:
+        module = importlib.import_module(package)
+        classes |= {v for v in map(module.__getattribute__, module.__all__) if inspect.isclass(v)}
+    return classes
+
+
+def _own_api(cls: type, exported: set[type]) -> dict[str, object]:
+    """What `cls` defines and what it gets from bases of this library that are not exported
+    themselves (an exported base's members are checked on that base)."""
+    members: dict[str, object] = {}
+    for base in reversed(cls.__mro__):
+        private_base = base.__module__.startswith("acpstack") and base not in exported
+        if base is cls or private_base:
+            members.update(vars(base))
+    return members
+
+
 def _public(package: str) -> Iterator[tuple[str, object]]:
     module = importlib.import_module(package)
+    exported = _exported_classes()
     for name in module.__all__:
         value = getattr(module, name)
         if inspect.isclass(value):
             yield f"{package}.{name}", value
-            for attr, member in vars(value).items():
+            for attr, member in _own_api(value, exported).items():
                 callable_ = inspect.isfunction(member) or isinstance(
                     member, property | staticmethod | classmethod
                 )

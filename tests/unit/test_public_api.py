@@ -1,35 +1,358 @@
-"""Every public name is exported on purpose and resolves; private modules stay private."""
+"""The public API, pinned: each public package's `__all__` is written out here (sorted the
+way ruff's RUF022 sorts: CONSTANTS, then Classes, then the rest), every name in it resolves,
+and every public class and function carries a docstring. A change to the public API is a
+change to this file, made on purpose (as httpx's tests/test_exported_members.py does).
+
+Public packages are the ones under src/acpstack whose names do not start with `_`; the
+generated schema modules (`acpstack.schema.v1`, ...) are checked by the codegen instead.
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
+from pathlib import Path
 
 import pytest
 
-PACKAGES = [
-    "acpstack",
-    "acpstack.schema",
-    "acpstack.wire",
-    "acpstack.transports",
-    "acpstack.local",
-    "acpstack.rpc",
-    "acpstack.agent",
-    "acpstack.client",
-    "acpstack.server",
-    "acpstack.testing",
-    "acpstack.conformance",
-    "acpstack.traffic",
-]
+import acpstack
+
+SOURCE = Path(acpstack.__file__).resolve().parent
+DOCS = SOURCE.parents[1] / "docs" / "reference"
+
+PUBLIC_API: dict[str, list[str]] = {
+    "acpstack": [
+        "PROTOCOL_VERSION",
+        "UNSET",
+        "Agent",
+        "AgentPeer",
+        "CapabilityError",
+        "Client",
+        "ClientConnection",
+        "ClientPeer",
+        "Connection",
+        "ConnectionClosed",
+        "ProtocolVersionError",
+        "RequestError",
+        "RequestTimeout",
+        "__version__",
+        "connect_agent",
+        "connect_client",
+        "run",
+        "run_agent",
+        "serve_stdio",
+        "spawn_agent",
+    ],
+    "acpstack.agent": [
+        "SESSION_BUSY",
+        "STANDARD_OPTIONS",
+        "Agent",
+        "ClientCapabilityMissing",
+        "ClientPeer",
+        "CommandResult",
+        "Compaction",
+        "ElicitationAnswer",
+        "Fallback",
+        "InterSessionMessage",
+        "LocalAccess",
+        "McpConnections",
+        "McpServerError",
+        "McpTool",
+        "McpToolResult",
+        "MemorySessionStore",
+        "PermissionDecision",
+        "PostgresSessionStore",
+        "ProviderSettings",
+        "Session",
+        "SessionAgent",
+        "SessionBusy",
+        "SessionChanges",
+        "SessionLeases",
+        "SessionRecord",
+        "SessionStore",
+        "SqliteSessionStore",
+        "StoredEvent",
+        "Subagent",
+        "ToolCallHandle",
+        "Turn",
+        "connect_agent",
+        "default_store_path",
+        "diff_content",
+        "open_store",
+        "output_content",
+        "run_agent",
+        "serve_stdio",
+        "terminal_content",
+        "text_content",
+    ],
+    "acpstack.cli": [
+        "EXIT_USAGE",
+        "build_parser",
+        "main",
+    ],
+    "acpstack.client": [
+        "AgentPeer",
+        "AskElicitation",
+        "AskUser",
+        "Client",
+        "ClientConnection",
+        "ClientRuntime",
+        "ClientSession",
+        "DeclineElicitations",
+        "DenyAll",
+        "ElicitationPolicy",
+        "ElicitationReply",
+        "ElicitationRule",
+        "ElicitationRules",
+        "Failover",
+        "FailoverEvent",
+        "FailoverTransport",
+        "FileSystem",
+        "Message",
+        "PermissionPolicy",
+        "ProtocolVersionError",
+        "Rule",
+        "Rules",
+        "SessionState",
+        "TerminalExit",
+        "TerminalManager",
+        "TerminalOutput",
+        "ToolCallState",
+        "Workspace",
+        "connect_client",
+        "connect_http",
+        "connect_remote",
+        "connect_websocket",
+        "is_connection_lost",
+        "reattach_session",
+        "reconnect",
+        "spawn_agent",
+    ],
+    "acpstack.conformance": [
+        "GROUPS",
+        "AgentTarget",
+        "Answer",
+        "Case",
+        "CaseResult",
+        "CheckOptions",
+        "ClientCheckAgent",
+        "Frame",
+        "MessageValidator",
+        "Probe",
+        "Reply",
+        "Report",
+        "Responder",
+        "Rule",
+        "SchemaUnavailable",
+        "TargetUnavailable",
+        "Verdict",
+        "Violation",
+        "all_cases",
+        "check_agent",
+        "header",
+        "render_json",
+        "render_junit",
+        "render_tail",
+        "render_text",
+        "result_line",
+        "select_cases",
+        "serve_client_check",
+        "unknown_selectors",
+    ],
+    "acpstack.local": [
+        "MARKER_VARIABLE",
+        "TEMP_MARKER",
+        "BufferProvider",
+        "FileSystem",
+        "Location",
+        "TerminalExit",
+        "TerminalManager",
+        "TerminalOutput",
+        "Workspace",
+        "WriteObserver",
+        "become_subreaper",
+        "end_orphans",
+        "is_subreaper",
+    ],
+    "acpstack.rpc": [
+        "Connection",
+        "ConnectionClosed",
+        "Dispatcher",
+        "ParamsDoNotMatchMethod",
+        "RequestTimeout",
+        "event_loop_name",
+        "run",
+    ],
+    "acpstack.schema": [
+        "EXTENSIONS",
+        "METHOD_ALIASES",
+        "PROTOCOL_VERSION",
+        "PROTOCOL_VERSIONS",
+        "STABLE_METHODS",
+        "UNSET",
+        "UNSTABLE_METHODS",
+        "AcpStruct",
+        "MethodSpec",
+        "UnknownSessionUpdate",
+        "UnsetType",
+        "lenient_convert",
+        "method_table",
+        "needs_normalizing",
+        "normalize_params",
+        "normalize_result",
+        "seed_markers",
+        "v1",
+        "v1_nes",
+        "v1_unstable",
+        "v2",
+        "v2_unstable",
+    ],
+    "acpstack.server": [
+        "AgentServer",
+        "ServerLimits",
+        "ServerSecurity",
+        "bind_socket",
+        "is_loopback",
+        "serve_remote",
+    ],
+    "acpstack.testing": [
+        "ConnectedPair",
+        "connected_pair",
+    ],
+    "acpstack.traffic": [
+        "Difference",
+        "LiveServer",
+        "Record",
+        "RecordingError",
+        "RecordingWriter",
+        "ReplayReport",
+        "TrafficAnalyzer",
+        "inspect_agent",
+        "read_recording",
+        "replay_recording",
+        "view_recording",
+    ],
+    "acpstack.transports": [
+        "CONNECTION_HEADER",
+        "CONNECTION_LOST",
+        "SESSION_HEADER",
+        "SSE_KEEPALIVE",
+        "DataCallback",
+        "Envelope",
+        "EofCallback",
+        "HttpClientTransport",
+        "Inbox",
+        "MemoryTransport",
+        "MissingExtraError",
+        "RemoteError",
+        "StderrCallback",
+        "StdioError",
+        "StdioTransport",
+        "StreamTransport",
+        "SubprocessTransport",
+        "Transport",
+        "WebSocketClientTransport",
+        "memory_pair",
+        "open_stdio_transport",
+        "peek_envelope",
+        "require_extra",
+        "single_line",
+    ],
+    "acpstack.wire": [
+        "AUTH_REQUIRED",
+        "DEFAULT_MAX_MESSAGE_SIZE",
+        "INTERNAL_ERROR",
+        "INVALID_PARAMS",
+        "INVALID_REQUEST",
+        "METHOD_NOT_FOUND",
+        "PARSE_ERROR",
+        "PERMISSION_DENIED",
+        "REQUEST_CANCELLED",
+        "RESOURCE_NOT_FOUND",
+        "UNSUPPORTED_PROTOCOL_VERSION",
+        "CapabilityError",
+        "DroppedMessage",
+        "Event",
+        "FrameDecoder",
+        "FramingError",
+        "IncomingCancel",
+        "IncomingNotification",
+        "IncomingRequest",
+        "IncomingResponse",
+        "Oversized",
+        "PendingCall",
+        "ProtocolState",
+        "RequestError",
+        "RequestId",
+        "capability_allows",
+        "encode_frame",
+    ],
+}
 
 
-@pytest.mark.parametrize("name", PACKAGES)
-def test_all_names_resolve(name: str) -> None:
-    module = importlib.import_module(name)
-    exported = module.__all__
-    assert exported and len(exported) == len(set(exported))
-    for attr in exported:
-        assert getattr(module, attr) is not None, f"{name}.{attr}"
-        assert not attr.startswith("_") or attr == "__version__"
+def sort_key(name: str) -> tuple[int, str]:
+    """RUF022's isort-style order: SCREAMING_CASE, then CamelCase, then anything else."""
+    if len(name) > 1 and name.isupper() and not name.startswith("_"):
+        return (0, name)
+    return (1, name) if name[0].isupper() else (2, name)
+
+
+def public_packages() -> list[str]:
+    found = []
+    for init in SOURCE.rglob("__init__.py"):
+        parts = init.parent.relative_to(SOURCE.parent).parts
+        if not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return sorted(found)
+
+
+def test_every_public_package_is_pinned() -> None:
+    assert public_packages() == sorted(PUBLIC_API)
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC_API))
+def test_all_is_pinned_and_sorted(package: str) -> None:
+    exported = importlib.import_module(package).__all__
+    assert exported == PUBLIC_API[package]
+    assert exported == sorted(exported, key=sort_key)
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC_API))
+def test_every_name_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+        assert not name.startswith("_") or name == "__version__", name
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC_API))
+def test_every_public_name_is_documented(package: str) -> None:
+    # Classes and functions by their docstring; an exported module (the generated schema
+    # modules) in its package's docstring. Constants and type aliases carry no docstring at
+    # run time: the reference page shows them with their comments.
+    module = importlib.import_module(package)
+    undocumented = []
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            if not (value.__doc__ or "").strip():
+                undocumented.append(name)
+        elif inspect.ismodule(value) and not re.search(rf"\b{name}\b", module.__doc__ or ""):
+            undocumented.append(name)
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("package", sorted(set(PUBLIC_API) - {"acpstack", "acpstack.cli"}))
+def test_every_library_package_has_its_reference_page(package: str) -> None:
+    # (`acpstack` has a page of its own below; `acpstack.cli` is the command, see docs/cli.md)
+    page = DOCS / f"{package.removeprefix('acpstack.')}.md"
+    assert f"::: {package}\n" in page.read_text(encoding="utf-8")
+
+
+def test_the_facade_page_says_where_each_of_its_names_is_documented() -> None:
+    page = (DOCS / "acpstack.md").read_text(encoding="utf-8")
+    assert [name for name in acpstack.__all__ if f"`{name}`" not in page] == []
 
 
 def test_the_names_design_md_promises() -> None:

@@ -196,6 +196,21 @@ async def test_permission_reports_requires_action(tmp_path: Path) -> None:
         assert said(updates) == ["decision=allow"]
 
 
+async def test_a_client_without_a_permission_handler_refuses(tmp_path: Path) -> None:
+    # Every request of the agent is answered -32601 (no handler): a refusal, and the turn
+    # goes on from requires_action to running and ends normally.
+    async with agent(tmp_path, answer=None) as client:
+        sid = await v2_session(client, tmp_path)
+        _, updates = await turn(client, sid, "permission")
+        states = [u["state"] for u in updates if u["sessionUpdate"] == "state_update"]
+        assert states == ["running", "requires_action", "running", "idle"]
+        assert updates[-1]["stopReason"] == "end_turn"
+        assert said(updates) == ["decision=reject"]
+        tool_id = next(u for u in updates if u["sessionUpdate"] == "tool_call_update")["toolCallId"]
+        final = [u for u in updates if u.get("toolCallId") == tool_id][-1]
+        assert final["status"] == "failed"
+
+
 async def test_cancel_ends_the_turn_idle_cancelled(tmp_path: Path) -> None:
     async with agent(tmp_path) as client:
         sid = await v2_session(client, tmp_path)

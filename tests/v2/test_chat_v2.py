@@ -56,7 +56,8 @@ def test_the_wire_of_a_v2_chat(ws: Path, tmp_path: Path) -> None:
     result = chat(ws, agents(tmp_path)["v2"], "-p", "/help", "--json")
     assert result.returncode == 0, result.stderr
     frames: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines()]
-    received = [f["message"] for f in frames if f["direction"] == "recv"]
+    received = [f["message"] for f in frames if f.get("direction") == "recv"]
+    assert frames[-1]["type"] == "result" and frames[-1]["stopReason"] == "end_turn"
     # The chat asks for 1 (v2 is a draft), the v2-only agent says which it speaks, the chat
     # asks again for 2 on the same connection.
     assert received[0]["error"]["data"] == {"requested": 1, "supported": [2]}

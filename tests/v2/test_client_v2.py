@@ -97,7 +97,7 @@ async def test_one_model_whatever_the_wire(
         ]
         assert [(e.content, e.status) for e in state.plan] == [("say it", "completed")]
         assert (state.state, state.stop_reason) == ("idle", "end_turn")
-        assert state.current_mode_id == ("code" if spoken == 2 else None)
+        assert state.current_mode_id == "code"  # from session/new's answer on both wires
         # The application sees the model's updates on both wires...
         assert {type(u) for u in runtime.model} >= {acp.AgentMessageChunk, acp.Plan}
         # ...and the updates as they came on the side.
@@ -188,10 +188,12 @@ def text(t: str) -> v2.TextContent:
 
 
 @asynccontextmanager
-async def scripted(script: Script, before_answer: Any = None) -> AsyncIterator[Recorder]:
+async def scripted(
+    script: Script, before_answer: Any = None, **kwargs: Any
+) -> AsyncIterator[Recorder]:
     agent_side, client_side = memory_pair()
     agent = ScriptedV2Agent(script, before_answer)
-    runtime = Recorder()
+    runtime = Recorder(**kwargs)
     async with connect_agent(agent, agent_side), connect_client(runtime, client_side).connection:
         await runtime.initialize()  # asks for 1, gets -32022, asks again for 2
         yield runtime
@@ -282,3 +284,59 @@ async def test_an_unknown_state_keeps_the_turn_open() -> None:
         assert not prompt.done()  # a state we do not know is never idle
         release.set()
         assert (await prompt).stop_reason == "end_turn"
+
+
+async def test_values_the_model_does_not_know() -> None:
+    # v2's enums are open, the model's are v1's closed ones: each unknown value has one
+    # documented fallback (client/_v2_values.py), and the wire update keeps the original.
+    asked: list[acp.RequestPermissionRequest] = []
+    answers: list[Any] = []
+
+    async def ask(request: acp.RequestPermissionRequest) -> acp.PermissionOption:
+        asked.append(request)
+        return request.options[0]
+
+    async def script(agent: ScriptedV2Agent, sid: str) -> None:
+        entries = [
+            v2.PlanEntry(content="known", priority="high", status="completed"),
+            v2.PlanEntry(content="dropped", priority="_urgent", status="cancelled"),
+            v2.PlanEntry(content="custom", priority="low", status="_blocked"),
+        ]
+        await agent.send(sid, v2.PlanUpdate(plan=v2.PlanItems(plan_id="p", entries=entries)))
+        options = [
+            v2.PermissionOption(option_id="project", name="For the project", kind="_allow_project"),
+            v2.PermissionOption(option_id="once", name="Allow once", kind="allow_once"),
+        ]
+        request = v2.RequestPermissionRequest(session_id=sid, title="Edit?", options=options)
+        answers.append(await agent.client.connection.request("session/request_permission", request))
+        config = [
+            v2.SessionConfigOption(
+                config_id="fast", name="Fast", type="boolean", current_value=True
+            ),
+            v2.SessionConfigOption(
+                config_id="speed", name="Speed", type="_slider", current_value="3"
+            ),
+        ]
+        await agent.send(sid, v2.ConfigOptionUpdate(config_options=config))
+        await agent.send(sid, v2.SessionUpdateIdleStateUpdate(stop_reason="_paused_for_review"))
+
+    async with scripted(script, ask=ask) as runtime:
+        sid = (await runtime.new_session("/tmp")).session_id
+        result = await runtime.prompt(sid, "go", timeout=10)
+        state = runtime.sessions[sid].state
+        # An unknown stop reason is a generic stop; the state keeps the agent's word.
+        assert (result.stop_reason, state.stop_reason) == ("end_turn", "_paused_for_review")
+        # Unknown plan priorities are medium, unknown statuses (cancelled too) pending.
+        assert [(e.content, e.priority, e.status) for e in state.plan] == [
+            ("known", "high", "completed"),
+            ("dropped", "medium", "pending"),
+            ("custom", "low", "pending"),
+        ]
+        # A permission option of an unknown kind is never offered to the policy.
+        assert [[o.option_id for o in r.options] for r in asked] == [["once"]]
+        assert [a.outcome.option_id for a in answers] == ["once"]
+        # A config option of an unknown type is left out.
+        assert [o.id for o in state.config_options] == ["fast"]
+        # The updates as they came keep every value.
+        (plan,) = [u for u in runtime.wire if isinstance(u, v2.PlanUpdate)]
+        assert [e.status for e in plan.plan.entries] == ["completed", "cancelled", "_blocked"]

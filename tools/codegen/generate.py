@@ -175,6 +175,7 @@ def generate_extension(
 
 
 def generate_all() -> dict[str, str]:
+    from tools.codegen.requests import emit_requests  # Connection.request's overloads
     from tools.codegen.v2 import generate_v2  # v2 side by side (see tools/codegen/v2.py)
 
-    return generate_version("v1") | generate_v2()
+    return generate_version("v1") | generate_v2() | emit_requests()

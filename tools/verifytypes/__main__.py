@@ -27,7 +27,7 @@ def run(*args: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.verifytypes")
     parser.add_argument(
-        "--min", type=float, default=95.0, help="lowest acceptable score in %% (default 95)"
+        "--min", type=float, default=100.0, help="lowest acceptable score in %% (default 100)"
     )
     args = parser.parse_args()
     venv = CACHE / "venv"

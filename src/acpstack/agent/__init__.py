@@ -14,17 +14,23 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._leases import SESSION_BUSY
     from acpstack.agent._local_access import Fallback, LocalAccess
     from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
     from acpstack.agent._runtime import SessionAgent
     from acpstack.agent._session import Session
     from acpstack.agent._store import (
         MemorySessionStore,
+        PostgresSessionStore,
+        SessionBusy,
+        SessionChanges,
+        SessionLeases,
         SessionRecord,
         SessionStore,
         SqliteSessionStore,
         StoredEvent,
         default_store_path,
+        open_store,
     )
     from acpstack.agent._turn import (
         STANDARD_OPTIONS,
@@ -51,6 +57,7 @@ _LAZY = {
     "McpServerError": "_mcp",
     "McpTool": "_mcp",
     "McpToolResult": "_mcp",
+    "SESSION_BUSY": "_leases",
     "Fallback": "_local_access",
     "LocalAccess": "_local_access",
     "SessionAgent": "_runtime",
@@ -61,11 +68,16 @@ _LAZY = {
     "Subagent": "_turn_extras",
     "Session": "_session",
     "MemorySessionStore": "_store",
+    "PostgresSessionStore": "_store",
+    "SessionBusy": "_store",
+    "SessionChanges": "_store",
+    "SessionLeases": "_store",
     "SessionRecord": "_store",
     "SessionStore": "_store",
     "SqliteSessionStore": "_store",
     "StoredEvent": "_store",
     "default_store_path": "_store",
+    "open_store": "_store",
     "STANDARD_OPTIONS": "_turn",
     "ClientCapabilityMissing": "_turn",
     "CommandResult": "_turn",
@@ -79,25 +91,30 @@ _LAZY = {
 }
 
 __all__ = [
+    "SESSION_BUSY",
     "STANDARD_OPTIONS",
     "Agent",
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",
-    "Fallback",
-    "LocalAccess",
     "Compaction",
     "ElicitationAnswer",
+    "Fallback",
     "InterSessionMessage",
+    "LocalAccess",
     "McpConnections",
     "McpServerError",
     "McpTool",
     "McpToolResult",
     "MemorySessionStore",
     "PermissionDecision",
+    "PostgresSessionStore",
     "ProviderSettings",
     "Session",
     "SessionAgent",
+    "SessionBusy",
+    "SessionChanges",
+    "SessionLeases",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",
@@ -108,6 +125,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "open_store",
     "output_content",
     "run_agent",
     "serve_stdio",

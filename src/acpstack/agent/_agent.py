@@ -40,6 +40,8 @@ class ClientPeer(ClientPeerMethods):
 
     @property
     def capabilities(self) -> acp.ClientCapabilities | None:
+        """What the client advertised in `initialize` (None before it, or when it sent
+        none the schema could read)."""
         caps: acp.ClientCapabilities | None = self.connection.peer_capabilities
         return caps
 
@@ -84,6 +86,7 @@ class ClientPeer(ClientPeerMethods):
         return await self.connection.request(method, params, timeout=timeout)
 
     async def ext_notification(self, method: str, params: Any) -> None:
+        """Send a `_`-prefixed extension notification (`params`: anything msgspec encodes)."""
         if not method.startswith("_"):
             raise ValueError("extension notifications must start with '_'")
         await self.connection.notify(method, params)
@@ -116,14 +119,19 @@ class Agent(AgentHandlers):
         JSON, or a notification with invalid params). It is already logged as a warning."""
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        """`initialize`: the default answers this library's protocol version and no optional
+        capability. Override to advertise what the agent supports."""
         return acp.InitializeResponse(
             protocol_version=PROTOCOL_VERSION, agent_capabilities=acp.AgentCapabilities()
         )
 
     async def ext_method(self, method: str, params: Any) -> Any:
+        """A `_`-prefixed extension request from the client (`params` as plain JSON); the
+        result is sent as plain JSON. Default: -32601 (Method not found)."""
         raise RequestError.method_not_found(method)
 
     async def ext_notification(self, method: str, params: Any) -> None:
+        """A `_`-prefixed extension notification from the client. Default: ignored."""
         log.debug("ignored extension notification %s", method)
 
 

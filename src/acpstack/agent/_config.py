@@ -24,8 +24,10 @@ class ConfigOptionMethods:
     modes: list[tuple[str, str]]
     extra_config_options: list[acp.SessionConfigOption]
 
-    def _active(self, session_id: str) -> Session:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what SessionAgent provides (declared for the type checker only)
+
+        def _active(self, session_id: str) -> Session:
+            raise NotImplementedError
 
     def _default_config_values(self) -> dict[str, Any]:
         return {o.id: o.current_value for o in self.extra_config_options}
@@ -62,6 +64,8 @@ class ConfigOptionMethods:
     async def session_set_mode(
         self, params: acp.SetSessionModeRequest
     ) -> acp.SetSessionModeResponse:
+        """`session/set_mode`: switch an active session to one of `modes` (-32602 for an
+        unknown one); sends `current_mode_update` and the config options."""
         session = self._active(params.session_id)
         await self._set_mode(session, params.mode_id)
         return acp.SetSessionModeResponse()
@@ -79,6 +83,9 @@ class ConfigOptionMethods:
     async def session_set_config_option(
         self, params: acp.SetSessionConfigOptionRequest
     ) -> acp.SetSessionConfigOptionResponse:
+        """`session/set_config_option`: set one option of an active session (the "mode"
+        option switches the mode); -32602 for an unknown option or a wrong value. Answers
+        every option with its current value."""
         session = self._active(params.session_id)
         await self._set_config_value(session, params.config_id, params.value)
         return acp.SetSessionConfigOptionResponse(

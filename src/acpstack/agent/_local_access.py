@@ -61,6 +61,7 @@ class LocalAccess:
 
     @property
     def terminals(self) -> TerminalManager:
+        """The session's commands (made when first used)."""
         if self._terminals is None:
             self._terminals = TerminalManager(max_terminals=self._max_terminals)
         return self._terminals
@@ -76,9 +77,13 @@ class LocalAccess:
     async def read_text_file(
         self, path: str, line: int | None = None, limit: int | None = None
     ) -> str:
+        """The text of a file inside the roots, or `limit` lines of it from 1-based `line`
+        (`RequestError` for a path outside the roots, a missing or binary file)."""
         return await self._files.read_text_file(self.workspace, path, line, limit)
 
     async def write_text_file(self, path: str, content: str) -> None:
+        """Atomically replace (or create) a file inside the roots, with its missing parent
+        directories."""
         await self._files.write_text_file(self.workspace, path, content)
 
     # -- terminals ---------------------------------------------------------------------
@@ -105,15 +110,19 @@ class LocalAccess:
         )
 
     async def wait_for_exit(self, terminal_id: str) -> None:
+        """Wait until the command exits (at once if it has); `output` then has its status."""
         await self.terminals.wait_for_exit(self.session_id, terminal_id)
 
     async def kill(self, terminal_id: str) -> None:
+        """Kill the command and its process group; its output stays readable."""
         await self.terminals.kill(self.session_id, terminal_id)
 
     async def output(self, terminal_id: str) -> TerminalOutput:
+        """The output kept so far, and the exit status once the command exited."""
         return self.terminals.output(self.session_id, terminal_id)
 
     async def release(self, terminal_id: str) -> None:
+        """Kill the command if it still runs and forget it."""
         await self.terminals.release(self.session_id, terminal_id)
 
     async def aclose(self) -> None:

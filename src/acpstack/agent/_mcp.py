@@ -47,6 +47,9 @@ class McpServerError(Exception):
 
 @dataclass
 class McpTool:
+    """One tool of an MCP server, as `McpConnections.list_tools` lists it (`input_schema`:
+    the JSON Schema of its arguments)."""
+
     server: str
     name: str
     description: str | None
@@ -57,12 +60,16 @@ class McpTool:
 
 @dataclass
 class McpToolResult:
+    """What a tool call answered: MCP content items as JSON (`text` joins the text
+    ones), whether the tool reported an error, and its structured content if any."""
+
     content: list[dict[str, Any]]
     is_error: bool
     structured: Any = None
 
     @property
     def text(self) -> str:
+        """The text of the result's text items, one per line."""
         return "\n".join(
             str(item.get("text", "")) for item in self.content if item.get("type") == "text"
         )
@@ -73,7 +80,8 @@ def _require_mcp() -> Any:
         import mcp
     except ImportError as exc:
         raise McpUnavailable(
-            'MCP support needs the `mcp` package: pip install "acpstack[mcp]"'
+            'MCP support needs the `mcp` package: pip install "acpstack[mcp]" '
+            '(from a checkout: pip install ".[mcp]")'
         ) from exc
     return mcp
 
@@ -243,6 +251,7 @@ class McpConnections:
 
     @property
     def connected(self) -> list[str]:
+        """The names of the servers that are connected."""
         return [name for name, s in self._servers.items() if s.session is not None]
 
     @property
@@ -277,6 +286,9 @@ class McpConnections:
         *,
         timeout: float | None = None,
     ) -> McpToolResult:
+        """Call tool `name` of `server`; `McpServerError` when the server is unknown or
+        not connected, the call fails at the transport level, or `timeout` passes (a
+        tool's own error is a result with `is_error`)."""
         session = self._server(server).session
         try:
             result = await asyncio.wait_for(session.call_tool(name, arguments or {}), timeout)

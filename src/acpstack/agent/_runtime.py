@@ -6,6 +6,15 @@ not, `list` pages newest first, `close` cancels and frees, `delete` is idempoten
 unstable `fork` copies the history. One turn runs at a time per session; a second
 concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_request`
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
+
+This module holds the session lifecycle; the other handlers are mixins, one job each:
+prompt turns (`_prompting.py`), authentication (`_auth.py`), modes and config options
+(`_config.py`), the unstable methods (`_unstable.py`) and protocol v2 (`_v2_agent.py`).
+
+With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
+live in one process at a time (`_leases.py`): loading or resuming a session that is live
+elsewhere, or a turn in a session another process has taken over, is answered
+`SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
 from __future__ import annotations
@@ -18,13 +27,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from acpstack._version import __version__
+from acpstack.agent._auth import AuthMethods
 from acpstack.agent._config import ConfigOptionMethods
+from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
 from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
-from acpstack.agent._store import SessionRecord, SessionStore, SqliteSessionStore
+from acpstack.agent._store import (
+    SessionChanges,
+    SessionRecord,
+    SessionStore,
+    SqliteSessionStore,
+)
 from acpstack.agent._turn import Turn
-from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.agent._unstable import (
     SYSTEM_PROMPT,
     ProviderSettings,
@@ -35,7 +51,7 @@ from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import INTERNAL_ERROR, CapabilityError, RequestError
+from acpstack.wire import INTERNAL_ERROR, RequestError
 
 if TYPE_CHECKING:
     from acpstack.schema import v1_unstable as acpu
@@ -43,7 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.agent")
 
 
-class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods):
+class SessionAgent(
+    PromptMethods, AuthMethods, V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
+):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -66,10 +84,10 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
       `providers/*` (see `_unstable.py`).
     """
 
-    name = "acpstack-agent"
+    name: str = "acpstack-agent"
     title: str | None = None
-    version = __version__
-    protocol_versions = (1, 2)  # v2 (a draft) only when the client asks for it
+    version: str = __version__
+    protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
     def __init__(
         self,
@@ -92,23 +110,23 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         self.fallback: Fallback = fallback
         self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
-        self.modes = list(modes)
-        self.extra_config_options = list(config_options)
-        self.auth_methods = list(auth_methods)
-        self.authenticated = not self.auth_methods
-        self.use_mcp = mcp
-        self.mcp_http = mcp_http
-        self.mcp_sse = mcp_sse
-        self.mcp_fail_fast = mcp_fail_fast
-        self.prompt_capabilities = prompt_capabilities or acp.PromptCapabilities(
-            embedded_context=True
+        self.modes: list[tuple[str, str]] = list(modes)
+        self.extra_config_options: list[acp.SessionConfigOption] = list(config_options)
+        self.auth_methods: list[acp.AuthMethodAgent] = list(auth_methods)
+        self.authenticated: bool = not self.auth_methods
+        self.use_mcp: bool = mcp
+        self.mcp_http: bool = mcp_http
+        self.mcp_sse: bool = mcp_sse
+        self.mcp_fail_fast: bool = mcp_fail_fast
+        self.prompt_capabilities: acp.PromptCapabilities = (
+            prompt_capabilities or acp.PromptCapabilities(embedded_context=True)
         )
-        self.providers = providers
-        self.system_prompt_modes = tuple(system_prompt_modes)
+        self.providers: ProviderSettings | None = providers
+        self.system_prompt_modes: tuple[str, ...] = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
 
-    # -- what the author implements ----------------------------------------------------
+    # -- what the author implements ------------------------------------------------------
 
     async def prompt(self, turn: Turn) -> acp.StopReason | None:
         """Answer one prompt. Return a stop reason (default "end_turn")."""
@@ -126,9 +144,12 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         Override to leave out secrets (header and environment values)."""
         return plain(server)
 
-    # -- initialize and auth -------------------------------------------------------------
+    # -- initialize ----------------------------------------------------------------------
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        """`initialize`: what this agent supports (sessions that load, resume, close, and list
+        and delete as the store allows; `prompt_capabilities`; MCP; `auth_methods`), and on
+        unstable connections the unstable capabilities too."""
         self.client_capabilities = (
             params.client_capabilities
             if isinstance(params.client_capabilities, acp.ClientCapabilities)
@@ -172,40 +193,11 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
             )
         return result
 
-    async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
-        await self._login(params.method_id)
-        return acp.AuthenticateResponse()
-
-    async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
-        await self._logout("logout")
-        return acp.LogoutResponse()
-
-    async def _login(self, method_id: str) -> None:
-        if method_id not in {m.id for m in self.auth_methods}:
-            raise RequestError.invalid_params(
-                {"methodId": method_id}, f"Unknown authentication method: {method_id}"
-            )
-        if not await self.check_authentication(method_id):
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-        self.authenticated = True
-        await self.report_auth_status()
-
-    async def _logout(self, method: str) -> None:
-        if not self.auth_methods:
-            raise RequestError.method_not_found(method)
-        self.authenticated = False
-        await self.report_auth_status()
-
-    def _require_auth(self) -> None:
-        if not self.authenticated:
-            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
-
-    def _auth_methods_data(self) -> list[dict[str, Any]]:
-        return [{"id": m.id, "name": m.name} for m in self.auth_methods]
-
     # -- session lifecycle ---------------------------------------------------------------
 
     async def session_new(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        """`session/new`: a new session, stored and active (`cwd` must be absolute); its
+        modes and config options at their defaults. `on_session_start` runs after the answer."""
         self._require_auth()
         session = await self._open_new(
             params.cwd,
@@ -234,6 +226,7 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
             meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
         self.store.create(record)
+        hold(self.store, record.session_id)
         session = self._session_of(record)
         await self._activate(session, servers)
         return session
@@ -247,6 +240,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         return Session.from_record(record, self.client, self.store)
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
+        """`session/load`: reopen a stored session with the request's roots and MCP servers,
+        and replay its whole history (prompts and updates) before answering."""
         self._require_auth()
         session = await self._reopen(
             params.session_id,
@@ -261,6 +256,7 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         )
 
     async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
+        """`session/resume`: reopen a stored session like `session/load`, without the replay."""
         self._require_auth()
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         session = await self._reopen(
@@ -275,6 +271,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         )
 
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
+        """`session/list`: one page of stored sessions, newest first (only `cwd`'s if given);
+        -32602 for a cursor this agent did not hand out."""
         records, next_cursor = self._list_records(params)
         infos = []
         for r in records:
@@ -298,6 +296,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
 
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
+        """`session/close`: cancel the session's turn and free what it holds (MCP servers,
+        local commands); it stays stored. Closing a stored but inactive session is a no-op."""
         await self._close(params.session_id)
         return acp.CloseSessionResponse()
 
@@ -315,6 +315,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         return RequestError.resource_not_found(session_id)
 
     async def session_delete(self, params: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
+        """`session/delete`: close the session if active and remove it and its history from
+        the store (deleting an unknown session is a no-op)."""
         await self._delete(params.session_id)
         return acp.DeleteSessionResponse()
 
@@ -322,7 +324,8 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await self._stop(session)
-        self.store.delete(session_id)
+        with refused_as_busy(session_id):
+            self.store.delete(session_id)
 
     async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
@@ -337,6 +340,7 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         record = self.store.fork(
             params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
+        hold(self.store, new_id)
         if system_prompt is not None:
             record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
         session = self._session_of(record)
@@ -356,20 +360,23 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         record = self.store.get(session_id)
         if record is None:
             raise self._not_found(session_id)
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            await self._stop(old)
-        # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
-        record = self.store.update(
-            session_id,
-            cwd=cwd,
-            additional_directories=dirs(additional),
-            mcp_servers=[self.stored_mcp_server(s) for s in servers],
-        )
-        if system_prompt is not None:
-            record = self.store.update(
-                session_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt}
-            )
+        hold(self.store, session_id)  # before the old copy lets go: no other process slips in
+        try:
+            old = self.sessions.pop(session_id, None)
+            if old is not None:
+                await self._stop(old)
+            # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
+            changes: SessionChanges = {
+                "cwd": cwd,
+                "additional_directories": dirs(additional),
+                "mcp_servers": [self.stored_mcp_server(s) for s in servers],
+            }
+            if system_prompt:
+                changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
+            record = self.store.update(session_id, **changes)
+        except BaseException:
+            let_go(self.store, session_id)
+            raise
         session = self._session_of(record)
         await self._activate(session, servers)
         return session
@@ -424,99 +431,24 @@ class SessionAgent(V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
         if local is not None:  # ends the commands the agent still runs for the session
             with contextlib.suppress(Exception):
                 await local.aclose()
+        let_go(self.store, session.session_id)
+
+    async def _lost(self, session: Session) -> RequestError:
+        """Another process took the session over (the store refused our write): it is no
+        longer live here. The error for the request that found out."""
+        if self.sessions.get(session.session_id) is session:
+            del self.sessions[session.session_id]
+            await self._stop(session)
+        return session_busy(session.session_id)
 
     async def on_disconnect(self) -> None:
+        """The client left: close every active session (their turns are cancelled)."""
         for session in list(self.sessions.values()):
             await self._stop(session)
         self.sessions.clear()
-
-    # -- turns ---------------------------------------------------------------------------
-
-    def _active(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise self._not_found(session_id)
-        return session
-
-    async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
-        session = self._active(params.session_id)
-        turn = self._start_turn(session, list(params.prompt))
-        task = asyncio.current_task()
-        assert task is not None
-        session.turn_task = task
-        try:
-            return acp.PromptResponse(stop_reason=await self._run_turn(turn))
-        finally:
-            session.turn_task = None
-
-    def _start_turn(
-        self, session: Session, prompt: list[acp.ContentBlock], message_id: str | None = None
-    ) -> Turn:
-        """Record the prompt and make its turn (-32602 while another turn runs)."""
-        if session.turn_task is not None:
-            raise RequestError.invalid_params(
-                {"sessionId": session.session_id},
-                "A prompt turn is already running in this session",
-            )
-        session.cancel_requested = False
-        session.record_prompt(prompt, message_id)
-        local = self._local.get(session.session_id)
-        if local is None:
-            local = LocalAccess(session.session_id, session.cwd, session.additional_directories)
-            self._local[session.session_id] = local
-        return Turn(session, prompt, fallback=self.fallback, local=local)
-
-    async def _run_turn(self, turn: Turn) -> acp.StopReason:
-        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
-        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
-        session = turn.session
-        try:
-            stop = await self.prompt(turn)
-        except asyncio.CancelledError:
-            return "cancelled"
-        except (ClientCapabilityMissing, CapabilityError) as exc:
-            if session.cancel_requested:
-                return "cancelled"
-            stop = await _missing_capability(turn, exc)
-        except Exception:
-            if session.cancel_requested:
-                return "cancelled"
-            with contextlib.suppress(Exception):  # none is left pending
-                await turn.fail_unfinished("The agent stopped on an error.")
-            raise
-        if session.cancel_requested:
-            return "cancelled"
-        return stop or "end_turn"
-
-    async def session_cancel(self, params: acp.CancelNotification) -> None:
-        session = self.sessions.get(params.session_id)
-        if session is not None:
-            await self._cancel_turn(session, wait=False)
-
-    async def _cancel_turn(self, session: Session, *, wait: bool = True) -> None:
-        task = session.turn_task
-        if task is None or task.done():
-            return
-        session.cancel_requested = True
-        task.cancel()
-        if wait and task is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 10)
 
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
-
-
-async def _missing_capability(
-    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
-) -> acp.StopReason:
-    """A turn that needed something the client does not offer ends normally, and says why
-    (a client must not see -32603 for what it chose not to offer)."""
-    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
-    log.warning("session %s: %s", turn.session.session_id, message)
-    await turn.fail_unfinished(message)
-    await turn.say(f"\n\nI could not finish this: {message}\n")
-    return "end_turn"

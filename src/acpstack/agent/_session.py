@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from acpstack.agent._store import SessionRecord, SessionStore
 from acpstack.schema import v1 as acp
+from acpstack.wire import METHOD_NOT_FOUND, RequestError
 
 if TYPE_CHECKING:
     from acpstack.agent._agent import ClientPeer
@@ -28,10 +30,17 @@ UPDATE = "update"  # an update the agent sent
 PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
 
 _encode = msgspec.json.Encoder().encode
+T = TypeVar("T")
 
 
 @dataclass(slots=True)  # one per open session: no per-instance __dict__
 class Session:
+    """One active session of a `SessionAgent` (`SessionAgent.sessions` holds them by id).
+
+    Its settings mirror the stored `SessionRecord` (`save` writes them back); `client` is
+    the connection's `ClientPeer`; `mcp` the session's MCP servers (with the `mcp` option);
+    `turn_task` the running prompt turn, if any; `state` is free for the author's data."""
+
     session_id: str
     cwd: str
     client: ClientPeer
@@ -63,6 +72,8 @@ class Session:
         await self.client.session_update_encoded(self.session_id, payload)
 
     def record_prompt(self, blocks: list[acp.ContentBlock], message_id: str | None = None) -> None:
+        """Record a user prompt in the history (one `user_message_chunk` per block, sharing
+        `message_id`, a fresh one if None), so `session/load` replays it."""
         mid = message_id or uuid.uuid4().hex
         for block in blocks:
             self.store.append_event(
@@ -76,12 +87,13 @@ class Session:
     ) -> Any:
         """Ask the client's user about `tool_call` (`session/request_permission`); the
         outcome (`acp.SelectedPermissionOutcome`, `acp.CancelledRequestPermissionOutcome`
-        or anything else, which never counts as approval)."""
+        or anything else, which never counts as approval; None: see `permission_answer`)."""
         params = acp.RequestPermissionRequest(
             session_id=self.session_id, tool_call=tool_call, options=options
         )
-        answer = await self.client.session_request_permission(params)
-        return answer.outcome
+        request = self.client.session_request_permission(params)
+        answer = await permission_answer(self.session_id, request)
+        return None if answer is None else answer.outcome
 
     async def replay(self) -> int:
         """Send the whole recorded history (prompts and updates) as session/update, in order."""
@@ -94,6 +106,7 @@ class Session:
         return count
 
     def save(self) -> None:
+        """Write the session's settings back to the store (`updated_at` moves)."""
         self.store.update(
             self.session_id,
             cwd=self.cwd,
@@ -106,6 +119,7 @@ class Session:
 
     @classmethod
     def from_record(cls, record: SessionRecord, client: ClientPeer, store: SessionStore) -> Session:
+        """The live session of a stored record, on `client`'s connection."""
         return cls(
             session_id=record.session_id,
             cwd=record.cwd,
@@ -118,3 +132,16 @@ class Session:
             title=record.title,
             system_prompt=record.meta.get("system_prompt"),
         )
+
+
+async def permission_answer(session_id: str, request: Awaitable[T]) -> T | None:
+    """The client's answer to `session/request_permission`, or None when it has no handler
+    for it (-32601): the base `Client` answers so because it never approves, and agents
+    take it as a refusal (any other error still fails the turn)."""
+    try:
+        return await request
+    except RequestError as err:
+        if err.code != METHOD_NOT_FOUND:
+            raise
+        log.info("session %s: the client has no permission handler (-32601): a refusal", session_id)
+        return None

@@ -30,6 +30,7 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
 if TYPE_CHECKING:
+    from acpstack.agent._agent import ClientPeer
     from acpstack.agent._session import Session
 
 Decision = Literal["allow", "reject", "cancelled"]
@@ -56,6 +57,7 @@ class PermissionDecision:
 
     @property
     def allowed(self) -> bool:
+        """Whether the user chose an allow option."""
         return self.decision == "allow"
 
 
@@ -73,6 +75,7 @@ class CommandResult:
 
 
 def text_content(text: str) -> acp.Content:
+    """Text as tool call content."""
     return acp.Content(content=acp.TextContent(text=text))
 
 
@@ -82,6 +85,7 @@ def diff_content(path: str, old_text: str | None, new_text: str) -> acp.Diff:
 
 
 def terminal_content(terminal_id: str) -> acp.Terminal:
+    """A client terminal embedded in a tool call (the client shows its live output)."""
     return acp.Terminal(terminal_id=terminal_id)
 
 
@@ -113,10 +117,10 @@ class ToolCallHandle:
     """One tool call of a turn: start it, stream progress, then complete or fail it."""
 
     def __init__(self, turn: Turn, tool_call_id: str, title: str, kind: acp.ToolKind) -> None:
-        self.turn = turn
-        self.tool_call_id = tool_call_id
-        self.title = title
-        self.kind = kind
+        self.turn: Turn = turn
+        self.tool_call_id: str = tool_call_id
+        self.title: str = title
+        self.kind: acp.ToolKind = kind
         self.content: list[acp.ToolCallContent] = []
         self.locations: list[acp.ToolCallLocation] = []
 
@@ -139,6 +143,8 @@ class ToolCallHandle:
         locations: Sequence[acp.ToolCallLocation] | None = None,
         raw_output: Any = UNSET,
     ) -> None:
+        """Mark the call `in_progress`; what is given replaces the call's content, title,
+        locations or raw output (what is left out keeps its value)."""
         await self._update(
             "in_progress", content=content, title=title, locations=locations, raw_output=raw_output
         )
@@ -146,9 +152,11 @@ class ToolCallHandle:
     async def complete(
         self, *, content: Sequence[acp.ToolCallContent] | None = None, raw_output: Any = UNSET
     ) -> None:
+        """Mark the call `completed`, with its final content and raw output if given."""
         await self._update("completed", content=content, raw_output=raw_output)
 
     async def fail(self, message: str | None = None, *, raw_output: Any = UNSET) -> None:
+        """Mark the call `failed`; `message` becomes its content (shown to the user)."""
         content = [text_content(message)] if message else None
         await self._update("failed", content=content, raw_output=raw_output)
 
@@ -192,10 +200,10 @@ class Turn(TurnExtras):
         turn makes its own when needed, and `aclose` ends it."""
         if fallback not in get_args(Fallback):
             raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
-        self.session = session
-        self.prompt = prompt
+        self.session: Session = session
+        self.prompt: list[acp.ContentBlock] = prompt
         self.fallback: Fallback = fallback
-        self.message_id = uuid.uuid4().hex
+        self.message_id: str = uuid.uuid4().hex
         self._thought_id = uuid.uuid4().hex
         self._tool_ids = itertools.count(1)
         self._local = local
@@ -208,7 +216,8 @@ class Turn(TurnExtras):
         return "".join(b.text for b in self.prompt if isinstance(b, acp.TextContent))
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ClientPeer:
+        """The handle to the client (the session's), for calls the helpers do not cover."""
         return self.session.client
 
     # -- streaming ------------------------------------------------------------------
@@ -220,6 +229,7 @@ class Turn(TurnExtras):
         )
 
     async def think(self, text: str) -> None:
+        """Stream part of the agent's thoughts (chunks of one turn share a messageId)."""
         await self.session.send(
             acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=self._thought_id)
         )
@@ -239,6 +249,8 @@ class Turn(TurnExtras):
         await self.session.send(acp.Plan(entries=items))
 
     async def usage(self, used: int, size: int, *, cost: acp.Cost | None = None) -> None:
+        """Report the context window: `used` of `size` tokens, and the session's cost so
+        far if known (`usage_update`)."""
         update = acp.UsageUpdate(used=used, size=size)
         if cost is not None:
             update.cost = cost
@@ -256,6 +268,8 @@ class Turn(TurnExtras):
         content: Sequence[acp.ToolCallContent] = (),
         status: acp.ToolCallStatus = "pending",
     ) -> ToolCallHandle:
+        """Announce a tool call (`tool_call`, `pending` unless `status` says otherwise);
+        `locations` may be paths. Update it through the handle it returns."""
         handle = ToolCallHandle(self, f"{self.message_id[:8]}-{next(self._tool_ids)}", title, kind)
         call = acp.ToolCall(tool_call_id=handle.tool_call_id, title=title, kind=kind, status=status)
         if locations:
@@ -292,7 +306,8 @@ class Turn(TurnExtras):
         tool: ToolCallHandle | acp.ToolCallUpdate,
         options: Sequence[acp.PermissionOption] = STANDARD_OPTIONS,
     ) -> PermissionDecision:
-        """Ask the user. Only a selected option of an allow kind counts as approval."""
+        """Ask the user. Only a selected option of an allow kind counts as approval; a
+        client without a permission handler (it answers -32601) refuses."""
         tool_call = tool.as_update() if isinstance(tool, ToolCallHandle) else tool
         outcome = await self.session.ask_permission(tool_call, list(options))
         if isinstance(outcome, acp.SelectedPermissionOutcome):

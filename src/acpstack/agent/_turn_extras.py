@@ -39,7 +39,7 @@ class ClientCapabilityMissing(RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.message = message
+        self.message: str = message
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class ElicitationAnswer:
 
     @property
     def accepted(self) -> bool:
+        """Whether the user accepted (and, in form mode, `content` holds the answer)."""
         return self.action == "accept"
 
 
@@ -59,14 +60,16 @@ class Compaction:
     """One context compaction shown to the client; see `TurnExtras.compaction`."""
 
     def __init__(self, session: Session, enabled: bool) -> None:
-        self.session = session
-        self.enabled = enabled
+        self.session: Session = session
+        self.enabled: bool = enabled  # False: the client does not show compactions
         self.compaction_id: str = uuid.uuid4().hex
 
     async def start(self) -> None:
+        """Show the compaction as `in_progress` (`TurnExtras.compaction` already did)."""
         await self._status("in_progress")
 
     async def chunk(self, text: str) -> None:
+        """Stream more of the summary (`compaction_summary_chunk`)."""
         if self.enabled:
             await self.session.send(
                 acp.CompactionSummaryChunk(
@@ -75,9 +78,11 @@ class Compaction:
             )
 
     async def complete(self) -> None:
+        """The compaction finished (`completed`)."""
         await self._status("completed")
 
     async def fail(self, error: str) -> None:
+        """The compaction failed; `error` is shown to the user."""
         await self._status("failed", error=error)
 
     async def _status(self, status: str, *, error: str | None = None) -> None:
@@ -96,9 +101,9 @@ class Subagent:
     nothing)."""
 
     def __init__(self, session: Session, session_id: str, enabled: bool) -> None:
-        self.session = session
-        self.session_id = session_id
-        self.enabled = enabled
+        self.session: Session = session
+        self.session_id: str = session_id
+        self.enabled: bool = enabled
 
     async def update(
         self,
@@ -131,6 +136,7 @@ class Subagent:
         )
 
     async def running(self) -> None:
+        """The child is working."""
         await self.update(state="running")
 
     async def requires_action(self) -> None:
@@ -156,9 +162,9 @@ class InterSessionMessage:
     (`session_message` / `session_message_chunk`); see `TurnExtras.session_message`."""
 
     def __init__(self, session: Session, message_id: str, enabled: bool) -> None:
-        self.session = session
-        self.message_id = message_id
-        self.enabled = enabled
+        self.session: Session = session
+        self.message_id: str = message_id
+        self.enabled: bool = enabled
 
     async def chunk(self, content: str | acp.ContentBlock) -> None:
         """Append to the message's content (text, or any content block)."""
@@ -222,6 +228,8 @@ def _state(name: str) -> Any:
 
 
 class TurnExtras:
+    """Notices, compaction, subagents and elicitation for `Turn` (see the module's doc)."""
+
     session: Session
 
     async def say(self, text: str) -> None:
@@ -233,6 +241,9 @@ class TurnExtras:
     async def notice(
         self, title: str, description: str | None = None, *, severity: str = "info"
     ) -> None:
+        """Tell the user something beside the conversation (`severity`: "info", "warning"
+        or "error"): a `notice` update when the client advertised `session.notices`, else
+        a line of the agent's message. Notices are not recorded in the history."""
         if not self._client_allows("session", "notices"):
             await self.say(f"\n\n**{title}**" + (f": {description}" if description else "") + "\n")
             return
@@ -328,6 +339,8 @@ class TurnExtras:
         return await self._elicit(params, tool_call_id, elicitation_id)
 
     async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client the interaction of a URL elicitation finished (the answer's
+        `elicitation_id`), so it can stop waiting for it."""
         await self.session.client.elicitation_complete(
             acp.CompleteElicitationNotification(elicitation_id=elicitation_id)
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from msgspec import UNSET
 
 from acpstack.agent._agent import Agent
+from acpstack.agent._leases import refused_as_busy
 from acpstack.agent._store import ARCHIVE_FILTERS, SessionRecord, SessionStore
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -34,13 +35,19 @@ class ProviderSettings(Protocol):
     Raise `ValueError` for an unknown provider or a setting that cannot be applied (the
     client gets -32602 with its message)."""
 
-    def list_providers(self) -> list[acpu.ProviderInfo]: ...
+    def list_providers(self) -> list[acpu.ProviderInfo]:
+        """The providers the agent knows, with their current settings (`providers/list`)."""
+        ...
 
     def set_provider(
         self, provider_id: str, api_type: str, base_url: str, headers: dict[str, str]
-    ) -> None: ...
+    ) -> None:
+        """Use `provider_id` with this API type, base URL and headers (`providers/set`)."""
+        ...
 
-    def disable_provider(self, provider_id: str) -> None: ...
+    def disable_provider(self, provider_id: str) -> None:
+        """Stop using `provider_id` (`providers/disable`)."""
+        ...
 
 
 class UnstableSessionMethods(Agent):
@@ -68,6 +75,8 @@ class UnstableSessionMethods(Agent):
     async def session_set_title(
         self, params: acpu.SetSessionTitleRequest
     ) -> acpu.SetSessionTitleResponse:
+        """`session/set_title`: rename a stored session (whitespace collapsed, at most 200
+        characters; -32602 when empty); an active one also sends `session_info_update`."""
         from acpstack.schema import v1_unstable as acpu
 
         title = " ".join(params.title.split())[:200]
@@ -80,31 +89,38 @@ class UnstableSessionMethods(Agent):
             session.save()
             await session.send(acp.SessionInfoUpdate(title=title))
         else:
-            self.store.update(params.session_id, title=title)
+            with refused_as_busy(params.session_id):
+                self.store.update(params.session_id, title=title)
         return acpu.SetSessionTitleResponse(title=title)
 
     async def session_archive(
         self, params: acpu.ArchiveSessionRequest
     ) -> acpu.ArchiveSessionResponse:
+        """`session/archive`: close the session if active and leave it out of
+        `session/list` unless archived sessions are asked for."""
         from acpstack.schema import v1_unstable as acpu
 
         self._record(params.session_id)
         session = self.sessions.pop(params.session_id, None)
         if session is not None:  # as if session/close: the turn is cancelled, resources freed
             await self._stop(session)
-        self.store.update(params.session_id, archived=True)
+        with refused_as_busy(params.session_id):
+            self.store.update(params.session_id, archived=True)
         return acpu.ArchiveSessionResponse()
 
     async def session_unarchive(
         self, params: acpu.UnarchiveSessionRequest
     ) -> acpu.UnarchiveSessionResponse:
+        """`session/unarchive`: list the session again."""
         from acpstack.schema import v1_unstable as acpu
 
         self._record(params.session_id)
-        self.store.update(params.session_id, archived=False)
+        with refused_as_busy(params.session_id):
+            self.store.update(params.session_id, archived=False)
         return acpu.UnarchiveSessionResponse()
 
     async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:
+        """`session/status`: "open" for an active session, "saved" for a stored one."""
         from acpstack.schema import v1_unstable as acpu
 
         if params.session_id in self.sessions:
@@ -168,6 +184,7 @@ class UnstableSessionMethods(Agent):
         return "authenticated" if self.authenticated else "unauthenticated"
 
     async def auth_status(self, params: acpu.AuthStatusRequest) -> acpu.AuthStatusResponse:
+        """`auth/status`: the authentication state (see `auth_state`)."""
         from acpstack.schema import v1_unstable as acpu
 
         self._reported_auth = self.auth_state()
@@ -193,11 +210,13 @@ class UnstableSessionMethods(Agent):
         return self.providers
 
     async def providers_list(self, params: acpu.ListProvidersRequest) -> acpu.ListProvidersResponse:
+        """`providers/list` through `providers` (-32601 without it)."""
         from acpstack.schema import v1_unstable as acpu
 
         return acpu.ListProvidersResponse(providers=self._providers().list_providers())
 
     async def providers_set(self, params: acpu.SetProviderRequest) -> acpu.SetProviderResponse:
+        """`providers/set` through `providers` (-32602 when it raises ValueError)."""
         from acpstack.schema import v1_unstable as acpu
 
         headers = params.headers if isinstance(params.headers, dict) else {}
@@ -214,6 +233,7 @@ class UnstableSessionMethods(Agent):
     async def providers_disable(
         self, params: acpu.DisableProviderRequest
     ) -> acpu.DisableProviderResponse:
+        """`providers/disable` through `providers` (-32602 when it raises ValueError)."""
         from acpstack.schema import v1_unstable as acpu
 
         try:

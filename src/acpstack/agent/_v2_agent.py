@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from acpstack.agent._store import SessionBusy
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.wire import RESOURCE_NOT_FOUND, RequestError
@@ -105,6 +106,9 @@ class V2SessionMethods:
         async def _cancel_turn(self, session: Session, *, wait: bool = True) -> None:
             raise NotImplementedError
 
+        async def _lost(self, session: Session) -> RequestError:
+            raise NotImplementedError
+
         def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
             raise NotImplementedError
 
@@ -114,6 +118,8 @@ class V2SessionMethods:
     # -- initialize and auth ----------------------------------------------------------------
 
     async def v2_initialize(self, params: v2.InitializeRequest) -> v2.InitializeResponse:
+        """v2 `initialize`: `info`, and one `capabilities` with what the sessions support
+        (prompt content, MCP, additional directories, delete as the store allows)."""
         from acpstack.schema import v2
 
         prompt = self.prompt_capabilities
@@ -149,6 +155,7 @@ class V2SessionMethods:
         )
 
     async def v2_auth_login(self, params: v2.LoginAuthRequest) -> v2.LoginAuthResponse:
+        """v2 `auth/login` (v1's `authenticate`); -32601 without `auth_methods`."""
         from acpstack.schema import v2
 
         if not self.auth_methods:
@@ -157,6 +164,7 @@ class V2SessionMethods:
         return v2.LoginAuthResponse()
 
     async def v2_auth_logout(self, params: v2.LogoutAuthRequest) -> v2.LogoutAuthResponse:
+        """v2 `auth/logout` (v1's `logout`); -32601 without `auth_methods`."""
         from acpstack.schema import v2
 
         await self._logout("auth/logout")
@@ -165,6 +173,7 @@ class V2SessionMethods:
     # -- sessions ------------------------------------------------------------------------
 
     async def v2_session_new(self, params: v2.NewSessionRequest) -> v2.NewSessionResponse:
+        """v2 `session/new`: as v1's, with the modes as the config option of category "mode"."""
         from acpstack.schema import v2
 
         self._require_auth()
@@ -197,6 +206,7 @@ class V2SessionMethods:
         return v2.ResumeSessionResponse(config_options=self._v2_options(session))
 
     async def v2_session_list(self, params: v2.ListSessionsRequest) -> v2.ListSessionsResponse:
+        """v2 `session/list`: one page of stored sessions, newest first, as in v1."""
         from acpstack.schema import v2
 
         records, next_cursor = self._list_records(params)
@@ -213,12 +223,14 @@ class V2SessionMethods:
         return v2.ListSessionsResponse(sessions=infos, next_cursor=next_cursor or UNSET)
 
     async def v2_session_close(self, params: v2.CloseSessionRequest) -> v2.CloseSessionResponse:
+        """v2 `session/close`: as v1's (-32002 with `{sessionId}` for an unknown session)."""
         from acpstack.schema import v2
 
         await self._close(params.session_id)
         return v2.CloseSessionResponse()
 
     async def v2_session_delete(self, params: v2.DeleteSessionRequest) -> v2.DeleteSessionResponse:
+        """v2 `session/delete`: as v1's."""
         from acpstack.schema import v2
 
         await self._delete(params.session_id)
@@ -227,6 +239,8 @@ class V2SessionMethods:
     async def v2_session_set_config_option(
         self, params: v2.SetSessionConfigOptionRequest
     ) -> v2.SetSessionConfigOptionResponse:
+        """v2 `session/set_config_option` (`id` and `boolean` values; the mode option sets
+        the mode): the session's config options after the change."""
         from acpstack.schema import v2
 
         session = self._active(params.session_id)
@@ -249,7 +263,10 @@ class V2SessionMethods:
 
         session = _v2(self._active(params.session_id))
         message_id = uuid.uuid4().hex
-        turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
+        try:
+            turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
+        except SessionBusy:
+            raise await self._lost(session) from None
         echo = {"sessionUpdate": "user_message", "messageId": message_id}
         echo["content"] = msgspec.to_builtins(params.prompt)
         await session.send_live(echo)
@@ -260,10 +277,13 @@ class V2SessionMethods:
     async def _v2_turn(self, turn: Turn) -> None:
         session = _v2(turn.session)
         error: dict[str, Any] | None = None
+        lost = False
         try:
             stop = await self._run_turn(turn)
         except RequestError as err:
             stop, error = "error", err.to_dict()
+        except SessionBusy:
+            stop, lost = "error", True
         except Exception:
             correlation = os.urandom(6).hex()
             log.exception("the turn failed (correlation id %s)", correlation)
@@ -271,10 +291,14 @@ class V2SessionMethods:
             error = RequestError.internal_error({"correlationId": correlation}).to_dict()
         finally:
             session.turn_task = None
+        if lost:  # another process took the session over: it ends here
+            error = (await self._lost(session)).to_dict()
         with contextlib.suppress(ConnectionClosed):
             await session.send_state("idle", stop_reason=stop, error=error)
 
     async def v2_session_cancel(self, params: v2.CancelSessionNotification) -> None:
+        """v2 `session/cancel`: cancel the running turn; it ends with an idle state update
+        whose stop reason is "cancelled"."""
         session = self.sessions.get(params.session_id)
         if session is not None:
             await self._cancel_turn(session, wait=False)

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from acpstack.agent._session import PROMPT, UPDATE, Session
+from acpstack.agent._session import PROMPT, UPDATE, Session, permission_answer
 from acpstack.agent._v2_convert import MessageIds, tool_call_to_v2, update_to_v2
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
@@ -78,10 +78,13 @@ class V2Session(Session):
             v2.RequestPermissionRequest,
         )
         await self.send_state("requires_action")
-        answer = await self.client.connection.request("session/request_permission", params)
+        request = self.client.connection.request("session/request_permission", params)
+        answer = await permission_answer(self.session_id, request)
         if not self.cancel_requested:  # a cancelled turn goes idle instead
             with contextlib.suppress(ConnectionClosed):
                 await self.send_state("running")
+        if answer is None:
+            return None  # the client has no permission handler: a refusal
         outcome = answer.outcome
         if isinstance(outcome, v2.SelectedPermissionOutcome):
             return acp.SelectedPermissionOutcome(option_id=outcome.option_id)

@@ -45,6 +45,7 @@ SUBCOMMANDS: list[Callable[[Any], None]] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `acpstack` argument parser, with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="acpstack",
         description="The Agent Client Protocol stack: chat with any ACP agent, run one, serve one.",
@@ -58,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run `acpstack` with `argv` (default: the process's arguments; an agent command may
+    follow `--`); the exit code. A command's error, or an extra that is not installed,
+    is one line on stderr."""
     args_list, agent_command = split_agent_command(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)

@@ -15,30 +15,26 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
 
+from acpstack.cli._chat_auth import AuthStatusShown
 from acpstack.cli._chat_book import SessionBook, usage_of
-from acpstack.cli._errors import (
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_TIMEOUT,
-    EXIT_USAGE,
-    CliError,
-)
+from acpstack.cli._chat_children import ChildSessions
+from acpstack.cli._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE, CliError
 from acpstack.cli._policy import ChatPolicy, LabelledRule
 from acpstack.cli._redact import Redactor
-from acpstack.cli._registry import AgentLaunch, RegistryError
+from acpstack.cli._registry import AgentLaunch
 from acpstack.cli._render import Renderer
 from acpstack.cli._streams import quiet_when_gone
-from acpstack.client import ClientRuntime, ClientSession
+from acpstack.client import ClientRuntime, ClientSession, SessionState
 from acpstack.local import become_subreaper, end_orphans
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
-from acpstack.transports import SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError, RequestError
 
 if TYPE_CHECKING:
@@ -46,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.cli")
 
-#: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
-STDERR_TAIL_LINES = 200
 #: Signals that end the chat like quitting does; the exit code is 128 + the signal number.
 TERMINATING_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -84,6 +78,7 @@ class ChatOptions:
     book: SessionBook | None = None  # session record and lock
     history_file: str | None = None  # the prompt's history (interactive)
     notices: list[str] = field(default_factory=list)  # said on stderr once the chat starts
+    unstable: bool = False  # the connection speaks ACP's unstable methods (--unstable)
 
 
 class Chat:
@@ -107,11 +102,15 @@ class Chat:
             on_update=self._on_update,
             on_dropped=self._on_dropped,
             choose_auth_method=self._choose_auth,
+            on_auth_status=AuthStatusShown(self),
             ask_elicitation=self._ask_elicitation if opts.ask_user else None,
             enable_fs=opts.enable_fs,
             enable_terminal=opts.enable_terminal,
         )
         self.renderer: Renderer | None = self._renderer() if human else None
+        self.children: ChildSessions | None = (  # subagents and messages as json records
+            self._child_records() if self.headless and opts.output == "json" else None
+        )
         self.session_id: str | None = None
         self.turn: asyncio.Task[acp.PromptResponse] | None = None
         self.quit = asyncio.Event()
@@ -123,7 +122,7 @@ class Chat:
         self._stdout_closed = False
         self._body: asyncio.Task[int] | None = None
         self._cancel_on_exit: str | None = None  # the session whose turn was interrupted
-        self._pending_output: set[Any] = set()
+        self._kept: set[Any] = set()
 
     def _renderer(self) -> Renderer:
         if self.console.is_terminal:
@@ -136,20 +135,32 @@ class Chat:
 
     # -- what the agent sends -------------------------------------------------------------
 
+    def _child_records(self) -> ChildSessions:
+        from acpstack.cli._chat_children import RecordSink
+
+        def state(session_id: str) -> SessionState | None:
+            session = self.runtime.sessions.get(session_id)
+            return session.state if session is not None else None
+
+        return ChildSessions(state, RecordSink(self.write_record))
+
     def _on_update(self, session_id: str, update: Any) -> None:
-        if self.renderer is None or (self.replaying and self.headless):
+        if self.replaying and self.headless:
             return
+        if self.children is not None:
+            self.children.on_update(session_id, update)
         renderer = self.renderer
-        if self.input is not None and self.input.active:  # the prompt is on screen
+        if renderer is not None:
+            self.show(lambda: renderer.on_update(session_id, update))
+
+    def show(self, draw: Callable[[], None]) -> None:
+        """Run `draw` now, or above the prompt when the prompt is on screen."""
+        if self.input is not None and self.input.active:
             from prompt_toolkit.application import run_in_terminal
 
-            self.keep(
-                asyncio.ensure_future(
-                    run_in_terminal(lambda: renderer.on_update(session_id, update))
-                )
-            )
+            self.keep(asyncio.ensure_future(run_in_terminal(draw)))
             return
-        renderer.on_update(session_id, update)
+        draw()
 
     def _on_dropped(self, dropped: Any) -> None:
         what = dropped.method or "a message"
@@ -163,8 +174,8 @@ class Chat:
 
     def keep(self, task: asyncio.Future[Any]) -> None:
         """Hold a fire-and-forget task until it is done (the loop keeps only weak references)."""
-        self._pending_output.add(task)
-        task.add_done_callback(self._pending_output.discard)
+        self._kept.add(task)
+        task.add_done_callback(self._kept.discard)
 
     async def _ask_permission(self, request: acp.RequestPermissionRequest) -> Any:
         from acpstack.cli._input import Interrupted
@@ -189,23 +200,9 @@ class Chat:
         return await ask_elicitation(self, request)
 
     async def _choose_auth(self, methods: list[acp.AuthMethod]) -> str | None:
-        names = ", ".join(f"{m.id} ({m.name})" for m in methods)
-        if self.opts.auth_method is not None:
-            if any(m.id == self.opts.auth_method for m in methods):
-                return self.opts.auth_method
-            raise CliError(f"--auth {self.opts.auth_method}: the agent offers {names}", EXIT_USAGE)
-        if self.input is None or self.renderer is None:
-            self.err.print(
-                f"the agent requires authentication; give --auth METHOD, one of: {names}"
-            )
-            return None
-        lines = [Text("The agent asks you to authenticate:", style="bold")]
-        for index, method in enumerate(methods[:9], 1):
-            about = f": {method.description}" if isinstance(method.description, str) else ""
-            lines.append(Text(f"  [{index}] {method.name}{about}"))
-        self.renderer.view.print(*lines)
-        choices = [(str(i), m.id) for i, m in enumerate(methods[:9], 1)]
-        return await self.input.read_choice("choose a method (Esc skips): ", choices)
+        from acpstack.cli._chat_auth import choose_auth
+
+        return await choose_auth(self, methods)
 
     def write_record(self, record: dict[str, Any]) -> None:
         """One line of `--format json` on stdout."""
@@ -338,39 +335,10 @@ class Chat:
             return
         self.say(Text("cancelling the turn (Ctrl-C again to quit)", style="yellow"))
         assert self.session_id is not None
-        asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id))
-
-    async def _connect(self) -> Transport:
-        if self.opts.url:
-            from acpstack.cli._remote import REMOTE_ERRORS, describe, remote_transport
-
-            try:
-                return await remote_transport(self.opts.url, self.opts.token)
-            except ValueError as exc:  # not an http(s):// or ws(s):// URL
-                raise CliError(describe(exc), EXIT_USAGE) from None
-            except REMOTE_ERRORS as exc:
-                raise CliError(describe(exc)) from None
-        command = self.opts.agent_command
-        if self.opts.launch is not None:
-            try:
-                progress = self.err.print
-                command = await asyncio.to_thread(self.opts.launch.ready_command, progress)
-            except RegistryError as exc:
-                raise CliError(f"error: {exc}") from None
-        try:
-            return await SubprocessTransport.spawn(
-                command,
-                env=self.opts.agent_env,
-                cwd=self.opts.cwd,
-                stderr_tail_lines=STDERR_TAIL_LINES,
-                description=self.shown_command,
-            )
-        except OSError as exc:
-            raise CliError(
-                f"error: could not start the agent `{self.shown_command}`: {exc}"
-            ) from None
+        self.keep(asyncio.get_running_loop().create_task(self.runtime.cancel(self.session_id)))
 
     async def _run_agent(self) -> int:
+        from acpstack.cli._chat_connect import connect
         from acpstack.client import connect_client
 
         try:
@@ -380,7 +348,7 @@ class Chat:
                     self.opts.book.lock_session(
                         self.opts.session or self.opts.book.known_session_id or ""
                     )
-            transport = await self._connect()
+            transport = await connect(self)
         except CliError as exc:
             self.fail(exc.message)
             return exc.exit_code
@@ -390,7 +358,12 @@ class Chat:
             transport = TapTransport(
                 transport, self.write_record, max_message_size=DEFAULT_MAX_MESSAGE_SIZE
             )
-        conn = connect_client(self.runtime, transport, max_message_size=DEFAULT_MAX_MESSAGE_SIZE)
+        conn = connect_client(
+            self.runtime,
+            transport,
+            unstable=self.opts.unstable,
+            max_message_size=DEFAULT_MAX_MESSAGE_SIZE,
+        )
         if self.opts.interactive or self.opts.ask_user:
             self.input = self._make_input()
         async with conn.connection:  # on the way out: the agent is stopped, terminals released
@@ -407,6 +380,7 @@ class Chat:
                 return exc.exit_code
             finally:
                 await self._cancel_turn_on_exit()
+                await self._end_kept()
         return EXIT_ERROR
 
     def _make_input(self) -> ChatInput:
@@ -418,6 +392,17 @@ class Chat:
         completer = ChatCompleter(lambda: command_names(self), os.path.abspath(self.opts.cwd))
         history = Path(self.opts.history_file) if self.opts.history_file else None
         return ChatInput(history, completer)
+
+    async def _end_kept(self) -> None:
+        """The kept tasks end with the chat, before the agent stops: given a second to finish
+        (output to print, a session/cancel to send), then cancelled and awaited."""
+        if not self._kept:
+            return
+        _, late = await asyncio.wait(list(self._kept), timeout=1.0)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
 
     async def _cancel_turn_on_exit(self) -> None:
         """After a signal: tell the agent the turn is cancelled (session/cancel) before it is stopped."""
@@ -437,7 +422,10 @@ class Chat:
                 else ""
             )
             self.say(Text(f"connected to {name}{hint}", style="dim"))
+        from acpstack.cli._chat_auth import ask_auth_status
         from acpstack.cli._chat_session import apply_settings
+
+        await ask_auth_status(self)
 
         await self.open_session()
         await apply_settings(self)

@@ -46,6 +46,8 @@ async def run_turn(chat: Chat, text: str) -> acp.PromptResponse:
     since = (len(state.messages), set(state.tool_calls))
     if chat.renderer is not None:
         chat.renderer.begin_turn()
+    if chat.children is not None:
+        chat.children.begin_turn()
     blocks = prompt_blocks(text, os.path.abspath(chat.opts.cwd))
     chat.interrupts = 0
     chat.turn = asyncio.ensure_future(chat.runtime.prompt(chat.session_id, blocks))
@@ -59,6 +61,8 @@ async def run_turn(chat: Chat, text: str) -> acp.PromptResponse:
         raise
     finally:
         chat.turn = None
+        if chat.children is not None:
+            chat.children.end_turn()
         if chat.renderer is not None:
             chat.renderer.end_turn(chat.session_id)
         if chat.opts.book is not None:

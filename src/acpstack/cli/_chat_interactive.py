@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from acpstack.cli._chat import Chat
 
 #: How often a running terminal's output is refreshed on screen (seconds).
-TERMINAL_POLL = 0.25
+TERMINAL_REFRESH_PAUSE = 0.1  # at most ten redraws a second while commands print
 
 
 async def interactive(chat: Chat) -> int:
@@ -86,7 +86,7 @@ async def _read_or_quit(chat: Chat, prompt: str) -> str | None:
 
 async def _turn(chat: Chat, text: str) -> None:
     assert chat.session_id is not None
-    poller = asyncio.ensure_future(_poll_terminals(chat, chat.session_id))
+    follower = asyncio.ensure_future(_follow_terminals(chat, chat.session_id))
     deadline = None
     if chat.opts.timeout is not None:
         deadline = asyncio.get_running_loop().call_later(chat.opts.timeout, _turn_timeout, chat)
@@ -99,7 +99,8 @@ async def _turn(chat: Chat, text: str) -> None:
         if not chat.quit.is_set() or (current is not None and current.cancelling()):
             raise  # not our double Ctrl-C: we are being cancelled ourselves
     finally:
-        poller.cancel()
+        follower.cancel()
+        await asyncio.wait([follower])
         if deadline is not None:
             deadline.cancel()
 
@@ -112,8 +113,13 @@ def _turn_timeout(chat: Chat) -> None:
         chat.keep(asyncio.get_running_loop().create_task(chat.runtime.cancel(chat.session_id)))
 
 
-async def _poll_terminals(chat: Chat, session_id: str) -> None:
+async def _follow_terminals(chat: Chat, session_id: str) -> None:
+    """Redraw the live lines of running commands when their terminals change."""
+    terminals = chat.runtime.terminals
+    change = terminals.changed()
     while True:
-        await asyncio.sleep(TERMINAL_POLL)
+        await change
+        change = terminals.changed()  # taken first: a change during the redraw is not missed
         if chat.renderer is not None:
             chat.renderer.poll_terminals(session_id)
+        await asyncio.sleep(TERMINAL_REFRESH_PAUSE)  # a rate limit, not a wait

@@ -121,6 +121,12 @@ def _add_session_setup(chat: argparse.ArgumentParser) -> None:
     group.add_argument("--mcp-config", metavar="FILE", help="MCP servers to give the agent (JSON)")
     group.add_argument("--no-fs", action="store_true", help="do not offer file reads and writes")
     group.add_argument("--no-terminal", action="store_true", help="do not offer terminals")
+    group.add_argument(
+        "--unstable",
+        action="store_true",
+        help="speak ACP's unstable methods with agents that offer them: subagents, "
+        "inter-session messages, auth status, /title, /archive, /unarchive, /status",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,6 +175,7 @@ def build_options(args: argparse.Namespace) -> ChatOptions:
         notices=notices,
     )
     _choose_agent(args, opts, config, book)
+    opts.unstable = args.unstable or (opts.launch is not None and opts.launch.unstable)
     file_rules, fallback = (
         load_permissions(args.permissions, cwd) if args.permissions else ([], None)
     )

@@ -4,41 +4,29 @@ A command the agent advertises under the same name wins (it is the agent's to an
 e.g. its `/help`); the built-in one stays reachable with a double slash (`//help`).
 A failing command is reported and the chat goes on.
 
-Adding a command: write `async def _name(chat, args)` and add a `SlashCommand` to `COMMANDS`.
+Adding a command: write `async def _name(chat, args)` and add a `SlashCommand` to `COMMANDS`
+(with `method=` when it needs an ACP method the agent may not offer: it is then listed only
+when the agent offers it). The session-management commands are in `_commands_manage.py`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from rich.table import Table
 from rich.text import Text
 
+from acpstack.cli import _commands_manage as manage
+from acpstack.cli._commands_base import CommandError, SlashCommand
+from acpstack.cli._commands_base import say as _say
 from acpstack.schema import v1 as acp
 
 if TYPE_CHECKING:
     from acpstack.cli._chat import Chat
 
-
-class CommandError(Exception):
-    """A command used the wrong way; the message says how to use it."""
-
-
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    usage: str
-    help: str
-    run: Callable[[Chat, list[str]], Awaitable[None]]
-
-
-def _say(chat: Chat, *lines: Text | str) -> None:
-    assert chat.renderer is not None
-    chat.renderer.view.print(*[Text(line) if isinstance(line, str) else line for line in lines])
+__all__ = ["COMMANDS", "CommandError", "builtin_for", "command_names", "set_config", "set_mode"]
 
 
 # -- modes and config options --------------------------------------------------------------
@@ -138,29 +126,6 @@ async def _config(chat: Chat, args: list[str]) -> None:
         )
 
 
-# -- sessions ----------------------------------------------------------------------------------
-
-
-async def _sessions(chat: Chat, args: list[str]) -> None:
-    listing = await chat.runtime.agent.session_list(
-        acp.ListSessionsRequest(cwd=os.path.abspath(chat.opts.cwd))
-    )
-    if not listing.sessions:
-        _say(chat, "the agent has no sessions for this directory")
-    for info in listing.sessions:
-        title = info.title if isinstance(info.title, str) else ""
-        updated = info.updated_at if isinstance(info.updated_at, str) else ""
-        current = "*" if info.session_id == chat.session_id else " "
-        _say(chat, f"{current} {info.session_id}  {updated}  {title}")
-
-
-async def _load(chat: Chat, args: list[str]) -> None:
-    if len(args) != 1:
-        raise CommandError("usage: /load SESSION_ID (/sessions lists them)")
-    _say(chat, Text(f"loading session {args[0]}", style="dim"))
-    await chat.load_session(args[0], switched=True)
-
-
 async def _new(chat: Chat, args: list[str]) -> None:
     await chat.new_session(switched=True)
     _say(chat, Text(f"new session {chat.session_id}", style="dim"))
@@ -181,8 +146,11 @@ async def _help(chat: Chat, args: list[str]) -> None:
     table.add_column()
     table.add_row(Text("Built-in commands", style="underline"), "")
     for command in COMMANDS.values():
+        if not command.offered(chat):
+            continue
         slashes = "//" if command.name in agent else "/"
-        table.add_row(f"{slashes}{command.name} {command.usage}".rstrip(), command.help)
+        usage = f"{slashes}{command.name} {command.usage_for(chat)}".rstrip()
+        table.add_row(usage, command.help_for(chat))
     if agent:
         table.add_row(Text("The agent's commands", style="underline"), "")
         for cmd in agent.values():
@@ -208,9 +176,39 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("help", "", "this text", _help),
         SlashCommand("mode", "[ID]", "show the session's modes, or switch", _mode),
         SlashCommand("config", "[ID VALUE]", "show the config options, or set one", _config),
-        SlashCommand("sessions", "", "the agent's sessions for this directory", _sessions),
-        SlashCommand("load", "ID", "continue another session (its history is shown)", _load),
+        SlashCommand(
+            "sessions",
+            "",
+            "the agent's sessions for this directory",
+            manage.sessions,
+            options={"--all": ("session/archive", "archived ones too")},
+        ),
+        SlashCommand("load", "ID", "continue another session (its history is shown)", manage.load),
         SlashCommand("new", "", "start a new session", _new),
+        SlashCommand(
+            "title", "TEXT", "rename the session", manage.title, method="session/set_title"
+        ),
+        SlashCommand(
+            "archive",
+            "[ID]",
+            "archive this session (a new one starts) or session ID",
+            manage.archive,
+            method="session/archive",
+        ),
+        SlashCommand(
+            "unarchive",
+            "[ID]",
+            "bring an archived session back",
+            manage.unarchive,
+            method="session/unarchive",
+        ),
+        SlashCommand(
+            "status",
+            "[ID]",
+            "whether the agent has the session open or saved",
+            manage.status,
+            method="session/status",
+        ),
         SlashCommand("usage", "", "the context the session uses", _usage),
         SlashCommand("quit", "", "leave (or Ctrl-D)", _quit),
     ]
@@ -226,6 +224,8 @@ def command_names(chat: Chat) -> Iterable[tuple[str, str]]:
     for cmd in agent:
         yield f"/{cmd.name}", cmd.description
     for command in COMMANDS.values():
+        if not command.offered(chat):
+            continue
         yield (f"//{command.name}" if command.name in names else f"/{command.name}"), command.help
 
 

@@ -8,6 +8,7 @@ command = ["python", "-m", "my_agent"]   # or one string, split like a shell doe
 args = ["--verbose"]              # appended to the command
 env = { MY_AGENT_LOG = "debug" }  # added to the environment
 mode = "ask"                      # the session mode to switch to after session/new
+unstable = true                   # `acpstack chat` speaks ACP's unstable methods with it
 description = "my own agent"
 
 [agents.claude-acp]               # no command: the registry entry, with these changes
@@ -35,6 +36,7 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     mode: str | None = None
     description: str = ""
+    unstable: bool = False  # the chat opens an unstable connection (as with --unstable)
 
 
 @dataclass
@@ -92,11 +94,12 @@ def _profile(name: str, table: dict[str, Any], bad: Any) -> Profile:
     for key in ("mode", "description"):
         if table.get(key) is not None and not isinstance(table[key], str):
             raise bad(f"{where}.{key}", "a string")
-    unknown = set(table) - {"command", "args", "env", "mode", "description"}
+    if not isinstance(table.get("unstable", False), bool):
+        raise bad(f"{where}.unstable", "true or false")
+    known = ("command", "args", "env", "mode", "description", "unstable")
+    unknown = set(table) - set(known)
     if unknown:
-        raise bad(
-            f"{where}", f"a table of command, args, env, mode, description (not {sorted(unknown)})"
-        )
+        raise bad(f"{where}", f"a table of {', '.join(known)} (not {sorted(unknown)})")
     return Profile(
         name=name,
         command=command,
@@ -104,6 +107,7 @@ def _profile(name: str, table: dict[str, Any], bad: Any) -> Profile:
         env=dict(env),
         mode=table.get("mode"),
         description=table.get("description") or "",
+        unstable=table.get("unstable", False),
     )
 
 

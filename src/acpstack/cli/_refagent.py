@@ -9,7 +9,7 @@ problem is one line on stderr and exit code 2:
   not a loopback address, unless the URL carries credentials itself (user info, or a query
   parameter such as `api_key`). The key is read from the variable named by
   `--api-key-env` (default OPENAI_API_KEY); an empty variable counts as missing.
-- The session store must open.
+- The session store must open (an SQLite file, or a `postgresql://` URL).
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ import importlib.util
 import ipaddress
 import logging
 import os
-import sqlite3
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from acpstack.agent import Session, SessionAgent, SqliteSessionStore, Turn, serve_stdio
+from acpstack.agent import Session, SessionAgent, SessionStore, Turn, open_store, serve_stdio
 from acpstack.cli._brain import Brain
 from acpstack.cli._redact import (
     Redactor,
@@ -163,13 +162,16 @@ def build_brain(
     )
 
 
-def open_store(path: str | None) -> SqliteSessionStore:
+def open_session_store(location: str | None) -> SessionStore:
+    """The store at `location`, else $ACPSTACK_STORE, else the default SQLite file: an
+    SQLite path or a `postgresql://` URL. A problem is a ConfigError without credentials."""
+    where = location or os.environ.get("ACPSTACK_STORE") or None
     try:
-        return SqliteSessionStore(path or os.environ.get("ACPSTACK_STORE") or None)
-    except (OSError, sqlite3.Error, RuntimeError) as exc:
-        raise ConfigError(
-            f"cannot open the session store {path or os.environ.get('ACPSTACK_STORE') or '(default)'}: {exc}"
-        ) from None
+        return open_store(where)
+    except Exception as exc:  # sqlite3, psycopg, OS errors and a missing extra alike
+        shown = redact_url(where) if where else "(default)"
+        message = " ".join(Redactor(url_secrets(where or "")).text(str(exc)).split())  # one line
+        raise ConfigError(f"cannot open the session store {shown}: {message}") from None
 
 
 def run_reference_agent(
@@ -192,7 +194,7 @@ def run_reference_agent(
             context_window=context_window,
             images=images,
         )
-        store = open_store(store_path)
+        store = open_session_store(store_path)
     except ConfigError as exc:
         sys.stderr.write(f"acpstack agent: {redactor.text(str(exc))}\n")
         return 2

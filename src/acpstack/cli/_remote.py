@@ -1,10 +1,23 @@
-"""`acpstack chat --url`: the transport to a remote agent (streamable HTTP or WebSocket)."""
+"""`acpstack chat --url`: the transport to a remote agent (streamable HTTP or WebSocket).
+
+The transport fails over: when the connection breaks (the server died, or the load
+balancer in front of several servers lost it), the chat connects again through the same
+URL and resumes its session there. A turn that was running is reported lost (the chat
+shows the error), and a line on stderr says what happened.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from acpstack.client import Failover, FailoverEvent, FailoverTransport
 from acpstack.transports import MissingExtraError, RemoteError, Transport
+
+
+def _tell(event: FailoverEvent) -> None:
+    sys.stderr.write(f"acpstack: {event}\n")
+    sys.stderr.flush()
 
 
 async def remote_transport(url: str, token: str | None) -> Transport:
@@ -15,14 +28,21 @@ async def remote_transport(url: str, token: str | None) -> Transport:
     if scheme in ("http", "https"):
         from acpstack.transports import HttpClientTransport
 
-        return HttpClientTransport(url, token=token)
-    if scheme in ("ws", "wss"):
+        async def open_transport() -> Transport:
+            return HttpClientTransport(url, token=token)
+
+    elif scheme in ("ws", "wss"):
         from acpstack.transports import WebSocketClientTransport
 
-        transport = WebSocketClientTransport(url, token=token)
-        await transport.connect()
-        return transport
-    raise ValueError(f"--url takes http(s):// or ws(s):// URLs, not {url!r}")
+        async def open_transport() -> Transport:
+            transport = WebSocketClientTransport(url, token=token)
+            await transport.connect()
+            return transport
+
+    else:
+        raise ValueError(f"--url takes http(s):// or ws(s):// URLs, not {url!r}")
+    first = await open_transport()
+    return FailoverTransport(open_transport, first, Failover(on_event=_tell))
 
 
 REMOTE_ERRORS: tuple[type[Exception], ...] = (RemoteError, MissingExtraError, ValueError)

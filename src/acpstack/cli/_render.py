@@ -20,7 +20,8 @@ from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
-from acpstack.client import ClientRuntime, ToolCallState
+from acpstack.cli._chat_children import ChildSessions, ViewSink
+from acpstack.client import ClientRuntime, SessionState, ToolCallState
 from acpstack.schema import UnknownSessionUpdate
 from acpstack.schema import v1 as acp
 
@@ -39,6 +40,7 @@ class View(Protocol):
     def end_message(self) -> None: ...
     def tool_live(self, tool_call_id: str, lines: list[Text]) -> None: ...
     def tool_done(self, tool_call_id: str, renderables: list[RenderableType]) -> None: ...
+    def tool_gone(self, tool_call_id: str) -> None: ...
     def print(self, *renderables: RenderableType) -> None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -53,6 +55,9 @@ class Renderer:
         self._done_tools: set[str] = set()
         self._shown_diffs: set[str] = set()
         self._last_plan: list[tuple[str, str]] | None = None
+        self._session_titles: dict[str, str | None] = {}  # the title last shown per session
+        # Unstable: subagents and inter-session messages (see `_chat_children.py`).
+        self.children = ChildSessions(self._state, ViewSink(view, rich=rich))
         self._handlers: dict[type, Callable[[str, Any], None]] = {
             acp.AgentMessageChunk: self._on_message,
             acp.AgentThoughtChunk: self._on_thought,
@@ -72,6 +77,8 @@ class Renderer:
         }
 
     def on_update(self, session_id: str, update: Any) -> None:
+        if self.children.on_update(session_id, update):
+            return
         for cls in type(update).__mro__:  # unstable variants subclass the stable ones
             handler = self._handlers.get(cls)
             if handler is not None:
@@ -81,9 +88,11 @@ class Renderer:
 
     def begin_turn(self) -> None:
         self._last_plan = None  # a plan the agent sends again (e.g. asked for it) is shown
+        self.children.begin_turn()
 
     def end_turn(self, session_id: str | None) -> None:
         """Print what is still live (tool calls a cancelled turn left running) once."""
+        self.children.end_turn()
         session = self.runtime.sessions.get(session_id) if session_id else None
         if session is not None:
             for tool in session.state.tool_calls.values():
@@ -99,6 +108,11 @@ class Renderer:
         session = self.runtime.sessions.get(session_id)
         if session is not None:
             self._done_tools.update(session.state.tool_calls)
+        self.children.mark_shown(session_id)
+
+    def _state(self, session_id: str) -> SessionState | None:
+        session = self.runtime.sessions.get(session_id)
+        return session.state if session is not None else None
 
     # -- one function per update kind -------------------------------------------------------
 
@@ -139,7 +153,14 @@ class Renderer:
 
     def _on_session_info(self, session_id: str, update: acp.SessionInfoUpdate) -> None:
         if isinstance(update.title, str):
-            self.view.print(Text(f"session: {update.title}", style="dim"))
+            self.show_title(session_id, update.title)
+
+    def show_title(self, session_id: str, title: str) -> None:
+        """The session's title, unless it is the one shown last (`/title` and the agent's
+        `session_info_update` name the same change)."""
+        if self._session_titles.get(session_id) != title:
+            self._session_titles[session_id] = title
+            self.view.print(Text(f"session: {title}", style="dim"))
 
     def _on_notice(self, session_id: str, update: acp.Notice) -> None:
         style = {"error": "red", "warning": "yellow"}.get(str(update.severity), "cyan")

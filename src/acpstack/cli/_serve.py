@@ -2,7 +2,8 @@
 ACP server on http://HOST:PORT/acp and ws://HOST:PORT/acp.
 
 Safe by default: it binds 127.0.0.1, refuses any other address unless a token is set,
-checks Host and Origin against allowlists, and never logs the token.
+checks Host and Origin against allowlists, and never logs the token. `GET /healthz`
+answers load balancers' checks (docs/deployment.md runs several behind HAProxy).
 """
 
 from __future__ import annotations
@@ -73,6 +74,18 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="close connections nobody listens to after this long",
     )
+    _add_reference_agent_options(serve)
+    serve.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log connections (and agents' stderr) to stderr",
+    )
+    _add_agent_choice(serve)
+
+
+def _add_reference_agent_options(serve: Any) -> None:
+    """The options of the reference agent, when it is the agent served."""
     serve.add_argument(
         "--model",
         default=os.environ.get("ACPSTACK_MODEL"),
@@ -88,14 +101,13 @@ def add_parser(sub: Any) -> None:
         default="OPENAI_API_KEY",
         help="reference agent: environment variable holding the API key",
     )
-    serve.add_argument("--store", default=None, help="reference agent: SQLite file for sessions")
     serve.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="log connections (and agents' stderr) to stderr",
+        "--store",
+        default=None,
+        metavar="PATH|URL",
+        help="reference agent: where sessions live, an SQLite file or a postgresql:// URL "
+        "shared by several servers (default: $ACPSTACK_STORE, else the user data directory)",
     )
-    _add_agent_choice(serve)
 
 
 def _add_agent_choice(serve: argparse.ArgumentParser) -> None:
@@ -109,15 +121,9 @@ def _add_agent_choice(serve: argparse.ArgumentParser) -> None:
 
 
 def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
-    from acpstack.server import (
-        AgentServer,
-        ServerLimits,
-        ServerSecurity,
-        bind_socket,
-        is_loopback,
-        serve_remote,
-    )
-    from acpstack.transports import MissingExtraError
+    from acpstack.cli._refagent import ConfigError
+    from acpstack.server import is_loopback
+    from acpstack.transports import MissingExtraError, require_extra
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -134,14 +140,43 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
     if problem is not None:
         sys.stderr.write(f"acpstack serve: {problem}\n")
         return 2
+    try:  # before anything opens a store or loads an agent
+        for module in ("uvicorn", "websockets"):
+            require_extra(module)
+    except MissingExtraError as exc:
+        sys.stderr.write(f"acpstack serve: {exc}\n")
+        return 2
     hosts = list(args.allow_host) + (["*"] if args.host in WILDCARDS else [args.host])
+    stores: list[Any] = []  # the reference agent's, closed on the way out
     if args.agent_name:
         agent_command = _named_agent(args.agent_name)
     try:
-        source, what = _agent_source(args, agent_command)
+        source, what = _agent_source(args, agent_command, stores)
     except (ImportError, AttributeError, OSError) as exc:
         sys.stderr.write(f"acpstack serve: could not load the agent: {exc}\n")
         return 2
+    except ConfigError as exc:
+        sys.stderr.write(f"acpstack serve: {exc}\n")
+        return 2
+    try:
+        return _serve(args, source, what, token, hosts)
+    finally:
+        for store in stores:
+            store.close()  # a shared store lets other servers take this one's sessions
+
+
+def _serve(
+    args: argparse.Namespace, source: Any, what: str, token: str | None, hosts: list[str]
+) -> int:
+    from acpstack.server import (
+        AgentServer,
+        ServerLimits,
+        ServerSecurity,
+        bind_socket,
+        serve_remote,
+    )
+    from acpstack.transports import MissingExtraError
+
     app = AgentServer(
         source,
         security=ServerSecurity(
@@ -219,12 +254,14 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return args.token or None, None
 
 
-def _agent_source(args: argparse.Namespace, agent_command: list[str] | None) -> tuple[Any, str]:
+def _agent_source(
+    args: argparse.Namespace, agent_command: list[str] | None, stores: list[Any]
+) -> tuple[Any, str]:
     if agent_command:
         return agent_command, f"`{' '.join(agent_command)}` (one process per connection)"
     if args.agent:
         return load_factory(args.agent), f"{args.agent} (one instance per connection)"
-    return _reference_agent(args), "the reference agent (one instance per connection)"
+    return _reference_agent(args, stores), "the reference agent (one instance per connection)"
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -248,14 +285,12 @@ def load_factory(spec: str) -> Callable[[], Any]:
     return factory  # type: ignore[no-any-return]
 
 
-def _reference_agent(args: argparse.Namespace) -> Callable[[], Any]:
-    from acpstack.agent import SqliteSessionStore
-    from acpstack.cli._refagent import ReferenceAgent
+def _reference_agent(args: argparse.Namespace, stores: list[Any]) -> Callable[[], Any]:
+    from acpstack.cli._refagent import ReferenceAgent, open_session_store
     from acpstack.cli._scripted import ScriptedBrain
 
-    store = SqliteSessionStore(
-        args.store or os.environ.get("ACPSTACK_STORE") or None
-    )  # shared: sessions outlive connections
+    store = open_session_store(args.store)  # shared: sessions outlive connections
+    stores.append(store)
     if args.model:
         from acpstack.cli._llm import LlmBrain
 

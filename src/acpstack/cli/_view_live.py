@@ -144,6 +144,11 @@ class LiveView:
         self._tools.pop(tool_call_id, None)
         self.print(*renderables)
 
+    def tool_gone(self, tool_call_id: str) -> None:
+        """Take a live line off the area, printing nothing."""
+        if self._tools.pop(tool_call_id, None) is not None:
+            self._refresh()
+
     def print(self, *renderables: RenderableType) -> None:
         self.end_message()
         self._erase()

@@ -61,6 +61,9 @@ class PlainView:
     def tool_done(self, tool_call_id: str, renderables: list[RenderableType]) -> None:
         self.print(*renderables)
 
+    def tool_gone(self, tool_call_id: str) -> None:
+        pass
+
     def print(self, *renderables: RenderableType) -> None:
         self.end_message()
         for renderable in renderables:

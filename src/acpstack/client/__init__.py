@@ -3,7 +3,8 @@
 `FileSystem`, `Workspace` and the terminal names live in `acpstack.local` (shared with
 agents); they are re-exported here unchanged.
 Agents run as a subprocess (`spawn_agent`), on any transport (`connect_client`), or remotely over
-streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websocket`; the `remote` extra).
+streamable HTTP or WebSocket (`connect_remote`, `connect_http`, `connect_websocket`; the `remote` extra),
+which fail over to another server behind the same URL with `reconnect=True`.
 """
 
 from acpstack.client._client import AgentPeer, Client, ProtocolVersionError
@@ -16,6 +17,8 @@ from acpstack.client._elicitation import (
     ElicitationRule,
     ElicitationRules,
 )
+from acpstack.client._failover import FailoverTransport
+from acpstack.client._failover_policy import Failover, FailoverEvent, is_connection_lost
 from acpstack.client._permissions import AskUser, DenyAll, PermissionPolicy, Rule, Rules
 from acpstack.client._remote import (
     connect_http,
@@ -24,7 +27,8 @@ from acpstack.client._remote import (
     reattach_session,
     reconnect,
 )
-from acpstack.client._runtime import ClientRuntime, ClientSession
+from acpstack.client._runtime import ClientRuntime
+from acpstack.client._runtime_sessions import ClientSession
 from acpstack.client._state import Message, SessionState, ToolCallState
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
@@ -42,6 +46,9 @@ __all__ = [
     "ElicitationReply",
     "ElicitationRule",
     "ElicitationRules",
+    "Failover",
+    "FailoverEvent",
+    "FailoverTransport",
     "FileSystem",
     "Message",
     "PermissionPolicy",
@@ -58,6 +65,7 @@ __all__ = [
     "connect_http",
     "connect_remote",
     "connect_websocket",
+    "is_connection_lost",
     "reattach_session",
     "reconnect",
     "spawn_agent",

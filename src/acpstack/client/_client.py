@@ -84,7 +84,7 @@ class AgentPeer(AgentPeerMethods):
             )
         self.initialize_result = result
         self.model_initialize_result = None
-        if self.connection.protocol_version == 2:
+        if not isinstance(result, acp.InitializeResponse):  # v2's, on a v2 connection
             from acpstack.client._v2_view import initialize_result
 
             self.model_initialize_result = initialize_result(result)
@@ -95,6 +95,8 @@ class AgentPeer(AgentPeerMethods):
         return await self.connection.request(method, params, timeout=timeout)
 
     async def notify(self, method: str, params: Any) -> None:
+        """Any notification by name (`_`-prefixed extension notifications; `params`: anything
+        msgspec encodes)."""
         await self.connection.notify(method, params)
 
 
@@ -111,6 +113,8 @@ class Client(ClientHandlers):
     agent: AgentPeer
 
     def on_connect(self, agent: AgentPeer) -> None:
+        """Called once the connection exists, before any message is handled (sets
+        `self.agent`; call it when overriding)."""
         self.agent = agent
 
     async def on_disconnect(self) -> None:
@@ -122,9 +126,12 @@ class Client(ClientHandlers):
         may be missing. It is already logged as a warning."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
+        """A `_`-prefixed extension request from the agent (`params` as plain JSON); the
+        result is sent as plain JSON. Default: -32601 (Method not found)."""
         raise RequestError.method_not_found(method)
 
     async def ext_notification(self, method: str, params: Any) -> None:
+        """A `_`-prefixed extension notification from the agent. Default: ignored."""
         log.debug("ignored extension notification %s", method)
 
 

@@ -28,9 +28,14 @@ ElicitationAsk = Callable[[acp.CreateElicitationRequest], Awaitable[ElicitationR
 
 
 class ElicitationPolicy(Protocol):
+    """How a `ClientRuntime` answers `elicitation/create`: implement `decide`, and set
+    `asks_user` (with `modes`, "form" and/or "url", when it asks)."""
+
     asks_user: bool  # False: nothing is advertised (the agent must not elicit)
 
-    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply: ...
+    async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        """The user's answer to the request (a policy that does not ask declines)."""
+        ...
 
 
 class DeclineElicitations:
@@ -39,6 +44,7 @@ class DeclineElicitations:
     asks_user = False
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        """Decline."""
         return ElicitationReply("decline")
 
 
@@ -53,6 +59,7 @@ class AskElicitation:
         self.modes: tuple[str, ...] = tuple(modes)
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        """What `ask` returns for the request."""
         return await self.ask(request)
 
 
@@ -71,6 +78,7 @@ class ElicitationRules:
         self.modes: tuple[str, ...] = tuple(getattr(self.then, "modes", ("form", "url")))
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
+        """The first rule's verdict that is not None, else what `then` decides."""
         for rule in self.rules:
             verdict = rule(request)
             if verdict is not None:

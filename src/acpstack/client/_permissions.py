@@ -25,6 +25,8 @@ Decision = Literal["allow", "reject"]
 
 
 class PermissionPolicy(Protocol):
+    """How a `ClientRuntime` answers `session/request_permission`: implement `decide`."""
+
     async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
         """The chosen option, or None to reject (the client then picks a reject option or cancels)."""
         ...
@@ -40,6 +42,8 @@ class AskUser:
     ask: AskCallback
 
     async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        """The option `ask` returns (ValueError for one the request did not offer), or
+        None to reject."""
         choice = await self.ask(request)
         if choice is not None and choice not in request.options:
             raise ValueError("the permission callback must return one of the request's options")
@@ -50,6 +54,7 @@ class DenyAll:
     """Reject everything."""
 
     async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        """None: reject."""
         return None
 
 
@@ -62,6 +67,8 @@ class Rule:
     paths: Sequence[str] = ()  # glob patterns matched against the tool call's locations
 
     def matches(self, tool_call: acp.ToolCallUpdate) -> bool:
+        """Whether the tool call has one of `kinds` (if given) and every one of its
+        locations matches one of `paths` (if given; a call without locations does not)."""
         if self.kinds and (not isinstance(tool_call.kind, str) or tool_call.kind not in self.kinds):
             return False
         if self.paths:
@@ -82,6 +89,9 @@ class Rules:
     remembered: dict[tuple[str, str], Decision] = field(default_factory=dict)
 
     async def decide(self, request: acp.RequestPermissionRequest) -> acp.PermissionOption | None:
+        """The first matching rule's decision, else a remembered always-choice for this
+        session and the call's kind (or title), else the fallback's answer (remembered when it is an
+        `allow_always` or `reject_always` option)."""
         for rule in self.rules:
             if rule.matches(request.tool_call):
                 return _option_for(request.options, rule.decision)

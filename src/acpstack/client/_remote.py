@@ -7,11 +7,14 @@ Each gives the same `ClientConnection` as `spawn_agent`. Cookies live in a
 Reconnecting (ACP v1): a new connection, `initialize`, then `session/load` (when the agent
 advertises `loadSession`) or `session/resume`. Messages that were in flight when the old
 connection broke are lost: v1 has no replay; a turn that was running is not resumed.
+`reconnect=True` (or a `Failover`) does all that by itself whenever the connection breaks,
+under the same `ClientConnection` (see `acpstack.client._failover`); `reconnect()` below
+does it once, by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +22,8 @@ from msgspec import UNSET
 
 from acpstack.client._client import AgentPeer, Client
 from acpstack.client._connect import ClientConnection, connect_client
+from acpstack.client._failover import FailoverTransport
+from acpstack.client._failover_policy import Failover
 from acpstack.client._runtime import ClientRuntime
 from acpstack.schema import v1 as acp
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
@@ -26,6 +31,8 @@ from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, CapabilityError
 if TYPE_CHECKING:
     import ssl
     from http.cookiejar import CookieJar
+
+    from acpstack.transports import Transport
 
 
 @asynccontextmanager
@@ -40,23 +47,30 @@ async def connect_http(
     timeout: float = 30.0,
     unstable: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    reconnect: bool | Failover = False,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (http:// or https://) over streamable HTTP.
 
     Nothing is sent until the first call (which must be `initialize`); closing DELETEs
-    the connection. `token` is sent as `Authorization: Bearer`.
+    the connection. `token` is sent as `Authorization: Bearer`. With `reconnect`, a broken
+    connection is replaced and its sessions reattached (what was in flight fails as lost).
     """
-    from acpstack.transports import HttpClientTransport  # loads httpx: only when used
+    from acpstack.transports import HttpClientTransport  # loads h11: only when used
 
-    transport = HttpClientTransport(
-        url,
-        headers=headers,
-        token=token,
-        cookies=cookies,
-        verify=verify,
-        timeout=timeout,
-        max_message_size=max_message_size,
-    )
+    jar = cookies if cookies is not None else _new_jar()
+
+    async def open_transport() -> Transport:
+        return HttpClientTransport(
+            url,
+            headers=headers,
+            token=token,
+            cookies=jar,
+            verify=verify,
+            timeout=timeout,
+            max_message_size=max_message_size,
+        )
+
+    transport = await _with_failover(open_transport, reconnect, max_message_size)
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:
         yield conn
@@ -75,27 +89,53 @@ async def connect_websocket(
     timeout: float = 30.0,
     unstable: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    reconnect: bool | Failover = False,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (ws:// or wss://) over one WebSocket.
 
-    Raises `RemoteError` (with `.status`) when the server refuses the handshake.
+    Raises `RemoteError` (with `.status`) when the server refuses the handshake. With
+    `reconnect`, a broken connection is replaced and its sessions reattached.
     """
     from acpstack.transports import WebSocketClientTransport  # loads websockets: only when used
 
-    transport = WebSocketClientTransport(
-        url,
-        headers=headers,
-        token=token,
-        cookies=cookies,
-        ssl_context=ssl_context,
-        compression=compression,
-        timeout=timeout,
-        max_message_size=max_message_size,
-    )
-    await transport.connect()
+    jar = cookies if cookies is not None else _new_jar()
+
+    async def open_transport() -> Transport:
+        socket = WebSocketClientTransport(
+            url,
+            headers=headers,
+            token=token,
+            cookies=jar,
+            ssl_context=ssl_context,
+            compression=compression,
+            timeout=timeout,
+            max_message_size=max_message_size,
+        )
+        await socket.connect()
+        return socket
+
+    transport = await _with_failover(open_transport, reconnect, max_message_size)
     conn = connect_client(client, transport, unstable=unstable, max_message_size=max_message_size)
     async with conn.connection:
         yield conn
+
+
+def _new_jar() -> CookieJar:
+    from http.cookiejar import CookieJar
+
+    return CookieJar()  # one for the connection and every replacement of it
+
+
+async def _with_failover(
+    open_transport: Callable[[], Awaitable[Transport]],
+    reconnect: bool | Failover,
+    max_message_size: int,
+) -> Transport:
+    first = await open_transport()
+    if reconnect is False:
+        return first
+    policy = reconnect if isinstance(reconnect, Failover) else Failover()
+    return FailoverTransport(open_transport, first, policy, max_message_size=max_message_size)
 
 
 @asynccontextmanager

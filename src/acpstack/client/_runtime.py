@@ -3,6 +3,11 @@
 Real files (inside each session's workspace), real terminals, permission policies, the
 session state built from `session/update`, and the authentication flow. Use it as the
 `client` of `spawn_agent` / `connect_client`, then drive the agent with its methods.
+
+This module holds the construction, `initialize` and the handlers of what the agent
+sends; the rest are mixins with one job each: the session calls (`_runtime_sessions.py`),
+files and terminals (`_runtime_local.py`), the unstable methods (`_runtime_unstable.py`)
+and protocol v2 (`_runtime_v2.py`).
 """
 
 from __future__ import annotations
@@ -10,12 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
-from msgspec import UNSET
 
 from acpstack._version import __version__
 from acpstack.client._elicitation import (
@@ -33,6 +36,7 @@ from acpstack.client._permissions import (
     reject_option,
 )
 from acpstack.client._runtime_local import LocalWorkMethods
+from acpstack.client._runtime_sessions import AuthChooser, ClientSession, SessionMethods
 from acpstack.client._runtime_unstable import AuthStatusCallback, RuntimeExtras
 from acpstack.client._runtime_v2 import V2ClientMethods, WireUpdateCallback
 from acpstack.client._state import SessionState
@@ -41,38 +45,23 @@ from acpstack.local import (
     FileSystem,
     TerminalManager,
     TerminalOutput,
-    Workspace,
     WriteObserver,
 )
 from acpstack.schema import PROTOCOL_VERSIONS
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
-    AUTH_REQUIRED,
     UNSUPPORTED_PROTOCOL_VERSION,
     DroppedMessage,
     RequestError,
 )
 
 log = logging.getLogger("acpstack.client")
-T = TypeVar("T")
 
 UpdateCallback = Callable[[str, "acp.SessionUpdate"], None]
 DroppedCallback = Callable[[DroppedMessage], None]
-AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
 
 
-@dataclass
-class ClientSession:
-    """What the client keeps per session: its workspace, state and pending permission asks."""
-
-    session_id: str
-    workspace: Workspace
-    state: SessionState
-    pending_permissions: set[asyncio.Task[acp.PermissionOption | None]] = field(default_factory=set)
-    pending_elicitations: set[asyncio.Task[Any]] = field(default_factory=set)
-
-
-class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
+class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeExtras):
     """A ready-to-use client. Everything the agent asks for is checked and done for real.
 
     - fs: absolute paths only, inside the session's cwd/additionalDirectories unless the
@@ -119,43 +108,47 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
     ) -> None:
         if protocol_version not in PROTOCOL_VERSIONS:
             raise ValueError(f"unknown ACP protocol version {protocol_version!r}")
-        self.protocol_version = protocol_version
-        self.on_wire_update = on_wire_update
+        self.protocol_version: int = protocol_version
+        self.on_wire_update: WireUpdateCallback | None = on_wire_update
         self._turns = {}
         self.initialize_result: acp.InitializeResponse | None = None
         if permission_policy is None:
             permission_policy = AskUser(ask) if ask is not None else DenyAll()
-        self.permission_policy = permission_policy
+        self.permission_policy: PermissionPolicy = permission_policy
         if elicitation_policy is None:
             elicitation_policy = (
                 AskElicitation(ask_elicitation)
                 if ask_elicitation is not None
                 else DeclineElicitations()
             )
-        self.elicitation_policy = elicitation_policy
-        self.on_auth_status = on_auth_status
-        self.on_elicitation_complete = on_elicitation_complete
-        self.auth_accounts = []
-        self.mcp_host = McpHost()
-        self.on_update = on_update
-        self.on_dropped = on_dropped
-        self.dropped_messages = 0  # every message from the agent that had to be discarded
-        self.choose_auth_method = choose_auth_method
-        self.enable_fs = enable_fs
-        self.enable_terminal = enable_terminal
-        self.extra_roots = tuple(extra_roots)
-        self.unrestricted_fs = unrestricted_fs
-        self.fs = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
-        self.terminals = TerminalManager(max_terminals=max_terminals)
+        self.elicitation_policy: ElicitationPolicy = elicitation_policy
+        self.on_auth_status: AuthStatusCallback | None = on_auth_status
+        self.on_elicitation_complete: Callable[[str], None] | None = on_elicitation_complete
+        self.auth_accounts: list[Any] = []
+        self.mcp_host: McpHost = McpHost()
+        self.on_update: UpdateCallback | None = on_update
+        self.on_dropped: DroppedCallback | None = on_dropped
+        # every message from the agent that had to be discarded
+        self.dropped_messages: int = 0
+        self.choose_auth_method: AuthChooser | None = choose_auth_method
+        self.enable_fs: bool = enable_fs
+        self.enable_terminal: bool = enable_terminal
+        self.extra_roots: tuple[str, ...] = tuple(extra_roots)
+        self.unrestricted_fs: bool = unrestricted_fs
+        self.fs: FileSystem = FileSystem(buffer_provider=buffer_provider, on_write=on_write)
+        self.terminals: TerminalManager = TerminalManager(max_terminals=max_terminals)
         self.sessions: dict[str, ClientSession] = {}
         self.released_terminals: dict[str, TerminalOutput] = {}
         # Updates that arrive before we know the session (e.g. sent before session/new answered).
         self._early_states: dict[str, SessionState] = {}
-        self.client_name = client_name
+        self.client_name: str = client_name
 
     # -- what we advertise ------------------------------------------------------------
 
     def capabilities(self) -> acp.ClientCapabilities:
+        """What this runtime advertises in `initialize`: `fs` and `terminal` as enabled,
+        notices and compaction, elicitation when a policy asks the user, and the unstable
+        capabilities on unstable connections."""
         caps = acp.ClientCapabilities(
             fs=acp.FileSystemCapabilities(
                 read_text_file=self.enable_fs, write_text_file=self.enable_fs
@@ -172,10 +165,11 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
         return self.unstable_client_capabilities(caps)
 
     def on_connect(self, agent: Any) -> None:
+        """Keep the handle to the agent (the MCP host offers its servers through it)."""
         super().on_connect(agent)
         self.mcp_host.agent = agent
 
-    # -- driving the agent -------------------------------------------------------------
+    # -- initialize (the session calls are in _runtime_sessions.py) -----------------------
 
     async def initialize(self, *, timeout: float | None = 60) -> acp.InitializeResponse:
         """Negotiate the version (see the class) and return the agent's answer (on v2 in
@@ -217,184 +211,6 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
             return session.state
         return self._early_states.setdefault(session_id, SessionState(session_id))
 
-    def register_session(
-        self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()
-    ) -> ClientSession:
-        """Track a session created outside the helpers below (sets its workspace)."""
-        workspace = Workspace(
-            cwd,
-            additional_directories,
-            extra_roots=self.extra_roots,
-            unrestricted=self.unrestricted_fs,
-        )
-        session = self.sessions.get(session_id)
-        if session is None:
-            state = self._early_states.pop(session_id, None) or SessionState(session_id)
-            session = self.sessions[session_id] = ClientSession(session_id, workspace, state)
-        else:
-            session.workspace = workspace
-        return session
-
-    async def new_session(
-        self,
-        cwd: str,
-        *,
-        additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
-    ) -> acp.NewSessionResponse:
-        if self._v2:
-            result = await self._with_auth(
-                lambda: self._new_session_v2(cwd, additional_directories, mcp_servers)
-            )
-            self.register_session(result.session_id, cwd, additional_directories)
-            return result
-        params = acp.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
-        result = await self._with_auth(lambda: self.agent.session_new(params))
-        self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
-        return result
-
-    async def load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        *,
-        additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
-    ) -> acp.LoadSessionResponse:
-        # Registered first: the replayed history arrives before the response.
-        self.register_session(session_id, cwd, additional_directories)
-        if self._v2:  # session/resume replaying from the start
-            options = await self._with_auth(
-                lambda: self._resume_v2(
-                    session_id, cwd, additional_directories, mcp_servers, replay=True
-                )
-            )
-            return acp.LoadSessionResponse(config_options=options or UNSET)
-        params = acp.LoadSessionRequest(
-            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
-        )
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
-        result = await self._with_auth(lambda: self.agent.session_load(params))
-        self.sessions[session_id].state.seed(result)
-        return result
-
-    async def resume_session(
-        self,
-        session_id: str,
-        cwd: str,
-        *,
-        additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
-    ) -> acp.ResumeSessionResponse:
-        self.register_session(session_id, cwd, additional_directories)
-        if self._v2:
-            options = await self._with_auth(
-                lambda: self._resume_v2(
-                    session_id, cwd, additional_directories, mcp_servers, replay=False
-                )
-            )
-            return acp.ResumeSessionResponse(config_options=options or UNSET)
-        params = acp.ResumeSessionRequest(
-            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
-        )
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
-        result = await self._with_auth(lambda: self.agent.session_resume(params))
-        self.sessions[session_id].state.seed(result)
-        return result
-
-    async def prompt(
-        self,
-        session_id: str,
-        prompt: str | Sequence[acp.ContentBlock],
-        *,
-        timeout: float | None = None,
-    ) -> acp.PromptResponse:
-        blocks: list[acp.ContentBlock] = (
-            [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
-        )
-        if self._v2:  # (the agent echoes the prompt as the user's message)
-            return await self._prompt_v2(session_id, blocks, timeout)
-        state = self.sessions[session_id].state if session_id in self.sessions else None
-        if state is not None:
-            for block in blocks:
-                state.apply(acp.UserMessageChunk(content=block))
-        result = await self.agent.session_prompt(
-            acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout
-        )
-        if state is not None:
-            state.stop_reason = result.stop_reason
-        return result
-
-    async def cancel(self, session_id: str) -> None:
-        """Cancel the running turn: pending permission asks answer `cancelled` at once."""
-        session = self.sessions.get(session_id)
-        if session is not None:
-            for task in [*session.pending_permissions, *session.pending_elicitations]:
-                task.cancel()
-        if self._v2:
-            from acpstack.schema import v2
-
-            await self.agent.notify(
-                "session/cancel", v2.CancelSessionNotification(session_id=session_id)
-            )
-            return
-        await self.agent.session_cancel(acp.CancelNotification(session_id=session_id))
-
-    async def close_session(self, session_id: str) -> None:
-        """Close the session on the agent when it supports it, and free our side."""
-        caps = self.agent.capabilities
-        try:
-            if self._v2:  # session/close is baseline in v2
-                from acpstack.schema import v2
-
-                await self.agent.call(
-                    "session/close", v2.CloseSessionRequest(session_id=session_id)
-                )
-            elif (
-                caps is not None
-                and isinstance(caps.session_capabilities, acp.SessionCapabilities)
-                and caps.session_capabilities.close not in (UNSET, None)
-            ):
-                await self.agent.session_close(acp.CloseSessionRequest(session_id=session_id))
-        finally:
-            await self.terminals.release_session(session_id)
-            self.sessions.pop(session_id, None)
-
-    async def _with_auth(self, call: Callable[[], Awaitable[T]]) -> T:
-        try:
-            return await call()
-        except RequestError as err:
-            if err.code != AUTH_REQUIRED or self.choose_auth_method is None:
-                raise
-            methods = self._usable_auth_methods(err)
-            if not methods:
-                raise
-            method_id = await self.choose_auth_method(methods)
-            if method_id is None:
-                raise
-            if self._v2:
-                from acpstack.schema import v2
-
-                await self.agent.call("auth/login", v2.LoginAuthRequest(method_id=method_id))
-            else:
-                await self.agent.authenticate(acp.AuthenticateRequest(method_id=method_id))
-            return await call()
-
-    def _usable_auth_methods(self, err: RequestError) -> list[acp.AuthMethod]:
-        init = self.initialize_result
-        methods = (
-            list(init.auth_methods)
-            if init is not None and isinstance(init.auth_methods, list)
-            else []
-        )
-        # Terminal-type methods need `auth.terminal`, which this client does not advertise:
-        # they are launched by the user, never sent to `authenticate`.
-        return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]
-
     # -- handlers (what the agent calls) ----------------------------------------------------
 
     def _session(self, session_id: str) -> ClientSession:
@@ -406,6 +222,8 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
         return session
 
     async def session_update(self, params: acp.SessionNotification) -> None:
+        """`session/update`: apply the update to its session's state (kept aside for a
+        session not known yet) and pass it to `on_update`."""
         session = self.sessions.get(params.session_id)
         if session is not None:
             session.state.apply(params.update)
@@ -417,6 +235,8 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
             self.on_update(params.session_id, params.update)
 
     def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        """Count a message the agent sent that had to be discarded (on the runtime and on
+        its session's state) and pass it to `on_dropped`."""
         self.dropped_messages += 1
         session = self.sessions.get(dropped.session_id) if dropped.session_id else None
         if session is not None:
@@ -427,6 +247,9 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
     async def session_request_permission(
         self, params: acp.RequestPermissionRequest
     ) -> acp.RequestPermissionResponse:
+        """`session/request_permission`: the `permission_policy`'s choice (no choice: a
+        reject option, or `cancelled` when none is offered); `cancelled` when the turn is
+        cancelled while the policy decides; -32602 for duplicate option ids."""
         session = self._session(params.session_id)
         _check_unique_option_ids(params.options)
         decide = asyncio.ensure_future(self.permission_policy.decide(params))
@@ -454,6 +277,8 @@ class ClientRuntime(V2ClientMethods, LocalWorkMethods, RuntimeExtras):
         )
 
     async def on_disconnect(self) -> None:
+        """The agent is gone: end waiting turns, cancel pending questions to the user, stop
+        the MCP servers offered over ACP and every terminal."""
         self._end_turns()
         for session in self.sessions.values():
             for task in [*session.pending_permissions, *session.pending_elicitations]:

@@ -12,10 +12,13 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
 
 
 class LocalWorkMethods:
+    """The `fs/*` and `terminal/*` handlers of `ClientRuntime`, over its `fs` and
+    `terminals`, inside each session's workspace."""
+
     enable_fs: bool
     enable_terminal: bool
     fs: FileSystem
@@ -42,6 +45,8 @@ class LocalWorkMethods:
         return self.released_terminals.get(terminal_id)
 
     async def fs_read_text_file(self, params: acp.ReadTextFileRequest) -> acp.ReadTextFileResponse:
+        """`fs/read_text_file` inside the session's workspace (-32601 when `enable_fs` is off;
+        -32602 for a path outside it, a missing or binary file)."""
         if not self.enable_fs:
             raise RequestError.method_not_found("fs/read_text_file")
         workspace = self._session(params.session_id).workspace
@@ -54,6 +59,8 @@ class LocalWorkMethods:
     async def fs_write_text_file(
         self, params: acp.WriteTextFileRequest
     ) -> acp.WriteTextFileResponse:
+        """`fs/write_text_file`: an atomic write inside the session's workspace (-32601 when
+        `enable_fs` is off; -32602 for a path outside it)."""
         if not self.enable_fs:
             raise RequestError.method_not_found("fs/write_text_file")
         workspace = self._session(params.session_id).workspace
@@ -63,6 +70,9 @@ class LocalWorkMethods:
     async def terminal_create(
         self, params: acp.CreateTerminalRequest
     ) -> acp.CreateTerminalResponse:
+        """`terminal/create`: start the command without a shell, in its own process group, in
+        `cwd` (inside the workspace) or the session's first root (-32601 when
+        `enable_terminal` is off)."""
         if not self.enable_terminal:
             raise RequestError.method_not_found("terminal/create")
         session = self._session(params.session_id)
@@ -87,6 +97,7 @@ class LocalWorkMethods:
     async def terminal_output(
         self, params: acp.TerminalOutputRequest
     ) -> acp.TerminalOutputResponse:
+        """`terminal/output`: the output kept so far, and the exit status once it exited."""
         out = self.terminals.output(params.session_id, params.terminal_id)
         result = acp.TerminalOutputResponse(output=out.output, truncated=out.truncated)
         if out.exit_status is not None:
@@ -98,16 +109,20 @@ class LocalWorkMethods:
     async def terminal_wait_for_exit(
         self, params: acp.WaitForTerminalExitRequest
     ) -> acp.WaitForTerminalExitResponse:
+        """`terminal/wait_for_exit`: wait until the command exits; its exit code or signal."""
         status = await self.terminals.wait_for_exit(params.session_id, params.terminal_id)
         return acp.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
     async def terminal_kill(self, params: acp.KillTerminalRequest) -> acp.KillTerminalResponse:
+        """`terminal/kill`: kill the command and its process group (the terminal stays)."""
         await self.terminals.kill(params.session_id, params.terminal_id)
         return acp.KillTerminalResponse()
 
     async def terminal_release(
         self, params: acp.ReleaseTerminalRequest
     ) -> acp.ReleaseTerminalResponse:
+        """`terminal/release`: kill the command if it runs and forget it; its last output
+        stays available to `terminal_snapshot` (for a UI that shows it)."""
         # Keep the final output: a UI still shows a terminal embedded in a tool call after release.
         with contextlib.suppress(RequestError):
             self.released_terminals[params.terminal_id] = self.terminals.output(

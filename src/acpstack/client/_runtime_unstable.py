@@ -19,7 +19,7 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError, capability_allows
 
 if TYPE_CHECKING:
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
     from acpstack.schema import v1_unstable as acpu
 
 AuthStatusCallback = Callable[["acpu.AuthStatusUpdateNotification | acpu.AuthStatusResponse"], None]
@@ -35,12 +35,16 @@ class RuntimeExtras(Client):
     auth_state: str | None = None
     auth_accounts: list[Any]
 
-    def register_session(
-        self, session_id: str, cwd: str, additional_directories: Any = ()
-    ) -> ClientSession:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what ClientRuntime provides (declared for the type checker only)
+
+        def register_session(
+            self, session_id: str, cwd: str, additional_directories: Any = ()
+        ) -> ClientSession:
+            raise NotImplementedError
 
     def elicitation_capabilities(self) -> acp.ElicitationCapabilities | None:
+        """The elicitation modes advertised: those of `elicitation_policy` when it asks the
+        user, else None (nothing advertised)."""
         policy = self.elicitation_policy
         if not policy.asks_user:
             return None
@@ -71,6 +75,9 @@ class RuntimeExtras(Client):
     async def elicitation_create(
         self, params: acp.CreateElicitationRequest
     ) -> acp.CreateElicitationResponse:
+        """`elicitation/create`: the `elicitation_policy`'s answer (a form answer limited to
+        the requested fields; -32602 for a mode not advertised, an unknown session or a
+        form answer without a required field); `cancel` when the turn is cancelled."""
         mode = str(params.mode)
         advertised = self.elicitation_capabilities()
         if not capability_allows(advertised, (mode,)):
@@ -106,6 +113,8 @@ class RuntimeExtras(Client):
         return result
 
     async def elicitation_complete(self, params: acp.CompleteElicitationNotification) -> None:
+        """`elicitation/complete`: the URL elicitation left `open_elicitations`; passed to
+        `on_elicitation_complete`."""
         for session in self.sessions.values():
             session.state.open_elicitations.discard(params.elicitation_id)
         if self.on_elicitation_complete is not None:
@@ -114,6 +123,8 @@ class RuntimeExtras(Client):
     # -- auth status --------------------------------------------------------------------
 
     async def auth_status_update(self, params: acpu.AuthStatusUpdateNotification) -> None:
+        """`auth/status_update`: keep the agent's state in `auth_state` / `auth_accounts`
+        and pass it to `on_auth_status`."""
         self._auth(params)
 
     def _auth(self, status: Any) -> None:
@@ -132,6 +143,7 @@ class RuntimeExtras(Client):
     # -- MCP servers offered over ACP ---------------------------------------------------------
 
     async def mcp_message(self, params: acpu.MessageMcpRequest) -> acpu.MessageMcpResponse:
+        """`mcp/message`: a message for one of the MCP servers offered over ACP (`mcp_host`)."""
         return await self.mcp_host.handle(params)
 
     # -- session management -------------------------------------------------------------
@@ -156,6 +168,7 @@ class RuntimeExtras(Client):
         self.sessions.pop(session_id, None)
 
     async def unarchive_session(self, session_id: str) -> None:
+        """Unarchive a session: it is listed by `list_sessions()` again."""
         from acpstack.schema import v1_unstable as acpu
 
         await self.agent.session_unarchive(acpu.UnarchiveSessionRequest(session_id=session_id))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,16 +26,18 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from acpstack.client import _v2_values as values
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
-    from acpstack.client._runtime import ClientSession
+    from acpstack.client._runtime_sessions import ClientSession
     from acpstack.client._state import SessionState
     from acpstack.schema import v2
 
+log = logging.getLogger("acpstack.client")
 WireUpdateCallback = Callable[[str, Any], None]
 _command_ids = itertools.count(1)
 
@@ -145,7 +148,7 @@ class V2ClientMethods:
             self._turns.pop(session_id, None)
         if stop == "error":
             raise _error(error)
-        return acp.PromptResponse(stop_reason=stop or "end_turn")  # type: ignore[arg-type]
+        return acp.PromptResponse(stop_reason=values.stop_reason(stop))
 
     async def _turn_end(self, wait: TurnWait) -> tuple[str | None, Any]:
         """The end of the turn, or ConnectionClosed if the connection ends first."""
@@ -178,6 +181,9 @@ class V2ClientMethods:
     # -- what the agent calls ----------------------------------------------------------------
 
     async def v2_session_update(self, params: v2.UpdateSessionNotification) -> None:
+        """v2 `session/update`: apply it to the session's model (v1-shaped updates to
+        `on_update`), pass it as it came to `on_wire_update`, and end a waiting prompt at
+        its idle state."""
         from acpstack.client import _v2_view as view
         from acpstack.schema import v2
 
@@ -197,6 +203,7 @@ class V2ClientMethods:
     async def v2_session_request_permission(
         self, params: v2.RequestPermissionRequest
     ) -> v2.RequestPermissionResponse:
+        """v2 `session/request_permission`, answered by the same `permission_policy` as v1's."""
         from acpstack.schema import v2
 
         answer = await self.session_request_permission(permission_request(params))
@@ -210,6 +217,7 @@ class V2ClientMethods:
     async def v2_elicitation_create(
         self, params: v2.CreateElicitationRequest
     ) -> v2.CreateElicitationResponse:
+        """v2 `elicitation/create`, answered by the same `elicitation_policy` as v1's."""
         from acpstack.schema import v2
 
         model = msgspec.convert(msgspec.to_builtins(params), acp.CreateElicitationRequest)
@@ -217,6 +225,7 @@ class V2ClientMethods:
         return msgspec.convert(msgspec.to_builtins(answer), v2.CreateElicitationResponse)
 
     async def v2_elicitation_complete(self, params: v2.CompleteElicitationNotification) -> None:
+        """v2 `elicitation/complete`: as v1's."""
         await self.elicitation_complete(
             acp.CompleteElicitationNotification(elicitation_id=params.elicitation_id)
         )
@@ -245,10 +254,13 @@ def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermis
             call.tool_call_id = subject.tool_call_id
         call.kind = "execute"
         call.raw_input = {"command": subject.command, "cwd": subject.cwd}
-    options = [
-        acp.PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind)  # type: ignore[arg-type]
-        for o in params.options
-    ]
+    options = []
+    for o in params.options:
+        kind = values.permission_kind(o.kind)
+        if kind is None:
+            log.info("permission option %r left out: its kind %r is unknown", o.option_id, o.kind)
+        else:
+            options.append(acp.PermissionOption(option_id=o.option_id, name=o.name, kind=kind))
     return acp.RequestPermissionRequest(
         session_id=params.session_id, tool_call=call, options=options
     )

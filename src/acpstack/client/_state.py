@@ -34,17 +34,24 @@ Speaker = Literal["user", "agent", "thought"]
 
 @dataclass
 class Message:
+    """One message of the conversation: who spoke (`user`, `agent` or `thought`), the
+    `messageId` its chunks carried, and its content blocks joined in order."""
+
     speaker: Speaker
     message_id: str | None
     content: list[acp.ContentBlock] = field(default_factory=list)
 
     @property
     def text(self) -> str:
+        """The message's text blocks joined."""
         return "".join(block.text for block in self.content if isinstance(block, acp.TextContent))
 
 
 @dataclass
 class ToolCallState:
+    """A tool call as its `tool_call` and `tool_call_update`s left it (see the module's
+    doc for how updates merge)."""
+
     tool_call_id: str
     title: str = ""
     kind: str = "other"
@@ -117,6 +124,9 @@ _CHUNK_SPEAKERS: dict[type, Speaker] = {
 
 @dataclass
 class SessionState:
+    """One session as its `session/update` stream built it (see the module's doc): apply
+    every update in order with `apply`; a UI renders the fields."""
+
     session_id: str
     messages: list[Message] = field(default_factory=list)
     tool_calls: dict[str, ToolCallState] = field(default_factory=dict)
@@ -143,6 +153,8 @@ class SessionState:
     dropped_messages: int = 0
 
     def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
+        """Apply one `session/update` (see the module's doc for how each kind changes the
+        state; an unknown kind is kept in `unknown_updates`)."""
         speaker = _CHUNK_SPEAKERS.get(type(update))
         if speaker is None and isinstance(update, acp.ContentChunk):  # an unstable subclass
             speaker = next(v for k, v in _CHUNK_SPEAKERS.items() if isinstance(update, k))
@@ -242,6 +254,7 @@ class SessionState:
 
     @property
     def last_agent_message(self) -> Message | None:
+        """The agent's most recent message, or None before it said anything."""
         for message in reversed(self.messages):
             if message.speaker == "agent":
                 return message

@@ -14,7 +14,9 @@ connection each update is mapped here, in one place, to what it means in that mo
   and new text, which a patch does not carry); an agent terminal is a `terminal` block
   whose output the state keeps (`SessionState.agent_terminals`);
 - `plan_update` (items) is the plan; the config option of category "mode" is the mode;
-- `state_update` sets `SessionState.state` and `stop_reason`; it has no model update.
+- `state_update` sets `SessionState.state` and `stop_reason`; it has no model update;
+- an enum value of v2 (all open) that the model's closed v1 `Literal` lacks gets the
+  fallback `_v2_values.py` names (a plan entry's `cancelled` is `pending`).
 
 What the model cannot hold is not lost: `ClientRuntime(on_wire_update=...)` gets every
 update exactly as it arrived.
@@ -29,6 +31,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from acpstack.client import _v2_values as values
 from acpstack.client._state import AgentTerminal, SessionState, Speaker
 from acpstack.schema import UnknownSessionUpdate, v2
 from acpstack.schema import v1 as acp
@@ -118,7 +121,11 @@ def _simple(update: Any, state: SessionState) -> list[Any]:
         plan = update.plan
         if isinstance(plan, v2.PlanItems):
             entries = [
-                acp.PlanEntry(content=e.content, priority=e.priority, status=e.status)  # type: ignore[arg-type]
+                acp.PlanEntry(
+                    content=e.content,
+                    priority=values.plan_priority(e.priority),
+                    status=values.plan_status(e.status),
+                )
                 for e in plan.entries
             ]
             return [acp.Plan(entries=entries)]
@@ -231,10 +238,10 @@ def config_options(options: Any) -> list[acp.SessionConfigOption]:
     a type this model does not know are left out, as clients should."""
     out = []
     for option in options if isinstance(options, list) else []:
-        if not isinstance(option, v2.SessionConfigOption) or option.type not in (
-            "select",
-            "boolean",
-        ):
+        if not isinstance(option, v2.SessionConfigOption):
+            continue
+        kind = values.config_option_type(option.type)
+        if kind is None:
             continue
         choices: Any = UNSET
         if isinstance(option.options, list):
@@ -245,7 +252,7 @@ def config_options(options: Any) -> list[acp.SessionConfigOption]:
                 name=option.name,
                 description=option.description,
                 category=option.category,
-                type=option.type,  # type: ignore[arg-type]
+                type=kind,
                 current_value=option.current_value,
                 options=choices,
             )

@@ -20,6 +20,7 @@ import codecs
 import logging
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -82,6 +83,7 @@ class Terminal:
         session_id: str,
         output_limit: int,
         drain_seconds: float,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.id = terminal_id
         self.session_id = session_id
@@ -101,6 +103,7 @@ class Terminal:
         self.kill_task: asyncio.Task[None] | None = None
         self._drain_timer: asyncio.TimerHandle | None = None
         self._changed: asyncio.Future[None] | None = None
+        self._on_change = on_change  # the manager's signal for "some terminal changed"
 
     # -- events from the protocol ----------------------------------------------------
 
@@ -218,6 +221,8 @@ class Terminal:
     def _notify(self) -> None:
         if self._changed is not None and not self._changed.done():
             self._changed.set_result(None)
+        if self._on_change is not None:
+            self._on_change()
 
     def text(self) -> str:
         # While output may still arrive, an incomplete trailing UTF-8 sequence is held

@@ -102,6 +102,20 @@ class TerminalManager:
         self._closed = False
         self._token = secrets.token_hex(8)
         self._started: set[Terminal] = set()  # until asyncio reaped their process
+        self._changed: asyncio.Future[None] | None = None
+
+    def changed(self) -> asyncio.Future[None]:
+        """A future resolved at the next change of any terminal: new output, exit, release.
+
+        For views that follow running commands: take the future before reading the output,
+        so that no change between the read and the wait is missed."""
+        if self._changed is None or self._changed.done():
+            self._changed = asyncio.get_running_loop().create_future()
+        return self._changed
+
+    def _any_changed(self) -> None:
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
 
     async def __aenter__(self) -> TerminalManager:
         return self
@@ -136,7 +150,9 @@ class TerminalManager:
         while terminal_id in self._terminals:  # pragma: no cover - 64 random bits
             terminal_id = "term-" + secrets.token_hex(8)
         environment[MARKER_VARIABLE] = self._marker(terminal_id)
-        terminal = Terminal(terminal_id, session_id, limit, self._drain_seconds)
+        terminal = Terminal(
+            terminal_id, session_id, limit, self._drain_seconds, on_change=self._any_changed
+        )
         self._starting += 1
         start = asyncio.ensure_future(self._start(terminal, command, argv, environment, cwd))
         try:

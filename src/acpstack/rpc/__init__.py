@@ -2,12 +2,14 @@
 
 from acpstack.rpc._connection import Connection
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
+from acpstack.rpc._generated_requests import ParamsDoNotMatchMethod
 from acpstack.rpc._run import event_loop_name, run
 
 __all__ = [
     "Connection",
     "ConnectionClosed",
     "Dispatcher",
+    "ParamsDoNotMatchMethod",
     "RequestTimeout",
     "event_loop_name",
     "run",

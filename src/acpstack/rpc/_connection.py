@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
+from acpstack.rpc._generated_requests import TypedRequests
+from acpstack.rpc._writer import Writer
 from acpstack.transports import Transport
 from acpstack.wire import (
     DroppedMessage,
@@ -44,12 +46,10 @@ if sys.version_info < (3, 12):  # 3.12+ has eager tasks
 
 log = logging.getLogger("acpstack.rpc")
 
-WRITE_HIGH_WATER = 1024 * 1024
-FLUSH_SIZE = 256 * 1024  # bounds the buffer of a producer that never yields
 QUEUE_HIGH_WATER = 4096
 
 
-class Connection:
+class Connection(TypedRequests):
     """One live ACP connection. Use as an async context manager, or call start()/aclose().
 
     Made in a running event loop, not thread-safe; it owns `transport` and every task it
@@ -67,9 +67,12 @@ class Connection:
         max_waiting_requests: int = 8192,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self.transport = transport
-        self.state = state
-        self.dispatcher = dispatcher
+        self.transport: Transport = transport
+        """The pipe to the peer; the connection owns it (`aclose` closes it)."""
+        self.state: ProtocolState = state
+        """The sans-IO protocol state: negotiated version, capabilities, pending calls."""
+        self.dispatcher: Dispatcher = dispatcher
+        """Where the peer's requests and notifications go (the agent or client runtime)."""
         self._max_running = max_inbound_requests
         self._running = 0
         # Requests beyond the running limit wait in line; past this many, reading pauses.
@@ -85,10 +88,6 @@ class Connection:
         self._held: set[Any] = set()  # ids of requests waiting in a session's queue
         self._unstarted: set[Any] = set()  # ids of requests whose task has not run yet
         self._reading_paused = False
-        self._out: list[bytes] = []
-        self._out_size = 0
-        self._flush_scheduled = False
-        self._write_next_at_once = True
         self._started = False
         self._input_done = False
         self._finisher: asyncio.Task[None] | None = None
@@ -96,6 +95,8 @@ class Connection:
         self._closed_event = asyncio.Event()
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
+        self._writer = Writer(transport, self._loop)
+        self._send = self._writer.send  # frames go out in order, coalesced (see Writer)
         # What each kind of event the state returns is handed to.
         self._handlers: dict[type, Callable[[Any], None]] = {
             IncomingNotification: self._on_notification,
@@ -157,7 +158,7 @@ class Connection:
 
     async def aclose(self) -> None:
         """Close the transport, cancel our handlers, fail pending calls. Idempotent."""
-        self._flush()
+        self._writer.flush()
         self._input_done = True
         self._shutdown(ConnectionClosed("connection closed locally"))
         await self.transport.close()
@@ -193,7 +194,7 @@ class Connection:
     def _data_received(self, data: bytes) -> None:
         if self._input_done:
             return
-        self._write_next_at_once = True
+        self._writer.at_once = True
         try:
             event = self.state.receive_one(data)  # the common chunk, one message
             if event is None:
@@ -235,7 +236,7 @@ class Connection:
         self._finisher = self._loop.create_task(self._finish_input())
 
     async def _finish_input(self) -> None:
-        self._flush()
+        self._writer.flush()
         # Let queued notifications run before pending calls fail, so nothing is lost.
         await self._drain_queues()
         if self._closed is None:
@@ -432,53 +433,12 @@ class Connection:
             event.id, RequestError.internal_error({"correlationId": correlation})
         )
 
-    # -- writing -----------------------------------------------------------------
-
-    def _send(self, frame: bytes) -> None:
-        """Send a frame, in order with everything else.
-
-        The first frame after bytes arrived (or after a flush) is written at once: a lone
-        answer waits for nothing and costs no end-of-turn callback. Frames that follow
-        it are coalesced into one write at the end of the event-loop turn (or per
-        FLUSH_SIZE bytes): on a busy pipe that is far cheaper than a write per message."""
-        if self._write_next_at_once and not self._out:
-            self._write_next_at_once = False
-            self.transport.write(frame)
-            return
-        self._out.append(frame)
-        self._out_size += len(frame)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
-        if self._out_size >= FLUSH_SIZE:
-            self._flush()
-            self._flush_scheduled = True  # the end-of-turn callback is still pending
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        self._write_next_at_once = True
-        if not self._out:
-            return
-        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
-        self._out.clear()
-        self._out_size = 0
-        self.transport.write(data)
-
-    async def _backpressure(self) -> None:
-        if self.transport.write_buffer_size() > WRITE_HIGH_WATER:
-            self._flush()
-            await self.transport.drain()
-
     # -- calling the peer ----------------------------------------------------------
 
-    async def request(
+    async def _request(
         self, method: str, params: Any, *, timeout: float | None = None, check_gate: bool = True
     ) -> Any:
-        """Send a request and wait for its result: the method's response Struct (e.g.
-        `NewSessionResponse`), or the JSON value for a `_` method. Raises `RequestError`
-        (the peer's error), `RequestTimeout` (none in `timeout` s; the request is then
-        cancelled), `ConnectionClosed`, `CapabilityError` (not advertised by the peer;
-        `check_gate=False` skips that check). Cancelling the caller cancels the request."""
+        # `request` (typed per method in _generated_requests.py) calls this.
         if self._closed is not None:
             raise self._closed
         rid, frame, _call = self.state.start_request(method, params, check_gate=check_gate)
@@ -512,4 +472,5 @@ class Connection:
         if self._closed is not None:
             raise self._closed
         self._send(self.state.notification(method, params))
-        await self._backpressure()
+        if self._writer.backed_up():
+            await self._writer.drain()

@@ -15,7 +15,9 @@ class ConnectionClosed(ConnectionError):
 
     def __init__(self, reason: str = "connection closed") -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason: str = reason
+        """Why it ended, in words ("connection closed locally", "... by peer", or what the
+        transport saw, e.g. the agent process's exit)."""
 
 
 class RequestTimeout(TimeoutError):

@@ -279,6 +279,8 @@ def seed_markers(method: str) -> tuple[bytes, ...] | None:
 
 
 def normalize_params(method: str, params: Any) -> Any:
+    """The params of `method` (plain JSON) in the official form: known seed spellings
+    rewritten, anything else returned as it is."""
     fix = PARAMS.get(method)
     if fix is None or not isinstance(params, dict):
         return params
@@ -286,6 +288,7 @@ def normalize_params(method: str, params: Any) -> Any:
 
 
 def normalize_result(method: str, result: Any) -> Any:
+    """The result of `method` (plain JSON) in the official form, as `normalize_params`."""
     fix = RESULTS.get(method)
     if fix is None or not isinstance(result, dict):
         return result

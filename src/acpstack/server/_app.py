@@ -3,6 +3,9 @@
 (POST, GET with server-sent events, DELETE) and WebSocket. Every connection gets its own
 agent: a new instance of a Python `Agent` (in this process), or a new process of a stdio
 agent command; the agent ends with the connection.
+
+`GET /healthz` (`health_path`) answers 200 "ok" while the server takes connections and
+503 once it is shutting down, for load balancers: no token needed, nothing about sessions.
 """
 
 from __future__ import annotations
@@ -50,9 +53,11 @@ class AgentServer:
         unstable: bool = False,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        health_path: str | None = "/healthz",
     ) -> None:
         self.agent = agent
         self.path: str = "/" + path.strip("/")
+        self.health_path = health_path
         self.security: ServerSecurity = security or ServerSecurity()
         self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
@@ -70,6 +75,13 @@ class AgentServer:
             await self._lifespan(receive, send)
             return
         if kind not in ("http", "websocket"):
+            return
+        if (
+            kind == "http"
+            and self.health_path is not None
+            and scope.get("path") == self.health_path
+        ):
+            await self._health(scope, send)
             return
         headers = header_map(scope)
         if not self._on_path(scope):
@@ -108,6 +120,16 @@ class AgentServer:
                 headers=(*cors, ("Allow", "GET, POST, DELETE, OPTIONS")),
             )
 
+    async def _health(self, scope: Scope, send: Send) -> None:
+        """For load balancers' checks: before any token, Host or Origin check, and it says
+        only whether this server takes connections."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await respond(send, 405, "use GET", headers=(("Allow", "GET, HEAD"),))
+        elif self._closing:
+            await respond(send, 503, "shutting down\n", headers=(("Cache-Control", "no-store"),))
+        else:
+            await respond(send, 200, "ok\n", headers=(("Cache-Control", "no-store"),))
+
     def _on_path(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")
         root: str = scope.get("root_path", "")
@@ -140,9 +162,13 @@ class AgentServer:
     # -- connections ------------------------------------------------------------------
 
     def has_room(self) -> bool:
+        """Whether another connection may open (the server is not closing and is below
+        `limits.max_connections`)."""
         return not self._closing and len(self.connections) < self.limits.max_connections
 
     def new_connection(self, *, multiplex: bool) -> RemoteConnection:
+        """Register a new remote connection (`multiplex`: a WebSocket's, whose one stream
+        carries everything); idle connections are reaped after `limits.idle_timeout`."""
         connection = RemoteConnection(
             str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget
         )
@@ -151,9 +177,12 @@ class AgentServer:
         return connection
 
     async def start_agent(self, connection: RemoteConnection) -> None:
+        """Start the connection's agent (in-process, or a subprocess for a command)."""
         await connection.start(self.agent, unstable=self.unstable, cwd=self.cwd, env=self.env)
 
     def find_connection(self, headers: dict[str, str]) -> tuple[RemoteConnection | None, int, str]:
+        """The open connection a request names in its connection header, or None with the
+        HTTP status and message to answer (400 without the header, 404 for an unknown one)."""
         connection_id = headers.get(CONNECTION_HEADER.lower())
         if connection_id is None:
             return None, 400, f"missing {CONNECTION_HEADER}"

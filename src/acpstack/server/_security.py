@@ -35,6 +35,9 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class Rejection:
+    """Why a request was refused: the HTTP status, a message that names no secret, and
+    headers to send with it."""
+
     status: int
     message: str
     headers: tuple[tuple[str, str], ...] = ()
@@ -42,6 +45,9 @@ class Rejection:
 
 @dataclass(frozen=True)
 class ServerSecurity:
+    """The server's checks of each request (see the module's doc): `token` (None: none
+    asked), and the hosts and origins allowed besides the loopback ones ("*": any)."""
+
     token: str | None = None
     allowed_hosts: Sequence[str] = ()  # besides loopback names; "*" = any
     allowed_origins: Sequence[str] = ()  # besides loopback origins; "*" = any
@@ -50,6 +56,7 @@ class ServerSecurity:
         return f"ServerSecurity(token={'set' if self.token else None}, allowed_hosts={list(self.allowed_hosts)!r}, allowed_origins={list(self.allowed_origins)!r})"
 
     def check_host(self, host: str | None) -> Rejection | None:
+        """None when the Host header names this machine or an allowed host; else 421."""
         if "*" in self.allowed_hosts:
             return None
         if host is None or "," in host:
@@ -60,6 +67,8 @@ class ServerSecurity:
         return Rejection(421, "Host not allowed")
 
     def origin_allowed(self, origin: str) -> bool:
+        """Whether a browser origin may talk to the server: a loopback http(s) origin, or
+        one listed."""
         if "*" in self.allowed_origins or origin in self.allowed_origins:
             return True
         parts = urlsplit(origin)
@@ -70,11 +79,14 @@ class ServerSecurity:
         )
 
     def check_origin(self, origin: str | None) -> Rejection | None:
+        """None for a request without Origin (not a browser) or an allowed one; else 403."""
         if origin is None or self.origin_allowed(origin):
             return None
         return Rejection(403, "Origin not allowed")
 
     def check_token(self, headers: dict[str, str], query_string: bytes) -> Rejection | None:
+        """None when no token is asked for or one offered matches (compared in constant
+        time); else 401 with `WWW-Authenticate`."""
         if self.token is None:
             return None
         expected = self.token.encode()

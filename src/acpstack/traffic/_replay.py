@@ -27,7 +27,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from acpstack.conformance import AgentTarget, Answer, Frame, Probe
 from acpstack.traffic._record import Record, obj
@@ -176,8 +176,8 @@ def _split(records: Sequence[Record]) -> _Recorded:
                     rec.stream.append(message)
             elif _key(message.get("id")) in agent_requests:
                 method = agent_requests.pop(_key(message.get("id")))
-                kind = "error" if "error" in message else "result"
-                rec.answers[method].append((kind, message.get(kind)))  # type: ignore[arg-type]
+                kind: Literal["error", "result"] = "error" if "error" in message else "result"
+                rec.answers[method].append((kind, message.get(kind)))
             continue
         count += 1
         if is_call:

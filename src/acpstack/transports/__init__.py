@@ -15,7 +15,12 @@ if TYPE_CHECKING:
     from acpstack.transports._extras import MissingExtraError, require_extra
     from acpstack.transports._http_client import HttpClientTransport
     from acpstack.transports._memory import MemoryTransport, memory_pair
-    from acpstack.transports._remote_base import CONNECTION_HEADER, SESSION_HEADER, RemoteError
+    from acpstack.transports._remote_base import (
+        CONNECTION_HEADER,
+        CONNECTION_LOST,
+        SESSION_HEADER,
+        RemoteError,
+    )
     from acpstack.transports._sse import SSE_KEEPALIVE
     from acpstack.transports._streams import StreamTransport
     from acpstack.transports._subprocess import StderrCallback, SubprocessTransport
@@ -37,6 +42,7 @@ _LAZY = {
     "MissingExtraError": "_extras",
     "require_extra": "_extras",
     "CONNECTION_HEADER": "_remote_base",
+    "CONNECTION_LOST": "_remote_base",
     "SESSION_HEADER": "_remote_base",
     "RemoteError": "_remote_base",
     "SSE_KEEPALIVE": "_sse",
@@ -44,6 +50,7 @@ _LAZY = {
 
 __all__ = [
     "CONNECTION_HEADER",
+    "CONNECTION_LOST",
     "SESSION_HEADER",
     "SSE_KEEPALIVE",
     "DataCallback",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-INSTALL_HINT = 'pip install "acpstack[remote]"'
+INSTALL_HINT = 'pip install "acpstack[remote]" (from a checkout: pip install ".[remote]")'
 
 
 class MissingExtraError(ImportError):

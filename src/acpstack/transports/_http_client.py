@@ -9,7 +9,10 @@
 - Every POST of a session's message carries `Acp-Session-Id`, and so does every reply to
   a request that arrived on a session's stream.
 - Cookies are kept for the connection (or in the caller's jar, across reconnects).
-- 401, 403, 404 and 410 end the connection; another HTTP error fails only its request.
+- 401, 403, 404 and 410 end the connection, and so do 502, 503 and 504 (a proxy in front
+  of several servers lost the one that holds the connection); another HTTP error fails
+  only its request.
+- A stream that breaks (a network error, not an end the server chose) ends the connection.
 - `close()` DELETEs the connection.
 
 HTTP/1.1 comes from `_http1` (h11): a general-purpose client cost ~0.8 ms per POST here,
@@ -33,6 +36,7 @@ from acpstack.transports._extras import require_extra
 from acpstack.transports._http1 import Http1Connection, Response, endpoint
 from acpstack.transports._remote_base import (
     CONNECTION_HEADER,
+    CONNECTION_LOST,
     JSON_TYPE,
     SESSION_HEADER,
     SSE_TYPE,
@@ -42,10 +46,12 @@ from acpstack.transports._remote_base import (
 from acpstack.transports._sse import SseDecoder, SseError
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR
 
-FATAL_STATUSES = frozenset({401, 403, 404, 410})
+# 502, 503 and 504 come from a proxy that could not reach the server holding the
+# connection (it died or hangs): the connection is as good as gone.
+FATAL_STATUSES = frozenset({401, 403, 404, 410, 502, 503, 504})
 REATTACH_METHODS = frozenset({"session/load", "session/resume"})
 ERROR_BODY_LIMIT = 8 * 1024
-OPEN, UNKNOWN, CONFLICT = "open", "unknown", "conflict"
+OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
 
 
 class HttpClientTransport(MessageTransport):
@@ -158,6 +164,11 @@ class HttpClientTransport(MessageTransport):
                     f"the server refused session {session}'s stream (409); load or resume it again",
                 )
                 return
+            if state == BROKEN:
+                self._fail_request(
+                    env, f"session {session}'s stream could not be opened; not sent", lost=True
+                )
+                return
             if state == OPEN:
                 headers.append((SESSION_HEADER, session))
             if env.kind == "request":
@@ -176,13 +187,18 @@ class HttpClientTransport(MessageTransport):
         else:
             log.warning("the server refused a %s: %s", env.kind, _describe(response))
 
-    def _fail_request(self, env: Envelope, text: str, response: Response | None = None) -> None:
-        """Answer one of our own requests locally with an error (nothing else is affected)."""
+    def _fail_request(
+        self, env: Envelope, text: str, response: Response | None = None, *, lost: bool = False
+    ) -> None:
+        """Answer one of our own requests locally with an error (nothing else is affected).
+        `lost`: the connection broke under it (`data.reason` says "connection_lost")."""
         if env.kind != "request":
             log.warning("%s", text)
             return
         error: dict[str, Any] = {"code": INTERNAL_ERROR, "message": text}
-        if response is not None:
+        if lost:
+            error["data"] = {"reason": CONNECTION_LOST, "method": env.method}
+        elif response is not None:
             error["data"] = {
                 "status": response.status,
                 "body": response.body[:ERROR_BODY_LIMIT].decode("utf-8", "replace"),
@@ -232,7 +248,7 @@ class HttpClientTransport(MessageTransport):
         headers = [("Accept", SSE_TYPE), (CONNECTION_HEADER, self.connection_id or "")]
         if session is not None:
             headers.append((SESSION_HEADER, session))
-        ended = "the server ended the stream"
+        ended, broken = "the server ended the stream", False
         stream = Http1Connection(
             self._endpoint,
             connect_timeout=self._timeout,
@@ -254,15 +270,15 @@ class HttpClientTransport(MessageTransport):
                     await self._wait_reading()
                     self._receive(messages, session)
         except self._stream_errors as exc:
-            ended = f"the stream failed: {exc!r}"
+            ended, broken = f"the stream failed: {exc!r}", True
         finally:
-            _settle(opened, CONFLICT)
+            _settle(opened, BROKEN)  # it failed before the server answered
             await stream.aclose()
-        self._stream_ended(session, ended)
+        self._stream_ended(session, ended, broken)
 
     def _stream_refused(self, session: str | None, response: Response) -> None:
         status = response.status
-        if session is None or status in (401, 403, 410):
+        if session is None or (status in FATAL_STATUSES and status != 404):
             self._finish(
                 f"the server refused the {'connection' if session is None else 'session'} stream: {_describe(response)}"
             )
@@ -275,18 +291,23 @@ class HttpClientTransport(MessageTransport):
             self._failed.add(session)
             _settle(opened, CONFLICT)
 
-    def _stream_ended(self, session: str | None, why: str) -> None:
+    def _stream_ended(self, session: str | None, why: str, broken: bool) -> None:
         if self._finished or self._closing:
             return
-        if session is None:
-            self._finish(f"the connection stream ended: {why}")
+        if session is None or broken:
+            # A stream that breaks (not one the server ended) means the server or the way
+            # to it is gone: the whole connection ends, so that a caller can reconnect.
+            what = "connection" if session is None else f"session {session}'s"
+            self._finish(f"the {what} stream ended: {why}")
             return
         opened = self._streams.get(session)
         if opened is None or session in self._failed:
             return
         del self._streams[session]  # the next message about the session opens it again
         if opened.done() and opened.result() == OPEN:
-            self._fail_session_requests(session, f"session {session}'s stream ended: {why}")
+            self._fail_session_requests(
+                session, f"session {session}'s stream ended: {why}", lost=True
+            )
 
     def _receive(self, messages: list[bytes], session: str | None) -> None:
         for index, message in enumerate(messages):
@@ -312,11 +333,11 @@ class HttpClientTransport(MessageTransport):
         self._failed.add(session)
         self._fail_session_requests(session, why)
 
-    def _fail_session_requests(self, session: str, why: str) -> None:
+    def _fail_session_requests(self, session: str, why: str, *, lost: bool = False) -> None:
         failed = [rid for rid, s in self._session_requests.items() if s == session]
         for rid in failed:
             del self._session_requests[rid]
-            self._fail_request(Envelope("request", rid), why)
+            self._fail_request(Envelope("request", rid), why, lost=lost)
 
     async def _shutdown(self) -> None:
         connection_id, self.connection_id = self.connection_id, None

@@ -9,7 +9,6 @@ line. (The WebSocket transport writes frames straight from `write`, so it needs 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 
@@ -165,8 +164,13 @@ class MessageTransport:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            try:
                 await task
+            except asyncio.CancelledError:
+                if current is not None and current.cancelling():
+                    raise  # we are cancelled ourselves, not just the task we waited for
+            except Exception:
+                pass
 
     def _wake_drainers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
@@ -190,6 +194,9 @@ class MessageTransport:
 CONNECTION_HEADER = "Acp-Connection-Id"
 """The HTTP header that names a remote connection: the server sets it in its answer to
 `initialize` (or to the WebSocket handshake), the client sends it on every later request."""
+CONNECTION_LOST = "connection_lost"
+"""`error.data.reason` of a request that failed because the connection (or the stream its
+answer was to come on) broke while it was in flight: its fate is unknown."""
 SESSION_HEADER = "Acp-Session-Id"
 """The HTTP header that names the session a request or stream belongs to."""
 JSON_TYPE = "application/json"

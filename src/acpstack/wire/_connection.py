@@ -150,6 +150,7 @@ class ProtocolState(OnePass):
     # -- receiving --------------------------------------------------------------
 
     def receive(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Feed received bytes (any split); the events they complete. Errors are queued."""
         if self._deferred and not self.deferring:
             return self.take_deferred() + self.receive(data)
         if self._decoder.whole_line(data):
@@ -167,6 +168,7 @@ class ProtocolState(OnePass):
         return self._one_pass(data)
 
     def receive_eof(self) -> list[Event]:
+        """The peer closed its side: the events of what it left unfinished (a last line)."""
         return self._frames(self._decoder.feed_eof())
 
     def take_deferred(self) -> list[Event]:
@@ -183,6 +185,7 @@ class ProtocolState(OnePass):
         return events
 
     def take_outgoing(self) -> bytes:
+        """The bytes queued for the peer (answers the state gave itself); b"" if none."""
         if not self._outgoing:
             return b""
         data = b"".join(self._outgoing)
@@ -410,6 +413,7 @@ class ProtocolState(OnePass):
     def start_request(
         self, method: str, params: Any, *, check_gate: bool = True
     ) -> tuple[RequestId, bytes, PendingCall]:
+        """A new call: its id, the frame to write and its PendingCall (CapabilityError)."""
         spec = self._requests_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
@@ -432,6 +436,7 @@ class ProtocolState(OnePass):
         return rid, self._frame(encode_request(rid, method, params)), call
 
     def notification(self, method: str, params: Any) -> bytes:
+        """The frame of a notification (CapabilityError when it may not be sent now)."""
         spec = self._notifications_out.get(method)
         if spec is None and not method.startswith("_"):
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
@@ -440,6 +445,7 @@ class ProtocolState(OnePass):
         return self._frame(encode_notification(method, params))
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
+        """The frame answering request `rid` of `method` with `result`."""
         if method == "initialize" and self.role == "agent":
             version = self.version if self.version is not None else self._table_version
             if getattr(result, "protocol_version", version) != version:
@@ -452,6 +458,7 @@ class ProtocolState(OnePass):
         return self._frame(encode_result(rid, result))
 
     def error(self, rid: RequestId, err: RequestError) -> bytes:
+        """The frame answering request `rid` with the error `err`."""
         if self.deferring and rid == self._initialize_id:
             self.deferring = False  # initialize failed: what waited is refused in turn
         return self._frame(encode_error(rid, err.to_dict()))
@@ -463,6 +470,7 @@ class ProtocolState(OnePass):
         return self._frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}))
 
     def fail_all_pending(self) -> list[PendingCall]:
+        """Forget every call still waiting for an answer; the calls (to fail them)."""
         calls = list(self.pending.values())
         self.pending.clear()
         return calls

@@ -1,6 +1,6 @@
 """Second-process appender for tests/agent/test_store.py.
 
-usage: store_appender.py DB_PATH SESSION_ID COUNT TAG
+usage: store_appender.py STORE (an SQLite path or a postgresql:// URL) SESSION_ID COUNT TAG
 
 Opens the store, prints "ready", waits for one line on stdin (the go signal), then
 appends COUNT events of kind TAG with payloads b"<TAG>-<i>" and prints the seqs it got
@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import sys
 
-from acpstack.agent._store import SqliteSessionStore
+from acpstack.agent._store import open_store
 
 
 def main() -> int:
     db_path, session_id, count, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    with SqliteSessionStore(db_path) as store:
+    with open_store(db_path) as store:
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         sys.stdin.readline()

@@ -1,6 +1,6 @@
 """Appends forever until killed; used by the kill -9 durability test.
 
-usage: store_kill_appender.py DB_PATH SESSION_ID FIRST_SEQ
+usage: store_kill_appender.py STORE (an SQLite path or a postgresql:// URL) SESSION_ID FIRST_SEQ
 
 Appends events to SESSION_ID in a tight loop. The event with seq N carries
 payload_for(N) (keep in sync with tests/agent/test_store.py). After each append has
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from acpstack.agent._store import SqliteSessionStore
+from acpstack.agent._store import open_store
 
 
 def payload_for(seq: int) -> bytes:
@@ -21,7 +21,7 @@ def payload_for(seq: int) -> bytes:
 
 def main() -> int:
     db_path, session_id, seq = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = SqliteSessionStore(db_path)
+    store = open_store(db_path)
     out = sys.stdout
     while True:
         got = store.append_event(session_id, "update", payload_for(seq))

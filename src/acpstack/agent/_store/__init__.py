@@ -7,25 +7,36 @@ settings (`SessionRecord`) and the ordered stream of events it produced (every
 has already encoded to bytes. Nothing in this module knows about protocol types;
 records hold plain, JSON-able Python data.
 
-Two implementations share one set of semantics:
+Three implementations share one set of semantics:
 
 * `SqliteSessionStore` -- a single SQLite file (WAL mode), safe to share between
   threads and between processes.
+* `PostgresSessionStore` -- PostgreSQL (the `postgres` extra), shared by several
+  processes on several machines; it also keeps each session live on one process at a
+  time (`SessionLeases`).
 * `MemorySessionStore` -- the same behaviour in memory, for tests and ephemeral agents.
+
+`open_store` picks one from where it lives: a ``postgresql://`` URL or an SQLite path.
 
 Timestamps are ISO 8601 UTC strings with microseconds and a trailing "Z"
 (``2025-01-31T12:00:00.123456Z``). They are always written in that fixed-width form, so
 string order is time order. A session's ``updated_at`` is strictly increasing: a bump is
 ``max(now, previous + 1 microsecond)``, so it never goes backwards even if the wall clock does.
 
-The store is synchronous: SQLite appends take tens of microseconds, so the runtime
-calls it straight from the event loop.
+The store is synchronous: SQLite appends take tens of microseconds and PostgreSQL ones a
+single round trip (about 150 microseconds on a local server), so the runtime calls it
+straight from the event loop.
 """
 
 from acpstack.agent._store._memory import MemorySessionStore
+from acpstack.agent._store._open import is_postgres_url, open_store
+from acpstack.agent._store._postgres import PostgresSessionStore
 from acpstack.agent._store._records import (
     ARCHIVE_FILTERS,
     ArchiveFilter,
+    SessionBusy,
+    SessionChanges,
+    SessionLeases,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -38,9 +49,15 @@ __all__ = [
     "SCHEMA_VERSION",
     "ArchiveFilter",
     "MemorySessionStore",
+    "PostgresSessionStore",
+    "SessionBusy",
+    "SessionChanges",
+    "SessionLeases",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",
     "StoredEvent",
     "default_store_path",
+    "is_postgres_url",
+    "open_store",
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Unpack
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    SessionChanges,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -54,6 +55,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
             raise RuntimeError("session store is closed")
 
     def create(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session; the stored copy, timestamps filled in (ValueError if
+        the id exists)."""
         new = prepare_new(record)
         row = to_row(new)
         with self._lock:
@@ -65,12 +68,15 @@ class MemorySessionStore(ClosingStore, SessionStore):
         return from_row(row)
 
     def get(self, session_id: str) -> SessionRecord | None:
+        """A fresh copy of the session's record, or None if there is no such session."""
         with self._lock:
             self._check_open()
             row = self._rows.get(session_id)
         return None if row is None else from_row(row)
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
+        """Change the record's fields and bump `updated_at`; the new record (KeyError
+        for an unknown session, TypeError for a field that cannot change)."""
         with self._lock:
             self._check_open()
             row = self._rows.get(session_id)
@@ -81,6 +87,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
         return from_row(new_row)
 
     def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Append one event to the session's history; its `seq` (KeyError for an
+        unknown session)."""
         data = check_event_args(kind, payload)
         with self._lock:
             self._check_open()
@@ -95,6 +103,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
         return seq
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        """The session's events with `seq` > `after_seq`, in order, read in batches
+        (nothing for an unknown session)."""
         check_after_seq(after_seq)
         with self._lock:
             self._check_open()
@@ -123,6 +133,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
         limit: int = 50,
         archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
+        """One page of sessions, newest first, and the cursor of the next page (None
+        on the last); see `SessionStore.list_sessions`."""
         check_list_args(cwd, limit, archived)
         after = decode_cursor(cursor) if cursor is not None else None
         with self._lock:
@@ -142,6 +154,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         return page, next_cursor
 
     def delete(self, session_id: str) -> None:
+        """Remove the session and its events (an unknown session is a no-op)."""
         with self._lock:
             self._check_open()
             self._rows.pop(session_id, None)
@@ -155,6 +168,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
         cwd: str | None = None,
         additional_directories: list[str] | None = None,
     ) -> SessionRecord:
+        """Copy a session (record and history) under `new_id`, with a new `cwd` or
+        directories if given (KeyError, ValueError as `SessionStore.fork` says)."""
         check_id(new_id, "new_id")
         with self._lock:
             self._check_open()
@@ -170,6 +185,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         return from_row(new_row)
 
     def close(self) -> None:
+        """Release the store; later calls raise RuntimeError. Idempotent."""
         with self._lock:
             self._closed = True
             self._rows.clear()

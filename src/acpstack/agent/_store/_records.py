@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, TypedDict, Unpack, runtime_checkable
 
 _APP_NAME = "acpstack"
 _DB_FILENAME = "sessions.sqlite3"
-EVENT_BATCH = 256
+EVENT_BATCH = 256  # events read per batch while iterating (no lock held in between)
 ArchiveFilter = Literal["exclude", "include", "only"]
-ARCHIVE_FILTERS = (
-    "exclude",
-    "include",
-    "only",
-)  # events read per batch while iterating (no lock held in between)
+ARCHIVE_FILTERS = ("exclude", "include", "only")
 
 
 @dataclass(slots=True)
@@ -34,6 +30,21 @@ class SessionRecord:
     created_at: str = ""  # ISO 8601 UTC with "Z"; set by the store on create if empty
     updated_at: str = ""  # ISO 8601 UTC; bumped on every change and every appended event
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class SessionChanges(TypedDict, total=False):
+    """What `SessionStore.update` may change (every field but `session_id` and
+    `created_at`); a field left out keeps its value. `updated_at` is bumped unless given."""
+
+    cwd: str
+    additional_directories: Sequence[str]
+    mcp_servers: Sequence[Any]  # JSON-able
+    mode_id: str | None
+    config_values: Mapping[str, Any]  # JSON-able
+    title: str | None
+    archived: bool
+    updated_at: str  # ISO 8601, any offset: stored in UTC with "Z"
+    meta: Mapping[str, Any]  # JSON-able
 
 
 @dataclass(slots=True)
@@ -69,8 +80,8 @@ class SessionStore(Protocol):
         """Return a fresh copy of the record, or None if there is no such session."""
         ...
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
-        """Change fields (not session_id/created_at) and bump updated_at.
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
+        """Change the fields given (see `SessionChanges`) and bump updated_at.
 
         Raises KeyError for an unknown session, TypeError for an unknown field.
         """
@@ -119,6 +130,40 @@ class SessionStore(Protocol):
 
     def close(self) -> None:
         """Release resources. Idempotent."""
+        ...
+
+
+class SessionBusy(RuntimeError):
+    """The session is live on another node (process) of a shared store.
+
+    Raised by `SessionLeases.acquire` while another node holds the session, and by a write
+    to a session that another node holds (or took over from this one).
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} is live on another node")
+        self.session_id = session_id
+
+
+@runtime_checkable
+class SessionLeases(Protocol):
+    """A store shared by several processes that keeps each session live on one of them.
+
+    The runtime acquires a session before it makes it live (new, load, resume, fork) and
+    releases it when the session stops (close, delete, the client leaving). While one
+    process holds a session, the others can neither acquire it nor write to it.
+    """
+
+    def acquire(self, session_id: str) -> None:
+        """Make this process the session's only writer. Counted: each acquire needs a release.
+
+        Raises `SessionBusy` while another live process holds it, KeyError for an unknown
+        session.
+        """
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Undo one `acquire`; the last one lets other processes take the session."""
         ...
 
 

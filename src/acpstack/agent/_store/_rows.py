@@ -188,20 +188,39 @@ def prepare_new(record: SessionRecord) -> SessionRecord:
     return SessionRecord(session_id=record.session_id, **values)
 
 
-def apply_changes(current: SessionRecord, changes: dict[str, Any]) -> SessionRecord:
-    """A copy of `current` with validated `changes`; updated_at bumped unless given."""
+def _check_updatable(changes: Mapping[str, Any]) -> None:
     unknown = set(changes) - _UPDATABLE
     if unknown:
         raise TypeError(
             f"cannot update {', '.join(sorted(unknown))}; updatable fields: "
             f"{', '.join(sorted(_UPDATABLE))}"
         )
+
+
+def apply_changes(current: SessionRecord, changes: Mapping[str, Any]) -> SessionRecord:
+    """A copy of `current` with validated `changes`; updated_at bumped unless given."""
+    _check_updatable(changes)
     new = copy.copy(current)
     for name, value in changes.items():
         setattr(new, name, _check_field(name, value))
     if "updated_at" not in changes:
         new.updated_at = bump(current.updated_at)
     return new
+
+
+def stored_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`update()` changes validated and in stored form (containers as JSON text), for a
+    store that applies them in one statement without reading the record first."""
+    _check_updatable(changes)
+    stored: dict[str, Any] = {}
+    for name, value in changes.items():
+        value = _check_field(name, value)
+        if name in ("additional_directories", "mcp_servers"):
+            value = _json_dumps(list(value))
+        elif name in ("config_values", "meta"):
+            value = _json_dumps(dict(value))
+        stored[name] = value
+    return stored
 
 
 def encode_cursor(updated_at: str, session_id: str) -> str:

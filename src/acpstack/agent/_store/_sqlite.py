@@ -10,12 +10,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    SessionChanges,
     SessionRecord,
     SessionStore,
     StoredEvent,
@@ -240,15 +241,20 @@ class SqliteSessionStore(ClosingStore, SessionStore):
     # -- SessionStore ---------------------------------------------------------------
 
     def create(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session; the stored copy, timestamps filled in (ValueError if
+        the id exists)."""
         new = prepare_new(record)
         with self._write() as conn:
             self._insert_record(conn, new)
         return from_row(to_row(new))  # exactly what a later get() returns
 
     def get(self, session_id: str) -> SessionRecord | None:
+        """A fresh copy of the session's record, or None if there is no such session."""
         return self._read_record(session_id)
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
+        """Change the record's fields and bump `updated_at`; the new record (KeyError
+        for an unknown session, TypeError for a field that cannot change)."""
         with self._write() as conn:
             current = self._select_record(conn, session_id)
             if current is None:
@@ -275,6 +281,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         return from_row(row)
 
     def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Append one event to the session's history; its `seq` (KeyError for an
+        unknown session)."""
         data = check_event_args(kind, payload)
         with self._write() as conn:
             # seq is computed under the write lock, so concurrent appenders (threads or
@@ -300,6 +308,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         return seq
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        """The session's events with `seq` > `after_seq`, in order, read in batches
+        (nothing for an unknown session)."""
         check_after_seq(after_seq)
         with self._lock:
             self._connection()  # fail now, not on first next(), if closed
@@ -329,6 +339,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         limit: int = 50,
         archived: ArchiveFilter = "exclude",
     ) -> tuple[list[SessionRecord], str | None]:
+        """One page of sessions, newest first, and the cursor of the next page (None
+        on the last); see `SessionStore.list_sessions`."""
         check_list_args(cwd, limit, archived)
         where: list[str] = []
         params: list[Any] = []
@@ -355,6 +367,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         return page, next_cursor
 
     def delete(self, session_id: str) -> None:
+        """Remove the session and its events (an unknown session is a no-op)."""
         with self._write() as conn:
             conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
@@ -367,6 +380,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         cwd: str | None = None,
         additional_directories: list[str] | None = None,
     ) -> SessionRecord:
+        """Copy a session (record and history) under `new_id`, with a new `cwd` or
+        directories if given (KeyError, ValueError as `SessionStore.fork` says)."""
         check_id(new_id, "new_id")
         with self._write() as conn:
             source = self._select_record(conn, source_id)
@@ -384,6 +399,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         return from_row(to_row(new))
 
     def close(self) -> None:
+        """Release the store; later calls raise RuntimeError. Idempotent."""
         with self._lock:
             conn, self._conn = self._conn, None
             if conn is not None:

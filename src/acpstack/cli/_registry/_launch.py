@@ -29,6 +29,7 @@ class AgentLaunch:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     mode: str | None = None  # a profile's default session mode
+    unstable: bool = False  # a profile's `unstable = true`: the chat speaks unstable ACP
     how: str = "command"  # "profile", "npx", "uvx", "binary"
     version: str | None = None
     # For a binary not downloaded yet: downloads it and returns the real command.
@@ -56,6 +57,7 @@ def resolve(
     if profile is not None:  # a profile without a command adjusts the registry entry
         launch.env.update(profile.env)
         launch.mode = profile.mode
+        launch.unstable = profile.unstable
     return launch
 
 
@@ -66,6 +68,7 @@ def _from_profile(profile: Profile) -> AgentLaunch:
         command=[*profile.command, *(profile.args or [])],
         env=dict(profile.env),
         mode=profile.mode,
+        unstable=profile.unstable,
         how="profile",
     )
 

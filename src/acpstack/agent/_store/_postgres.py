@@ -1,0 +1,449 @@
+"""`PostgresSessionStore`: sessions in PostgreSQL, shared by several processes (nodes).
+
+psycopg 3, synchronous, with its connection pool. The store interface is synchronous and
+the runtime calls it from the event loop, so every hot operation is one statement in
+autocommit mode: one round trip and one transaction (an append is an UPDATE of the
+session row that takes the next `seq` and the new `updated_at`, and an INSERT of the
+event, in one statement). Commits do not wait for the server's disk by default
+(`synchronous_commit = off`): an acknowledged event survives the death of the node that
+wrote it, as with SQLite's WAL mode; a crash of the database server itself can lose the
+last fraction of a second, never consistency. Put `options=-csynchronous_commit%3Don` in
+the URL to wait for the disk on every event instead (docs/deployment.md has the figures).
+
+One writer per session (`SessionLeases`): the session row names the node that has it live
+(`owner`, a random 63-bit key per store). Every write carries that fence in its WHERE
+clause, so a node that does not hold a session can never write to it, whatever the
+timing. Each store also holds a session-level advisory lock on its key over a connection
+of its own (its presence): while that connection lives, no other node may take its
+sessions; when the process dies the server drops the connection and the lock with it, and
+the next node asked to load or resume takes over at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from acpstack.agent._store import _pg_schema
+from acpstack.agent._store._records import (
+    EVENT_BATCH,
+    ArchiveFilter,
+    ClosingStore,
+    SessionBusy,
+    SessionLeases,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+)
+from acpstack.agent._store._rows import (
+    StoredRow,
+    check_after_seq,
+    check_event_args,
+    check_id,
+    check_list_args,
+    decode_cursor,
+    encode_cursor,
+    fork_record,
+    from_row,
+    prepare_new,
+    stored_changes,
+    to_row,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+logger = logging.getLogger("acpstack.agent.store")
+
+INSTALL_HINT = 'pip install "acpstack[postgres]" (from a checkout: pip install ".[postgres]")'
+# Commits do not wait for the server's disk (see the module docstring).
+STORE_SETTINGS = {"synchronous_commit": "off"}
+# The server drops a vanished node's presence connection after about 25 s (over TCP).
+PRESENCE_SETTINGS = {
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "3",
+}
+
+
+def _ts(column: str) -> str:
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+
+_ROW = (
+    "session_id, cwd, additional_directories, mcp_servers, mode_id, config_values, title, "
+    f"{_ts('created_at')}, {_ts('updated_at')}, meta, archived"
+)
+# A write goes through when this store holds the session, or when it does not think it
+# does and nobody does (a session it holds but lost to another node stays closed to it).
+_FENCE = "(owner = %(me)s OR (owner IS NULL AND NOT %(held)s))"
+_APPEND = f"""
+WITH bumped AS (
+    UPDATE acpstack_sessions
+    SET last_seq = last_seq + 1,
+        updated_at = GREATEST(%(now)s, updated_at + interval '1 microsecond')
+    WHERE session_id = %(sid)s AND {_FENCE}
+    RETURNING last_seq, updated_at
+)
+INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at)
+SELECT %(sid)s, last_seq, %(kind)s, %(payload)s, updated_at FROM bumped
+RETURNING seq
+"""
+_ACQUIRE = """
+UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
+WHERE session_id = %(sid)s
+  AND CASE WHEN owner IS NULL OR owner = %(me)s THEN true
+           ELSE pg_try_advisory_xact_lock(owner) END
+RETURNING 1
+"""
+_INSERT = (
+    "INSERT INTO acpstack_sessions (session_id, cwd, additional_directories, mcp_servers, "
+    "mode_id, config_values, title, created_at, updated_at, meta, archived, last_seq) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::timestamptz, %s::timestamptz, %s, %s, %s)"
+)
+
+
+def _import_driver() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ImportError(
+            f"the PostgreSQL session store needs psycopg 3 and psycopg-pool: {INSTALL_HINT}"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+def _with_settings(params: dict[str, Any], settings: dict[str, str]) -> dict[str, Any]:
+    """libpq parameters with server `settings` added to `options` (the URL's own win)."""
+    given = str(params.get("options", ""))
+    added = [f"-c {name}={value}" for name, value in settings.items() if name not in given]
+    return {**params, "options": " ".join([given, *added]).strip()}
+
+
+class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
+    """A `SessionStore` in PostgreSQL (a ``postgresql://`` URL), with `SessionLeases`.
+
+    Safe to use from several threads (a pool of up to `pool_size` connections) and from
+    several processes on several machines at once. Needs the `postgres` extra.
+    """
+
+    supports_list = True
+    supports_delete = True
+    supports_fork = True
+
+    def __init__(self, url: str, *, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+        driver, pool_module = _import_driver()
+        self._psycopg = driver
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}  # session -> acquires not yet released
+        self.key: int = secrets.randbits(63)  # this node, as the owner of its sessions
+        self.name: str = f"{socket.gethostname()}:{os.getpid()}"
+        params: dict[str, Any] = {
+            "connect_timeout": str(max(1, round(connect_timeout))),
+            **driver.conninfo.conninfo_to_dict(url),  # the URL's own settings win
+        }
+        self._presence_params = _with_settings(params, PRESENCE_SETTINGS)
+        self._pool: ConnectionPool[Any] | None = None
+        # Connect once directly first: a failure says why (a pool would only time out).
+        self._presence: psycopg.Connection[Any] | None = self._connect_presence()
+        try:
+            _pg_schema.migrate(self._presence)
+            self._pool = pool_module.ConnectionPool(
+                kwargs={**_with_settings(params, STORE_SETTINGS), "autocommit": True},
+                min_size=1,
+                max_size=pool_size,
+                open=True,
+                name="acpstack-store",
+                timeout=connect_timeout,
+                num_workers=1,
+            )
+        except BaseException:
+            self._presence.close()
+            raise
+        logger.debug("opened session store on PostgreSQL as node %s", self.name)
+
+    # -- plumbing -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("session store is closed")
+        with pool.connection() as conn:
+            yield conn
+
+    def _connect_presence(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] = self._psycopg.connect(
+            **self._presence_params, autocommit=True
+        )
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
+            if row is None or not row[0]:  # only a 1 in 2**63 clash of random keys
+                raise RuntimeError("session store: this node's presence lock is taken")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _ensure_presence(self) -> None:
+        """Hold our presence lock again if its connection broke (e.g. a server restart)."""
+        with self._lock:
+            conn = self._presence
+            if conn is None:
+                raise RuntimeError("session store is closed")
+            if not conn.closed:
+                try:
+                    conn.execute("SELECT 1")
+                    return
+                except self._psycopg.Error:
+                    conn.close()
+            logger.warning("session store: the presence connection broke; reconnecting")
+            self._presence = self._connect_presence()
+
+    def _args(self, session_id: str, **more: Any) -> dict[str, Any]:
+        return {"sid": session_id, "me": self.key, "held": session_id in self._held, **more}
+
+    @staticmethod
+    def _refusal(conn: psycopg.Connection[Any], session_id: str) -> Exception:
+        """Why a fenced write touched no row: no such session, or another node has it."""
+        row = conn.execute(
+            "SELECT 1 FROM acpstack_sessions WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        return KeyError(session_id) if row is None else SessionBusy(session_id)
+
+    @staticmethod
+    def _record(values: tuple[Any, ...]) -> SessionRecord:
+        return from_row(StoredRow._make(values))
+
+    def _insert(self, conn: psycopg.Connection[Any], record: SessionRecord, last_seq: int) -> None:
+        try:
+            row = to_row(record)
+            conn.execute(_INSERT, (*row._replace(archived=bool(row.archived)), last_seq))
+        except self._psycopg.errors.UniqueViolation:
+            raise ValueError(f"session {record.session_id!r} already exists") from None
+
+    # -- SessionStore ---------------------------------------------------------------
+
+    def create(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session record; returns it as stored."""
+        new = prepare_new(record)
+        with self._conn() as conn:
+            self._insert(conn, new, 0)
+        return from_row(to_row(new))
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or None."""
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_ROW} FROM acpstack_sessions WHERE session_id = %s",
+                (session_id,),
+                prepare=True,
+            ).fetchone()
+        return None if row is None else self._record(row)
+
+    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+        """Change fields of a record in one statement, fenced by this node's lease."""
+        values = stored_changes(changes)
+        sets = [f"{name} = %({name})s" for name in values if name != "updated_at"]
+        if "updated_at" in values:
+            sets.append("updated_at = %(updated_at)s::timestamptz")
+        else:
+            sets.append("updated_at = GREATEST(%(now)s, updated_at + interval '1 microsecond')")
+        sql = (
+            f"UPDATE acpstack_sessions SET {', '.join(sets)} "
+            f"WHERE session_id = %(sid)s AND {_FENCE} RETURNING {_ROW}"
+        )
+        args = self._args(session_id, now=datetime.now(UTC), **values)
+        with self._conn() as conn:
+            row = conn.execute(sql, args).fetchone()
+            if row is None:
+                raise self._refusal(conn, session_id)
+        return self._record(row)
+
+    def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Append one history event (one transaction); returns its sequence number."""
+        data = check_event_args(kind, payload)
+        args = self._args(session_id, now=datetime.now(UTC), kind=kind, payload=data)
+        with self._conn() as conn:
+            row = conn.execute(_APPEND, args, prepare=True).fetchone()
+            if row is None:
+                raise self._refusal(conn, session_id)
+        seq: int = row[0]
+        return seq
+
+    def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+        """The session's history events after `after_seq`, in order."""
+        check_after_seq(after_seq)
+        if self._pool is None:
+            raise RuntimeError("session store is closed")
+        return self._iter_events(session_id, after_seq)
+
+    def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
+        # Batches, each its own short query: nothing is held while the caller consumes.
+        last = after_seq
+        while True:
+            with self._conn() as conn:
+                rows = conn.execute(
+                    f"SELECT seq, kind, payload, {_ts('created_at')} FROM acpstack_events "
+                    "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                    (session_id, last, EVENT_BATCH),
+                    prepare=True,
+                ).fetchall()
+            for seq, kind, payload, created_at in rows:
+                yield StoredEvent(seq, kind, bytes(payload), created_at)
+            if len(rows) < EVENT_BATCH:
+                return
+            last = rows[-1][0]
+
+    def list_sessions(
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        archived: ArchiveFilter = "exclude",
+    ) -> tuple[list[SessionRecord], str | None]:
+        """A page of sessions, most recently updated first, and the cursor of the next."""
+        check_list_args(cwd, limit, archived)
+        where: list[str] = []
+        params: list[Any] = []
+        if archived != "include":
+            where.append("archived = %s")
+            params.append(archived == "only")
+        if cwd is not None:
+            where.append("cwd = %s")
+            params.append(cwd)
+        if cursor is not None:
+            after_updated, after_id = decode_cursor(cursor)
+            where.append("(updated_at, session_id) < (%s::timestamptz, %s)")
+            params += [after_updated, after_id]
+        sql = f"SELECT {_ROW} FROM acpstack_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_id DESC LIMIT %s"
+        params.append(limit + 1)  # one extra row tells whether there is a next page
+        with self._conn() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        page = [self._record(r) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
+        return page, next_cursor
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session, unless another live node has it (`SessionBusy`)."""
+        with self._conn() as conn, conn.transaction():
+            row = conn.execute(
+                "SELECT owner, CASE WHEN owner IS NULL OR owner = %(me)s THEN true "
+                "ELSE pg_try_advisory_xact_lock(owner) END "
+                "FROM acpstack_sessions WHERE session_id = %(sid)s FOR UPDATE",
+                self._args(session_id),
+            ).fetchone()
+            if row is None:
+                return
+            if not row[1]:
+                raise SessionBusy(session_id)
+            conn.execute("DELETE FROM acpstack_sessions WHERE session_id = %s", (session_id,))
+        with self._lock:
+            self._held.pop(session_id, None)
+
+    def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        *,
+        cwd: str | None = None,
+        additional_directories: list[str] | None = None,
+    ) -> SessionRecord:
+        """Copy a session (its record and history) under a new id."""
+        check_id(new_id, "new_id")
+        with self._conn() as conn, conn.transaction():
+            # FOR SHARE: appends to the source wait until its history is copied.
+            row = conn.execute(
+                f"SELECT {_ROW}, last_seq FROM acpstack_sessions WHERE session_id = %s FOR SHARE",
+                (source_id,),
+            ).fetchone()
+            if row is None:
+                raise KeyError(source_id)
+            new = fork_record(self._record(row[:-1]), new_id, cwd, additional_directories)
+            self._insert(conn, new, row[-1])
+            # Events keep their seq, kind, payload and original created_at.
+            conn.execute(
+                "INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at) "
+                "SELECT %s, seq, kind, payload, created_at FROM acpstack_events "
+                "WHERE session_id = %s",
+                (new_id, source_id),
+            )
+        return from_row(to_row(new))
+
+    # -- SessionLeases --------------------------------------------------------------
+
+    def acquire(self, session_id: str) -> None:
+        """Make this process the session's only writer (`SessionBusy` while another holds it)."""
+        self._ensure_presence()
+        with self._conn() as conn:
+            taken = conn.execute(
+                _ACQUIRE, {"sid": session_id, "me": self.key, "name": self.name}
+            ).fetchone()
+            if taken is None:
+                raise self._refusal(conn, session_id)
+        with self._lock:
+            self._held[session_id] = self._held.get(session_id, 0) + 1
+
+    def release(self, session_id: str) -> None:
+        """Undo one `acquire`; the last one lets other processes take the session."""
+        with self._lock:
+            count = self._held.get(session_id, 0) - 1
+            if count > 0:
+                self._held[session_id] = count
+                return
+            if self._held.pop(session_id, None) is None:
+                return
+        with self._conn() as conn:
+            conn.execute(
+                "UPDATE acpstack_sessions SET owner = NULL, owner_name = NULL "
+                "WHERE session_id = %s AND owner = %s",
+                (session_id, self.key),
+            )
+
+    def holder(self, session_id: str) -> str | None:
+        """Which node has the session live (host:pid), or None: for people and tests."""
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT owner_name FROM acpstack_sessions WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        """Let go of every session this node holds, then close the connections."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            presence, self._presence = self._presence, None
+            self._held.clear()
+        if pool is None:
+            return
+        try:
+            with pool.connection() as conn:
+                conn.execute(
+                    "UPDATE acpstack_sessions SET owner = NULL, owner_name = NULL WHERE owner = %s",
+                    (self.key,),
+                )
+        except self._psycopg.Error as exc:  # the sessions free up when presence ends anyway
+            logger.warning("session store: could not release this node's sessions: %s", exc)
+        finally:
+            pool.close()
+            if presence is not None:
+                presence.close()
+        logger.debug("closed session store (node %s)", self.name)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._pool is None else "open"
+        return f"<PostgresSessionStore node {self.name} ({state})>"

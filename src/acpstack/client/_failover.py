@@ -1,0 +1,488 @@
+"""Failover for remote connections: when the connection to the agent breaks, connect again
+(through the same URL: a load balancer in front of several servers), initialize, and
+reattach every open session, under the same `ClientConnection`.
+
+`FailoverTransport` sits between the runtime and a remote transport and watches the
+messages go by: the `initialize` (and `authenticate`) that worked, the sessions opened
+(new, load, resume, fork) and closed, the requests in flight either way. When the remote
+transport ends:
+
+- every request of ours in flight fails at once with a JSON-RPC error, code -32603 and
+  `data: {"reason": "connection_lost", "method": ...}`: a turn that was running is
+  reported lost, never left hanging (the agent's store keeps what it had sent);
+- the agent's requests in flight (permission, files, terminals) are cancelled in the
+  client (`$/cancel_request`), and their answers are dropped;
+- a new transport is made, `initialize` (and `authenticate`) are replayed, and each
+  session is resumed (`session/resume`; `session/load` when the agent cannot resume, its
+  replayed history kept from the client, which has it). A session that another server
+  still holds (`session_busy`, e.g. until the load balancer noticed the dead one) is
+  asked for again until `busy_timeout`;
+- what the runtime writes meanwhile waits, and goes out once the sessions are back.
+
+The agent's requests on a new connection reach the runtime with ids of their own
+(`acpstack-failover-<generation>-<id>`), so that a late answer to an old request can never
+be taken for the answer to a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import msgspec
+
+from acpstack.client._failover_policy import (
+    SESSION_BUSY_REASON,
+    Failover,
+    FailoverEvent,
+)
+from acpstack.transports import (
+    CONNECTION_LOST,
+    DataCallback,
+    EofCallback,
+    Transport,
+    peek_envelope,
+)
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR, FrameDecoder, RequestId
+
+log = logging.getLogger("acpstack.client")
+
+OPENING = frozenset({"session/new", "session/fork", "unstable_session/fork"})
+REATTACHING = frozenset({"session/load", "session/resume"})
+CLOSING = frozenset({"session/close", "session/delete"})
+HELD_HIGH_WATER = 1024 * 1024
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+class _Broken(Exception):
+    """The new connection broke, or refused a step, while we were setting it up."""
+
+
+class _Refused(Exception):
+    def __init__(self, error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(str(message or error))
+        self.error = error
+
+    @property
+    def busy(self) -> bool:
+        data = self.error.get("data") if isinstance(self.error, dict) else None
+        return isinstance(data, dict) and data.get("reason") == SESSION_BUSY_REASON
+
+
+TransportFactory = Callable[[], Awaitable[Transport]]
+_UNKNOWN: Any = object()
+
+
+class FailoverTransport:
+    """A Transport over a remote one that it replaces when that one breaks (see above)."""
+
+    def __init__(
+        self,
+        connect: TransportFactory,
+        first: Transport,
+        policy: Failover | None = None,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        self._connect = connect
+        self._current = first
+        self.policy: Failover = policy or Failover()
+        self._max = max_message_size
+        self._out = FrameDecoder(max_message_size, "ndjson")
+        self._in = FrameDecoder(max_message_size, "ndjson")
+        self.generation: int = 0
+        self._state: Literal["open", "reconnecting", "closed"] = "open"
+        self._on_data: DataCallback | None = None
+        self._on_eof: EofCallback | None = None
+        self._paused = False
+        self._reason: str | None = None
+        self._ended_generation = -1  # the last generation whose transport ended (or broke)
+        self._break_reason: str | None = None  # set while a batch shows the connection broke
+        self._initialized: Any = None  # the params of the initialize that worked
+        self._authenticated: Any = None
+        self._pending: dict[RequestId, tuple[str, Any]] = {}  # ours in flight: method, params
+        self._inbound: dict[RequestId, RequestId] = {}  # the agent's in flight: ours -> theirs
+        self._sessions: dict[str, dict[str, Any]] = {}  # open sessions -> how to reattach
+        self._replaying: set[str] = set()  # sessions whose replayed history is not passed on
+        self._private: dict[RequestId, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._ready = asyncio.Event()
+        self._ready.set()
+        self._task: asyncio.Task[None] | None = None
+        self._goodbyes: set[asyncio.Task[None]] = set()  # broken connections being closed
+
+    # -- the Transport interface -----------------------------------------------------
+
+    def start_reading(self, on_data: DataCallback, on_eof: EofCallback) -> None:
+        """Deliver what the current connection reads, across reconnections."""
+        self._on_data, self._on_eof = on_data, on_eof
+        self._attach(self._current)
+
+    def pause_reading(self) -> None:
+        """Stop delivering data (back-pressure), also on the next connection."""
+        self._paused = True
+        self._current.pause_reading()
+
+    def resume_reading(self) -> None:
+        """Deliver data again."""
+        self._paused = False
+        self._current.resume_reading()
+
+    def write(self, data: bytes) -> None:
+        """Send frames; while reconnecting they are held for the next connection."""
+        for event in self._out.feed(data):
+            frame = self._outgoing(event) if isinstance(event, bytes) else None
+            if frame is not None:
+                if self._state == "open":
+                    self._current.write(frame + b"\n")
+                elif self._state == "reconnecting":
+                    self._held.append(frame)
+                    self._held_size += len(frame)
+
+    async def drain(self) -> None:
+        """Wait until the held and written frames are below the high-water mark."""
+        if self._state == "reconnecting" and self._held_size > HELD_HIGH_WATER:
+            await self._ready.wait()
+        if self._state == "open":
+            await self._current.drain()
+
+    def write_buffer_size(self) -> int:
+        """Bytes held for the next connection plus those the current one buffers."""
+        return self._held_size + self._current.write_buffer_size()
+
+    async def settle(self) -> None:
+        """Wait until the current connection has sent what was written."""
+        await self._current.settle()
+
+    def close_reason(self) -> str | None:
+        """Why the transport closed (None while it is open)."""
+        return self._reason or self._current.close_reason()
+
+    async def close(self) -> None:
+        """Stop reconnecting and close the current connection."""
+        self._state = "closed"
+        self._ready.set()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._goodbyes:  # each ends within the remote transport's DELETE timeout
+            await asyncio.wait(set(self._goodbyes))
+        await self._current.close()
+
+    # -- watching what goes out -----------------------------------------------------
+
+    def _outgoing(self, frame: bytes) -> bytes | None:
+        """Note what a message of the runtime's means; the message to send, or None."""
+        try:
+            env = peek_envelope(frame)
+        except msgspec.DecodeError:
+            return frame
+        if env.kind == "response":
+            # An answer to the agent goes only to the connection that asked, with its id.
+            theirs = self._inbound.pop(env.id, _UNKNOWN)
+            if theirs is _UNKNOWN:
+                log.debug("dropped an answer to a request of a connection that broke")
+                return None
+            if theirs == env.id:
+                return frame
+            message = _decode(frame)
+            message["id"] = theirs
+            return _encode(message)
+        if env.kind != "request":
+            return frame
+        method = env.method or ""
+        params: Any = None
+        if method == "initialize" or method == "authenticate" or method in OPENING:
+            params = _decode(frame).get("params")
+        elif method in REATTACHING:
+            params = _decode(frame).get("params")
+            if isinstance(params, dict) and isinstance(env.session_id, str):
+                self._sessions[env.session_id] = _reattach_params(params)
+        elif method in CLOSING and env.session_id is not None:
+            self._sessions.pop(env.session_id, None)
+        self._pending[env.id] = (method, params)
+        return frame
+
+    # -- what comes in -----------------------------------------------------------------
+
+    def _attach(self, transport: Transport) -> None:
+        generation = self.generation
+        transport.start_reading(
+            lambda data: self._incoming(generation, data), lambda: self._ended(generation)
+        )
+        if self._paused:
+            transport.pause_reading()
+
+    def _incoming(self, generation: int, data: bytes) -> None:
+        if self._state == "closed" or generation == self._ended_generation:
+            return
+        if generation != self.generation:
+            return
+        passed: list[bytes] = []
+        for frame in self._in.feed(data):
+            if isinstance(frame, bytes):
+                message = self._inspect(frame)
+                if message is not None:
+                    passed.append(message)
+                if self._break_reason is not None:
+                    break  # the rest of a connection that broke is not passed on
+        if passed and self._on_data is not None:
+            self._on_data(b"\n".join(passed) + b"\n")
+        reason, self._break_reason = self._break_reason, None
+        if reason is not None:
+            self._broke(reason)
+
+    def _inspect(self, frame: bytes) -> bytes | None:
+        """The message to pass on to the runtime (None: it is ours, or not for it)."""
+        try:
+            env = peek_envelope(frame)
+        except msgspec.DecodeError:
+            return frame
+        if env.kind == "response":
+            future = self._private.pop(env.id, None)
+            if future is not None:
+                if not future.done():
+                    future.set_result(_decode(frame))
+                return None
+            if CONNECTION_LOST.encode() in frame and self._transport_lost(env.id, frame):
+                return None
+            self._answered(env.id, env.result_session_id, frame)
+            return frame
+        if env.kind == "request":
+            if self.generation == 0:
+                self._inbound[env.id] = env.id
+                return frame
+            mine = f"acpstack-failover-{self.generation}-{env.id}"
+            self._inbound[mine] = env.id
+            message = _decode(frame)
+            message["id"] = mine
+            return _encode(message)
+        if env.session_id in self._replaying:
+            return None  # a session/load replay: the client has this history already
+        return frame
+
+    def _answered(self, request_id: RequestId, new_session: str | None, frame: bytes) -> None:
+        sent = self._pending.pop(request_id, None)
+        if sent is None:
+            return
+        method, params = sent
+        if method in OPENING and new_session is not None and isinstance(params, dict):
+            self._sessions[new_session] = _reattach_params(params)
+        elif method in ("initialize", "authenticate") and "error" not in _decode(frame):
+            if method == "initialize":
+                self._initialized = params
+            else:
+                self._authenticated = params
+        elif method in REATTACHING and "error" in _decode(frame):
+            session = params.get("sessionId") if isinstance(params, dict) else None
+            self._sessions.pop(str(session), None)
+
+    def _transport_lost(self, request_id: RequestId, frame: bytes) -> bool:
+        """The remote transport failed one of our requests because a stream broke: the
+        connection is going, so fail over now (this request is failed with the others),
+        before more requests are sent into it."""
+        error = _decode(frame).get("error")
+        data = error.get("data") if isinstance(error, dict) else None
+        if not isinstance(data, dict) or data.get("reason") != CONNECTION_LOST:
+            return False
+        if self._state != "open" or self._initialized is None or request_id not in self._pending:
+            return False
+        self._break_reason = self._current.close_reason() or str(error.get("message"))
+        return True
+
+    def _ended(self, generation: int) -> None:
+        if generation != self.generation or self._state == "closed":
+            return
+        self._ended_generation = generation
+        for future in self._private.values():
+            if not future.done():
+                future.set_exception(_Broken(self._current.close_reason() or "it closed"))
+        self._private.clear()
+        if self._state == "reconnecting":
+            return  # the reconnecting task sees its step fail and tries again
+        if self._initialized is None:  # never got going: nothing to fail over
+            self._give_up(None)
+            return
+        self._broke(self._current.close_reason() or "the connection closed")
+
+    def _broke(self, reason: str) -> None:
+        self._ended_generation = self.generation
+        self._state = "reconnecting"
+        self._ready.clear()
+        lost = self._fail_in_flight(reason)
+        self._report(FailoverEvent("lost", reason, lost_requests=lost))
+        self._task = asyncio.get_running_loop().create_task(self._reconnect(reason))
+
+    def _fail_in_flight(self, reason: str) -> list[str]:
+        """Answer every request in flight either way: ours as lost, the agent's cancelled."""
+        messages = []
+        lost = []
+        for request_id, (method, _params) in self._pending.items():
+            lost.append(method)
+            error = {
+                "code": INTERNAL_ERROR,
+                "message": f"the connection to the agent broke while {method} was in flight "
+                f"({reason}); it is lost, the client is reconnecting",
+                "data": {"reason": CONNECTION_LOST, "method": method},
+            }
+            messages.append(_encode({"jsonrpc": "2.0", "id": request_id, "error": error}))
+        for mine in self._inbound:
+            cancel = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": mine}}
+            messages.append(_encode(cancel))
+        self._pending.clear()
+        self._inbound.clear()  # their answers are dropped: nobody is waiting for them
+        self._in = FrameDecoder(self._max, "ndjson")
+        if messages and self._on_data is not None:
+            self._on_data(b"\n".join(messages) + b"\n")
+        return lost
+
+    # -- reconnecting -------------------------------------------------------------------
+
+    async def _reconnect(self, reason: str) -> None:
+        policy = self.policy
+        delay = policy.first_delay
+        for attempt in range(1, policy.attempts + 1):
+            self._say_goodbye(self._current)
+            if self._state == "closed":
+                return
+            try:
+                missing = await self._attempt()
+            except (_Broken, _Refused, OSError, TimeoutError) as exc:
+                reason = str(exc) or type(exc).__name__
+                log.info("failover attempt %d failed: %s", attempt, reason)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, policy.max_delay)
+                continue
+            self._resume_writing()
+            sessions = [s for s in self._sessions if s not in missing]
+            self._report(FailoverEvent("reconnected", reason, [], sessions, missing, attempt))
+            return
+        self._give_up(f"{policy.attempts} attempts failed; the last: {reason}")
+
+    def _say_goodbye(self, transport: Transport) -> None:
+        """Close a broken connection (a DELETE: a server still alive lets go of its
+        sessions) while the next one is set up: to a dead server through a proxy that can
+        take seconds. A session the old server still holds meanwhile is asked for again."""
+        task = asyncio.get_running_loop().create_task(_close_quietly(transport))
+        self._goodbyes.add(task)
+        task.add_done_callback(self._goodbyes.discard)
+
+    async def _attempt(self) -> dict[str, str]:
+        transport = await self._connect()
+        self.generation += 1
+        self._current = transport
+        self._attach(transport)
+        answer = await self._ask("initialize", self._initialized)
+        caps = (answer or {}).get("agentCapabilities") or {}
+        if self._authenticated is not None:
+            await self._ask("authenticate", self._authenticated)
+        tasks = [
+            asyncio.ensure_future(self._reattach(sid, params, caps))
+            for sid, params in list(self._sessions.items())
+        ]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:  # a failed attempt leaves none behind to write into the next connection
+            for task in tasks:
+                task.cancel()
+        missing = {sid: why for sid, why in results if why is not None}
+        for sid in missing:
+            self._sessions.pop(sid, None)
+        return missing
+
+    async def _reattach(
+        self, session_id: str, params: dict[str, Any], caps: dict[str, Any]
+    ) -> tuple[str, str | None]:
+        """Resume (or load) one session; retry while another server still holds it."""
+        resume = isinstance((caps.get("sessionCapabilities") or {}).get("resume"), dict)
+        if not resume and caps.get("loadSession") is not True:
+            return session_id, "the agent can neither resume nor load sessions"
+        method = "session/resume" if resume else "session/load"
+        deadline = asyncio.get_running_loop().time() + self.policy.busy_timeout
+        delay = self.policy.first_delay
+        while True:
+            if not resume:
+                self._replaying.add(session_id)
+            try:
+                await self._ask(method, {**params, "sessionId": session_id})
+                return session_id, None
+            except _Refused as exc:
+                if not exc.busy or asyncio.get_running_loop().time() + delay > deadline:
+                    return session_id, str(exc)
+            finally:
+                self._replaying.discard(session_id)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.policy.max_delay)
+
+    async def _ask(self, method: str, params: Any) -> Any:
+        """A request of our own on the new connection; its result, or _Refused/_Broken."""
+        if self._state == "closed":
+            raise asyncio.CancelledError
+        if self._ended_generation == self.generation:
+            raise _Broken(self._current.close_reason() or "the new connection closed")
+        request_id = f"acpstack-failover-{self.generation}-{next(self._ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._private[request_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._current.write(_encode(message) + b"\n")
+        try:
+            async with asyncio.timeout(self.policy.request_timeout):
+                answer = await future
+        finally:
+            self._private.pop(request_id, None)
+        if "error" in answer:
+            raise _Refused(answer["error"])
+        return answer.get("result")
+
+    def _resume_writing(self) -> None:
+        held, self._held, self._held_size = self._held, [], 0
+        self._state = "open"
+        self._ready.set()
+        if held:
+            self._current.write(b"".join(frame + b"\n" for frame in held))
+
+    def _give_up(self, reason: str | None) -> None:
+        self._state = "closed"
+        self._ready.set()
+        self._held, self._held_size = [], 0
+        if reason is not None:
+            self._reason = reason
+            self._report(FailoverEvent("failed", reason))
+        if self._on_eof is not None:
+            self._on_eof()
+
+    def _report(self, event: FailoverEvent) -> None:
+        log.info("failover: %s", event)
+        if self.policy.on_event is not None:
+            try:
+                self.policy.on_event(event)
+            except Exception:
+                log.exception("the failover on_event callback failed")
+
+
+async def _close_quietly(transport: Transport) -> None:
+    try:
+        await transport.close()
+    except Exception as exc:  # it is broken already: nothing more to do about it
+        log.debug("closing a broken connection failed: %s", exc)
+
+
+def _reattach_params(params: dict[str, Any]) -> dict[str, Any]:
+    """What session/resume (or load) needs again: the roots and the MCP servers."""
+    kept = {"cwd": params.get("cwd"), "mcpServers": params.get("mcpServers") or []}
+    if params.get("additionalDirectories"):
+        kept["additionalDirectories"] = params["additionalDirectories"]
+    return kept

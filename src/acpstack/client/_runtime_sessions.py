@@ -1,0 +1,259 @@
+"""How `ClientRuntime` drives the agent's sessions (a mixin): new, load and resume (with
+the authentication the agent asks for), prompt, cancel and close, on either protocol
+version (v2's calls are in `_runtime_v2.py`). Each session it knows gets a
+`ClientSession`: the workspace its files and terminals are confined to, and its state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from msgspec import UNSET
+
+from acpstack.client._state import SessionState
+from acpstack.local import TerminalManager, Workspace
+from acpstack.schema import v1 as acp
+from acpstack.wire import AUTH_REQUIRED, RequestError
+
+if TYPE_CHECKING:
+    from acpstack.client._client import AgentPeer
+
+T = TypeVar("T")
+AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
+
+
+@dataclass
+class ClientSession:
+    """What the client keeps per session: its workspace, state and pending permission asks."""
+
+    session_id: str
+    workspace: Workspace
+    state: SessionState
+    pending_permissions: set[asyncio.Task[acp.PermissionOption | None]] = field(default_factory=set)
+    pending_elicitations: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+class SessionMethods:
+    """The session calls of `ClientRuntime`, over the attributes its `__init__` sets."""
+
+    agent: AgentPeer
+    sessions: dict[str, ClientSession]
+    terminals: TerminalManager
+    extra_roots: tuple[str, ...]
+    unrestricted_fs: bool
+    choose_auth_method: AuthChooser | None
+    initialize_result: acp.InitializeResponse | None
+    _early_states: dict[str, SessionState]
+
+    if TYPE_CHECKING:  # what ClientRuntime provides (declared for the type checker only)
+
+        @property
+        def _v2(self) -> bool: ...
+
+        async def _new_session_v2(
+            self, cwd: str, additional_directories: Sequence[str], mcp_servers: Sequence[Any]
+        ) -> acp.NewSessionResponse: ...
+
+        async def _resume_v2(
+            self,
+            session_id: str,
+            cwd: str,
+            additional_directories: Sequence[str],
+            mcp_servers: Sequence[Any],
+            *,
+            replay: bool,
+        ) -> list[acp.SessionConfigOption]: ...
+
+        async def _prompt_v2(
+            self, session_id: str, blocks: list[acp.ContentBlock], timeout: float | None
+        ) -> acp.PromptResponse: ...
+
+    def register_session(
+        self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()
+    ) -> ClientSession:
+        """Track a session created outside the helpers below (sets its workspace)."""
+        workspace = Workspace(
+            cwd,
+            additional_directories,
+            extra_roots=self.extra_roots,
+            unrestricted=self.unrestricted_fs,
+        )
+        session = self.sessions.get(session_id)
+        if session is None:
+            state = self._early_states.pop(session_id, None) or SessionState(session_id)
+            session = self.sessions[session_id] = ClientSession(session_id, workspace, state)
+        else:
+            session.workspace = workspace
+        return session
+
+    async def new_session(
+        self,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
+    ) -> acp.NewSessionResponse:
+        """Create a session on the agent (authenticating first when the agent asks and
+        `choose_auth_method` picks a method) and track it: its workspace is `cwd` and
+        `additional_directories`, its `SessionState` starts with the modes and options of
+        the answer."""
+        if self._v2:
+            result = await self._with_auth(
+                lambda: self._new_session_v2(cwd, additional_directories, mcp_servers)
+            )
+            self.register_session(result.session_id, cwd, additional_directories)
+            return result
+        params = acp.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
+        if additional_directories:
+            params.additional_directories = list(additional_directories)
+        result = await self._with_auth(lambda: self.agent.session_new(params))
+        self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
+        return result
+
+    async def load_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
+    ) -> acp.LoadSessionResponse:
+        """Load a stored session: tracked first, so the replayed history fills its
+        `SessionState` before the answer (on v2: `session/resume` replaying from the start)."""
+        # Registered first: the replayed history arrives before the response.
+        self.register_session(session_id, cwd, additional_directories)
+        if self._v2:  # session/resume replaying from the start
+            options = await self._with_auth(
+                lambda: self._resume_v2(
+                    session_id, cwd, additional_directories, mcp_servers, replay=True
+                )
+            )
+            return acp.LoadSessionResponse(config_options=options or UNSET)
+        params = acp.LoadSessionRequest(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
+        if additional_directories:
+            params.additional_directories = list(additional_directories)
+        result = await self._with_auth(lambda: self.agent.session_load(params))
+        self.sessions[session_id].state.seed(result)
+        return result
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer] = (),
+    ) -> acp.ResumeSessionResponse:
+        """Resume a stored session without its history (the agent does not replay it)."""
+        self.register_session(session_id, cwd, additional_directories)
+        if self._v2:
+            options = await self._with_auth(
+                lambda: self._resume_v2(
+                    session_id, cwd, additional_directories, mcp_servers, replay=False
+                )
+            )
+            return acp.ResumeSessionResponse(config_options=options or UNSET)
+        params = acp.ResumeSessionRequest(
+            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        )
+        if additional_directories:
+            params.additional_directories = list(additional_directories)
+        result = await self._with_auth(lambda: self.agent.session_resume(params))
+        self.sessions[session_id].state.seed(result)
+        return result
+
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: str | Sequence[acp.ContentBlock],
+        *,
+        timeout: float | None = None,
+    ) -> acp.PromptResponse:
+        """Send a prompt (text, or content blocks) and wait for the turn's end: the answer
+        with its stop reason (on v2: at the idle state update). The prompt joins the
+        session's messages as the user's."""
+        blocks: list[acp.ContentBlock] = (
+            [acp.TextContent(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        )
+        if self._v2:  # (the agent echoes the prompt as the user's message)
+            return await self._prompt_v2(session_id, blocks, timeout)
+        state = self.sessions[session_id].state if session_id in self.sessions else None
+        if state is not None:
+            for block in blocks:
+                state.apply(acp.UserMessageChunk(content=block))
+        result = await self.agent.session_prompt(
+            acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout
+        )
+        if state is not None:
+            state.stop_reason = result.stop_reason
+        return result
+
+    async def cancel(self, session_id: str) -> None:
+        """Cancel the running turn: pending permission asks answer `cancelled` at once."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            for task in [*session.pending_permissions, *session.pending_elicitations]:
+                task.cancel()
+        if self._v2:
+            from acpstack.schema import v2
+
+            await self.agent.notify(
+                "session/cancel", v2.CancelSessionNotification(session_id=session_id)
+            )
+            return
+        await self.agent.session_cancel(acp.CancelNotification(session_id=session_id))
+
+    async def close_session(self, session_id: str) -> None:
+        """Close the session on the agent when it supports it, and free our side."""
+        caps = self.agent.capabilities
+        try:
+            if self._v2:  # session/close is baseline in v2
+                from acpstack.schema import v2
+
+                await self.agent.call(
+                    "session/close", v2.CloseSessionRequest(session_id=session_id)
+                )
+            elif (
+                caps is not None
+                and isinstance(caps.session_capabilities, acp.SessionCapabilities)
+                and caps.session_capabilities.close not in (UNSET, None)
+            ):
+                await self.agent.session_close(acp.CloseSessionRequest(session_id=session_id))
+        finally:
+            await self.terminals.release_session(session_id)
+            self.sessions.pop(session_id, None)
+
+    async def _with_auth(self, call: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await call()
+        except RequestError as err:
+            if err.code != AUTH_REQUIRED or self.choose_auth_method is None:
+                raise
+            methods = self._usable_auth_methods(err)
+            if not methods:
+                raise
+            method_id = await self.choose_auth_method(methods)
+            if method_id is None:
+                raise
+            if self._v2:
+                from acpstack.schema import v2
+
+                await self.agent.call("auth/login", v2.LoginAuthRequest(method_id=method_id))
+            else:
+                await self.agent.authenticate(acp.AuthenticateRequest(method_id=method_id))
+            return await call()
+
+    def _usable_auth_methods(self, err: RequestError) -> list[acp.AuthMethod]:
+        init = self.initialize_result
+        methods = (
+            list(init.auth_methods)
+            if init is not None and isinstance(init.auth_methods, list)
+            else []
+        )
+        # Terminal-type methods need `auth.terminal`, which this client does not advertise:
+        # they are launched by the user, never sent to `authenticate`.
+        return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]

@@ -1,0 +1,150 @@
+"""`SessionAgent` on a store shared by several processes (`SessionLeases`): two agents,
+each on its own `PostgresSessionStore` (two nodes), one throwaway PostgreSQL server.
+What a client is told while another node has the session, and when a node loses it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from acpstack.agent import SESSION_BUSY, PostgresSessionStore, SessionAgent, Turn
+from acpstack.client import ClientRuntime
+from acpstack.schema import v1 as acp
+from acpstack.schema import v1_unstable as acpu
+from acpstack.testing import connected_pair
+from acpstack.wire import RequestError
+from tools.cluster._postgres import wait_for_release
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class EchoAgent(SessionAgent):
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        await turn.say(f"echo: {turn.text}")
+        return "end_turn"
+
+
+def busy(error: RequestError, session_id: str) -> bool:
+    return error.code == SESSION_BUSY and error.data == {
+        "reason": "session_busy",
+        "sessionId": session_id,
+    }
+
+
+async def test_load_resume_delete_and_fork_while_another_node_has_the_session(
+    postgres_url: str,
+) -> None:
+    with PostgresSessionStore(postgres_url) as one, PostgresSessionStore(postgres_url) as two:
+        first, second = ClientRuntime(), ClientRuntime()
+        async with (
+            connected_pair(EchoAgent(store=one), first, unstable=True),
+            connected_pair(EchoAgent(store=two), second, unstable=True) as pair_two,
+        ):
+            await first.initialize()
+            await second.initialize()
+            sid = (await first.new_session("/tmp")).session_id
+            await first.prompt(sid, "hello")
+            for attempt in (second.load_session, second.resume_session):
+                with pytest.raises(RequestError) as refused:
+                    await attempt(sid, "/tmp")
+                assert busy(refused.value, sid)
+            with pytest.raises(RequestError) as refused:
+                await pair_two.agent.session_delete(acp.DeleteSessionRequest(session_id=sid))
+            assert busy(refused.value, sid)
+            for method, request in [
+                ("session/archive", acpu.ArchiveSessionRequest(session_id=sid)),
+                ("session/set_title", acpu.SetSessionTitleRequest(session_id=sid, title="t")),
+            ]:
+                with pytest.raises(RequestError) as refused:
+                    await pair_two.client_connection.request(method, request)
+                assert busy(refused.value, sid), method
+            # A fork only reads the source: the copy is the second node's own.
+            fork = await pair_two.client_connection.request("session/fork", _fork_request(sid))
+            assert one.get(fork.session_id) is not None
+            assert two.holder(fork.session_id) == two.name
+            await first.close_session(sid)
+            await second.load_session(sid, "/tmp")
+            assert two.holder(sid) == two.name
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_turn_on_a_node_that_lost_the_session_is_refused_and_the_session_dropped(
+    postgres_url: str, version: int
+) -> None:
+    with PostgresSessionStore(postgres_url) as one, PostgresSessionStore(postgres_url) as two:
+        first, second = ClientRuntime(protocol_version=version), ClientRuntime()
+        agent_one = EchoAgent(store=one)
+        async with (
+            connected_pair(agent_one, first),
+            connected_pair(EchoAgent(store=two), second),
+        ):
+            await first.initialize()
+            await second.initialize()
+            sid = (await first.new_session("/tmp")).session_id
+            cut_off(one, postgres_url)
+            await second.resume_session(sid, "/tmp")
+            with pytest.raises(RequestError) as refused:
+                await first.prompt(sid, "am I still live?")
+            assert busy(refused.value, sid)  # (a JSON-RPC error on v1 and v2 alike)
+            assert sid not in agent_one.sessions  # no longer live there
+            assert (await second.prompt(sid, "here")).stop_reason == "end_turn"
+            stored = [e.payload for e in two.events(sid)]
+            assert not any(b"am I still live?" in p for p in stored)
+
+
+class GateAgent(SessionAgent):
+    """Its turn waits at a gate, then says something (a write to the store)."""
+
+    def __init__(self, store: PostgresSessionStore) -> None:
+        super().__init__(store=store)
+        self.in_turn = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        self.in_turn.set()
+        await self.gate.wait()
+        await turn.say("too late")
+        return "end_turn"
+
+
+def cut_off(store: PostgresSessionStore, url: str) -> None:
+    """The node loses the database (its presence connection ends): others may take over."""
+    assert store._presence is not None
+    store._presence.close()
+    wait_for_release(url, store.key)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_node_that_loses_the_session_mid_turn_ends_the_turn_busy(
+    postgres_url: str, version: int
+) -> None:
+    with PostgresSessionStore(postgres_url) as one, PostgresSessionStore(postgres_url) as two:
+        first, second = ClientRuntime(protocol_version=version), ClientRuntime()
+        agent_one = GateAgent(one)
+        async with (
+            connected_pair(agent_one, first),
+            connected_pair(EchoAgent(store=two), second),
+        ):
+            await first.initialize()
+            await second.initialize()
+            sid = (await first.new_session("/tmp")).session_id
+            running = asyncio.ensure_future(first.prompt(sid, "go"))
+            await asyncio.wait_for(agent_one.in_turn.wait(), 10)
+            cut_off(one, postgres_url)
+            await second.resume_session(sid, "/tmp")
+            agent_one.gate.set()  # its next write is refused: the turn ends SESSION_BUSY
+            with pytest.raises(RequestError) as refused:
+                await asyncio.wait_for(running, 10)
+            if version == 1:
+                assert busy(refused.value, sid)
+            else:  # v2's client decodes error data as a schema type: only the id is left
+                assert refused.value.code == SESSION_BUSY
+                assert refused.value.data == {"sessionId": sid}
+            assert sid not in agent_one.sessions
+            assert two.holder(sid) == two.name
+            assert not any(b"too late" in e.payload for e in two.events(sid))
+
+
+def _fork_request(session_id: str) -> object:
+    return acpu.ForkSessionRequest(session_id=session_id, cwd="/tmp", mcp_servers=[])

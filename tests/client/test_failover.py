@@ -1,0 +1,395 @@
+"""`FailoverTransport` against real agents (`SessionAgent` on a shared store) over in-memory
+pipes: "the server behind the URL" is whichever agent `Servers.connect` starts next, and
+`kill` ends the current one abruptly. The same behaviour through HAProxy with processes
+killed for real is tests/remote/test_failover.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from acpstack import Client, ConnectionClosed, RequestError
+from acpstack.agent import MemorySessionStore, SessionAgent, SessionBusy, Turn, connect_agent
+from acpstack.client import (
+    ClientRuntime,
+    Failover,
+    FailoverEvent,
+    FailoverTransport,
+    connect_client,
+    is_connection_lost,
+)
+from acpstack.rpc import Connection
+from acpstack.schema import v1 as acp
+from acpstack.transports import Transport, memory_pair
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class Gates:
+    """What the test and the agents wait on (no sleeping)."""
+
+    def __init__(self) -> None:
+        self.holding = asyncio.Event()  # a turn is running and waits
+        self.asked = asyncio.Event()  # the client got the agent's permission request
+
+
+class GatedAgent(SessionAgent):
+    """'hold' keeps its turn running; 'ask' asks for permission; anything else is echoed."""
+
+    gates: Gates
+
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        await turn.say(f"begun {turn.text}")
+        if turn.text == "hold":
+            self.gates.holding.set()
+            await asyncio.Event().wait()  # until the connection goes
+        if turn.text == "ask":
+            tool = await turn.start_tool("a tool", kind="edit")
+            decision = await turn.request_permission(tool)
+            await turn.say(f"decided {decision.option_id}")
+        await turn.say("done")
+        return "end_turn"
+
+
+class NoResumeAgent(GatedAgent):
+    """Advertises load but not resume (so failover reattaches with session/load)."""
+
+    async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        result = await super().initialize(params)
+        caps = result.agent_capabilities
+        assert isinstance(caps, acp.AgentCapabilities)
+        assert isinstance(caps.session_capabilities, acp.SessionCapabilities)
+        caps.session_capabilities.resume = None
+        return result
+
+
+class Servers:
+    """Agents behind one address: each connection gets a new agent on the shared store."""
+
+    def __init__(self, agent_class: type[GatedAgent] = GatedAgent, store: Any = None) -> None:
+        self.store = store or MemorySessionStore()
+        self.gates = Gates()
+        self.agent_class = agent_class
+        self.connections: list[Connection] = []
+        self.refusing = False
+
+    async def connect(self) -> Transport:
+        if self.refusing:
+            raise OSError("connection refused")
+        client_end, agent_end = memory_pair()
+        agent = self.agent_class(store=self.store)
+        agent.gates = self.gates
+        connection = connect_agent(agent, agent_end)
+        connection.start()
+        self.connections.append(connection)
+        return client_end
+
+    async def kill(self) -> None:
+        """The current server goes away at once (its pipe closes)."""
+        await self.connections[-1].aclose()
+
+    async def aclose(self) -> None:
+        for connection in self.connections:
+            await connection.aclose()
+
+
+async def failover_client(
+    servers: Servers, client: Client, events: list[FailoverEvent], **policy: Any
+) -> Any:
+    first = await servers.connect()
+    options = {"first_delay": 0.001, "max_delay": 0.01, **policy}
+    transport = FailoverTransport(
+        servers.connect, first, Failover(on_event=events.append, **options)
+    )
+    return connect_client(client, transport)
+
+
+def texts(runtime: ClientRuntime, session_id: str) -> list[str]:
+    return [m.text for m in runtime.sessions[session_id].state.messages if m.speaker == "agent"]
+
+
+async def test_a_turn_in_flight_is_lost_and_the_session_goes_on_elsewhere() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = (await runtime.new_session("/tmp")).session_id
+        await runtime.prompt(sid, "hello")
+        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+        await servers.gates.holding.wait()
+        await servers.kill()
+        with pytest.raises(RequestError) as lost:
+            await running
+        assert is_connection_lost(lost.value)
+        assert lost.value.data == {"reason": "connection_lost", "method": "session/prompt"}
+        assert "in flight" in lost.value.message
+        # The next turn is served by a new agent on the same store, same session.
+        result = await runtime.prompt(sid, "again")
+        assert result.stop_reason == "end_turn"
+    assert len(servers.connections) == 2
+    assert [e.kind for e in events] == ["lost", "reconnected"]
+    assert events[0].lost_requests == ["session/prompt"] and events[1].sessions == [sid]
+    assert texts(runtime, sid)[-1].endswith("begun againdone")
+    stored = [e.payload for e in servers.store.events(sid)]
+    assert any(b"begun hold" in p for p in stored)  # what the first agent had sent is kept
+    assert sum(b'"text":"again"' in p for p in stored) == 1
+
+
+class SlowGoodbye:
+    """A transport whose close() waits until the test lets it go (a DELETE to a dead
+    server through a proxy can take seconds)."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.closing = asyncio.Event()
+        self.may_close = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def close(self) -> None:
+        self.closing.set()
+        await self.may_close.wait()
+        await self.inner.close()
+
+
+async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_one() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    back = asyncio.Event()
+
+    def on_event(event: FailoverEvent) -> None:
+        events.append(event)
+        if event.kind == "reconnected":
+            back.set()
+
+    first = SlowGoodbye(await servers.connect())
+    transport = FailoverTransport(
+        servers.connect, first, Failover(on_event=on_event, first_delay=0.001)
+    )
+    async with connect_client(runtime, transport).connection:
+        try:
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            await servers.kill()
+            # Reconnected while the old connection is still being closed; the session
+            # goes on there.
+            await asyncio.wait_for(back.wait(), 10)
+            assert first.closing.is_set() and not first.may_close.is_set()
+            assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
+        finally:
+            first.may_close.set()  # closing the failover transport waits for that goodbye
+    assert [e.kind for e in events] == ["lost", "reconnected"]
+
+
+async def test_writes_made_while_reconnecting_go_out_after_the_sessions_are_back() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        sids = [(await runtime.new_session("/tmp")).session_id for _ in range(3)]
+        running = asyncio.ensure_future(runtime.prompt(sids[0], "hold"))
+        await servers.gates.holding.wait()
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        # Sent at once, before the new connection exists: held, then sent in order.
+        results = await asyncio.gather(*(runtime.prompt(s, f"next {s}") for s in sids))
+        assert [r.stop_reason for r in results] == ["end_turn"] * 3
+    assert sorted(events[1].sessions) == sorted(sids)
+
+
+async def test_an_agent_request_in_flight_is_cancelled_and_its_late_answer_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    servers = Servers()
+    first_ask, second_ask, cancelled = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class Stubborn(Client):
+        """Its first permission prompt outlives the cancel and answers (reject) only once
+        the new agent has asked again, with the same request id."""
+
+        calls = 0
+
+        async def session_update(self, params: acp.SessionNotification) -> None:
+            pass
+
+        async def session_request_permission(
+            self, params: acp.RequestPermissionRequest
+        ) -> acp.RequestPermissionResponse:
+            Stubborn.calls += 1
+            choice = "allow_once"
+            if Stubborn.calls == 1:
+                first_ask.set()
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    cancelled.set()
+                await second_ask.wait()
+                choice = "reject_once"
+            else:
+                second_ask.set()
+            return acp.RequestPermissionResponse(
+                outcome=acp.SelectedPermissionOutcome(option_id=choice)
+            )
+
+    client = Stubborn()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, client, events)
+    async with conn.connection:
+        await conn.agent.initialize()
+        sid = await conn.agent.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+        prompt = acp.PromptRequest(session_id=sid.session_id, prompt=[acp.TextContent(text="ask")])
+        running = asyncio.ensure_future(conn.agent.session_prompt(prompt))
+        await first_ask.wait()
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        await asyncio.wait_for(cancelled.wait(), 5)  # the client's handler was told
+        result = await conn.agent.session_prompt(prompt)
+        assert result.stop_reason == "end_turn"
+    assert Stubborn.calls == 2
+    history = b"".join(e.payload for e in servers.store.events(sid.session_id))
+    # The new agent got the answer to its own request, and nothing meant for the old one.
+    assert b"decided allow_once" in history and b"decided reject_once" not in history
+    assert "response with unknown id" not in caplog.text
+
+
+async def test_without_resume_the_session_is_loaded_and_its_replay_kept_from_the_client() -> None:
+    servers = Servers(NoResumeAgent)
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = (await runtime.new_session("/tmp")).session_id
+        await runtime.prompt(sid, "one")
+        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+        await servers.gates.holding.wait()
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        await runtime.prompt(sid, "two")
+    # The load replayed "one" and "hold" to the failover transport, which kept them back:
+    # the client's view has each message once.
+    assert texts(runtime, sid) == ["begun onedone", "begun hold", "begun twodone"]
+    users = [m.text for m in runtime.sessions[sid].state.messages if m.speaker == "user"]
+    assert users == ["one", "hold", "two"]
+    assert events[-1].kind == "reconnected" and events[-1].sessions == [sid]
+
+
+async def test_a_closed_session_is_not_reattached() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        keep = (await runtime.new_session("/tmp")).session_id
+        gone = (await runtime.new_session("/tmp")).session_id
+        await runtime.close_session(gone)
+        running = asyncio.ensure_future(runtime.prompt(keep, "hold"))
+        await servers.gates.holding.wait()
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        await runtime.prompt(keep, "still here")
+    assert events[-1].sessions == [keep]
+
+
+class BusyStore(MemorySessionStore):
+    """A shared store whose sessions stay busy for a while after a failover (as while the
+    dead server's lease is not yet gone)."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.arm = False
+
+    def acquire(self, session_id: str) -> None:
+        if self.arm and self.refusals > 0:
+            self.refusals -= 1
+            raise SessionBusy(session_id)
+
+    def release(self, session_id: str) -> None:
+        pass
+
+
+async def test_a_session_still_busy_elsewhere_is_asked_for_again() -> None:
+    store = BusyStore(refusals=3)
+    servers = Servers(store=store)
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = (await runtime.new_session("/tmp")).session_id
+        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+        await servers.gates.holding.wait()
+        store.arm = True
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        await runtime.prompt(sid, "after")
+    assert store.refusals == 0 and events[-1].sessions == [sid]
+
+
+async def test_busy_for_too_long_the_session_is_reported_not_reattached() -> None:
+    store = BusyStore(refusals=10**6)
+    servers = Servers(store=store)
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events, busy_timeout=0.05)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = (await runtime.new_session("/tmp")).session_id
+        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+        await servers.gates.holding.wait()
+        store.arm = True
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        with pytest.raises(RequestError) as refused:  # the new agent does not have it
+            await runtime.prompt(sid, "after")
+    assert "Resource not found" in refused.value.message
+    assert events[-1].kind == "reconnected" and events[-1].sessions == []
+    assert "live on another node" in events[-1].missing[sid]
+    assert f"session {sid} not reattached" in str(events[-1])
+
+
+async def test_when_no_server_comes_back_the_connection_ends_with_the_reason() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events, attempts=3)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = (await runtime.new_session("/tmp")).session_id
+        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+        await servers.gates.holding.wait()
+        servers.refusing = True
+        await servers.kill()
+        with pytest.raises(RequestError):
+            await running
+        with pytest.raises(ConnectionClosed, match="3 attempts failed.*connection refused"):
+            await runtime.prompt(sid, "nobody there")
+    assert [e.kind for e in events] == ["lost", "failed"]
+
+
+async def test_a_connection_that_never_initialized_just_ends() -> None:
+    servers = Servers()
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await servers.kill()
+        with pytest.raises(ConnectionClosed):
+            await runtime.initialize()
+    assert events == [] and len(servers.connections) == 1

@@ -1,0 +1,177 @@
+"""The HTTP client when the way to the server breaks: a real server behind a small TCP
+proxy in this test (real sockets on 127.0.0.1) that can cut one stream or answer for a
+server it lost (502), as a load balancer does when the server behind it dies. A broken
+stream or a 502/503/504 ends the whole connection, so that `reconnect=True` fails over."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from _serving import running
+
+from acpstack import ConnectionClosed, RequestError
+from acpstack.agent import MemorySessionStore, SessionAgent, Turn
+from acpstack.client import ClientRuntime, FailoverEvent, connect_remote, is_connection_lost
+from acpstack.schema import v1 as acp
+from acpstack.server import AgentServer
+
+pytestmark = pytest.mark.timeout(30)
+STORE = MemorySessionStore()
+
+
+class HoldingAgent(SessionAgent):
+    """'wait' sends a chunk and keeps its turn open; anything else is echoed."""
+
+    def __init__(self) -> None:
+        super().__init__(store=STORE)
+
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        await turn.say(f"echo: {turn.text}")
+        if turn.text == "wait":
+            await asyncio.Event().wait()
+        return "end_turn"
+
+
+class Proxy:
+    """Forwards TCP to `target`; remembers which client connections are session streams
+    (a GET with Acp-Session-Id) and can cut them, or answer the next POST with 502."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.session_streams: list[asyncio.StreamWriter] = []
+        self.stream_opened = asyncio.Event()
+        self.fail_next_post = False
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port: int = self.server.sockets[0].getsockname()[1]
+        return port
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        await asyncio.gather(
+            self._requests(reader, up_writer, writer),
+            self._pipe(up_reader, writer),
+            return_exceptions=True,
+        )
+
+    async def _requests(
+        self,
+        reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """Client to server, one request at a time (keep-alive connections carry many)."""
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                body = await reader.readexactly(length)
+                if head.startswith(b"POST") and self.fail_next_post:
+                    self.fail_next_post = False
+                    text = b"the server is gone"
+                    writer.write(
+                        b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (len(text), text)
+                    )
+                    await writer.drain()
+                    return
+                if head.startswith(b"GET") and b"acp-session-id:" in head.lower():
+                    self.session_streams.append(writer)
+                    self.stream_opened.set()
+                up_writer.write(head + body)
+                await up_writer.drain()
+        finally:
+            up_writer.close()
+            writer.close()
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    def cut_session_streams(self) -> None:
+        """End every session stream abruptly (no end of the chunked body)."""
+        for writer in self.session_streams:
+            transport = writer.transport
+            assert isinstance(transport, asyncio.Transport)
+            transport.abort()
+        self.session_streams.clear()
+
+    async def aclose(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 5)
+
+
+@contextlib.asynccontextmanager
+async def proxied() -> AsyncIterator[tuple[Proxy, str]]:
+    app = AgentServer(HoldingAgent)
+    async with running(app) as url:
+        proxy = Proxy(int(url.rsplit(":", 1)[1].split("/")[0]))
+        port = await proxy.start()
+        try:
+            yield proxy, f"http://127.0.0.1:{port}/acp"
+        finally:
+            await proxy.aclose()
+
+
+async def test_a_session_stream_that_breaks_ends_the_connection() -> None:
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime()
+        async with connect_remote(url, runtime):
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            other = (await runtime.new_session("/tmp")).session_id
+            await runtime.prompt(other, "hello")  # its stream is open too
+            turn = asyncio.ensure_future(runtime.prompt(sid, "wait"))
+            await asyncio.wait_for(proxy.stream_opened.wait(), 10)
+            proxy.cut_session_streams()
+            with pytest.raises((RequestError, ConnectionClosed)):
+                await asyncio.wait_for(turn, 10)
+            # Not only that session: the whole connection is over.
+            with pytest.raises(ConnectionClosed, match="stream ended: the stream failed"):
+                await asyncio.wait_for(runtime.prompt(other, "still there?"), 10)
+
+
+async def test_a_proxy_that_lost_the_server_ends_the_connection() -> None:
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime()
+        async with connect_remote(url, runtime):
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            proxy.fail_next_post = True
+            with pytest.raises(ConnectionClosed, match="502 Bad Gateway"):
+                await asyncio.wait_for(runtime.prompt(sid, "hello"), 10)
+
+
+async def test_with_reconnect_a_broken_stream_loses_the_turn_not_the_session() -> None:
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime()
+        events: list[FailoverEvent] = []
+        async with connect_remote(url, runtime, reconnect=True) as conn:
+            conn.transport.policy.on_event = events.append
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            turn = asyncio.ensure_future(runtime.prompt(sid, "wait"))
+            await asyncio.wait_for(proxy.stream_opened.wait(), 10)
+            proxy.cut_session_streams()
+            with pytest.raises(RequestError) as lost:
+                await asyncio.wait_for(turn, 10)
+            assert is_connection_lost(lost.value)
+            assert (await runtime.prompt(sid, "after")).stop_reason == "end_turn"
+        assert [e.kind for e in events] == ["lost", "reconnected"]
+        assert events[1].sessions == [sid]

@@ -1,0 +1,1 @@
+"""Local clusters for tests and benchmarks: a throwaway PostgreSQL, HAProxy, several `acpstack serve`."""

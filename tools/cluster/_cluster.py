@@ -1,0 +1,203 @@
+"""Several `acpstack serve` processes behind HAProxy, sessions in a throwaway PostgreSQL.
+
+`Cluster` starts the database (`LocalPostgres`), N servers on free ports of 127.0.0.1
+(each its own process, all with `ACPSTACK_STORE` pointing at the database), and HAProxy
+with examples/deploy/haproxy.cfg as it is (addresses through the environment). `kill(i)`
+ends a server with SIGKILL. Everything stays on loopback and stops with the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Self
+
+from tools.cluster._postgres import LocalPostgres, NotInstalled, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+HAPROXY_CFG = ROOT / "examples" / "deploy" / "haproxy.cfg"
+STREAM_AGENT = f"{ROOT / 'tools' / 'cluster' / 'stream_agent.py'}:make"
+READY = re.compile(r"on http://127\.0\.0\.1:(\d+)/acp")
+
+
+class ClusterUnavailable(RuntimeError):
+    """HAProxy is installed but would not start, or refused the configuration."""
+
+
+class Node:
+    """One `acpstack serve` process; its stderr is kept (the last lines) for diagnosis."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.port = 0
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace")
+            self.lines = [*self.lines[-200:], line]
+            match = READY.search(line)
+            if match and not self._ready.is_set():
+                self.port = int(match.group(1))
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        if not self._ready.wait(timeout) or not self.port:
+            raise RuntimeError(f"acpstack serve did not start: {''.join(self.lines)[-2000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        self._reader.join(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+def find_haproxy() -> str:
+    found = shutil.which("haproxy") or next(
+        (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.path.exists(p)), None
+    )
+    if found is None:
+        raise NotInstalled("HAProxy is not installed (apt-get install haproxy)")
+    return found
+
+
+def wait_for_port(port: int, deadline: float) -> None:
+    """Connect until something listens on 127.0.0.1:port (another process: no event to wait on)."""
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+        time.sleep(0.02)
+
+
+class Cluster:
+    """`with Cluster(nodes=3) as c: url = c.url` (the HAProxy frontend)."""
+
+    def __init__(
+        self,
+        nodes: int = 3,
+        *,
+        agent: str = STREAM_AGENT,
+        serve_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        if nodes != 3:
+            raise ValueError("examples/deploy/haproxy.cfg lists three servers")
+        self.count = nodes
+        self.agent = agent
+        self.serve_args = serve_args
+        self.extra_env = dict(env or {})
+        self.postgres = LocalPostgres()
+        self.nodes: list[Node] = []
+        self.haproxy: subprocess.Popen[bytes] | None = None
+        self.haproxy_log: IO[bytes] | None = None
+        self.front = 0
+        self.store_url = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.front}/acp"
+
+    def start(self) -> None:
+        haproxy = find_haproxy()
+        self.postgres.start()
+        self.store_url = self.postgres.create_database("acpstack")
+        env = {**os.environ, "ACPSTACK_STORE": self.store_url, **self.extra_env}
+        for _ in range(self.count):
+            argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0"]
+            argv += ["--agent", self.agent, "--max-connections", "4096"]
+            # As docs/deployment.md advises behind a load balancer: a connection whose
+            # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
+            argv += ["--idle-timeout", "20", *self.serve_args]
+            self.nodes.append(Node(argv, env))
+        for node in self.nodes:
+            node.wait_ready()
+        self.front = free_port()
+        proxy_env = {**os.environ, "ACP_FRONT": f"127.0.0.1:{self.front}"}
+        for index, node in enumerate(self.nodes, 1):
+            proxy_env[f"ACP_NODE{index}"] = f"127.0.0.1:{node.port}"
+        check = subprocess.run(
+            [haproxy, "-c", "-q", "-f", str(HAPROXY_CFG)], env=proxy_env, capture_output=True
+        )
+        if check.returncode != 0:
+            raise ClusterUnavailable(f"haproxy -c: {check.stderr.decode(errors='replace')}")
+        self.haproxy_log = tempfile.TemporaryFile()
+        self.haproxy = subprocess.Popen(
+            [haproxy, "-db", "-f", str(HAPROXY_CFG)],
+            env=proxy_env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.haproxy_log,
+            stderr=self.haproxy_log,
+        )
+        try:
+            wait_for_port(self.front, time.monotonic() + 20)
+        except RuntimeError:
+            self.haproxy_log.seek(0)
+            said = self.haproxy_log.read().decode(errors="replace")[-2000:]
+            raise ClusterUnavailable(f"HAProxy did not start: {said}") from None
+
+    def haproxy_said(self) -> str:
+        """What HAProxy logged so far (servers going down and up, ...)."""
+        if self.haproxy_log is None:
+            return ""
+        self.haproxy_log.seek(0)
+        return self.haproxy_log.read().decode(errors="replace")
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one server: no goodbye to its clients, its proxy, or its database."""
+        node = self.nodes[index]
+        os.kill(node.proc.pid, signal.SIGKILL)
+        node.proc.wait(timeout=20)
+
+    def stop(self) -> None:
+        if self.haproxy is not None and self.haproxy.poll() is None:
+            self.haproxy.terminate()
+            try:
+                self.haproxy.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.haproxy.kill()
+                self.haproxy.wait()
+        for node in self.nodes:
+            node.stop()
+        self.postgres.stop()
+        if self.haproxy_log is not None:
+            self.haproxy_log.close()
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

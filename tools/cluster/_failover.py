@@ -1,0 +1,89 @@
+"""The failover run: many sessions streaming through HAProxy to three `acpstack serve`
+processes on one PostgreSQL, one server killed with SIGKILL part way through.
+
+`run_failover` starts a `Cluster`, runs tools/cluster/failover_load.py against its
+frontend in a process of its own, kills server 0 once `kill_at` of the turns are done,
+and returns the load's counts plus the store's: events written, and the write rate.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tools.cluster._cluster import Cluster
+
+LOAD = Path(__file__).resolve().parent / "failover_load.py"
+
+
+def run_failover(
+    *,
+    sessions: int,
+    per_connection: int = 10,
+    turns: int = 4,
+    chunks: int = 20,
+    profile: str = "http",
+    kill_at: float = 0.4,
+    timeout: float = 600,
+    chunk_delay: float = 0.005,
+) -> dict[str, Any]:
+    if sessions % per_connection:
+        raise ValueError("sessions must be a multiple of per_connection")
+    env = {"ACPSTACK_CHUNK_DELAY": str(chunk_delay)}
+    started = time.monotonic()
+    with Cluster(3, env=env) as cluster, tempfile.TemporaryFile("w+") as errors:
+        setup = time.monotonic() - started
+        url = cluster.url if profile == "http" else "ws" + cluster.url[4:]
+        argv = [sys.executable, str(LOAD), url, str(sessions), str(per_connection)]
+        argv += [str(turns), str(chunks)]
+        driver = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        watchdog = threading.Timer(timeout, driver.kill)
+        watchdog.start()
+        result: dict[str, Any] = {}
+        killed_after = None
+        try:
+            assert driver.stdout is not None
+            for line in driver.stdout:
+                message = json.loads(line)
+                if "progress" not in message:
+                    result = message
+                elif killed_after is None and message["progress"] >= kill_at * sessions * turns:
+                    killed_after = message["progress"]
+                    cluster.kill(0)
+            code = driver.wait()
+        finally:
+            watchdog.cancel()
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+            if driver.stdout is not None:
+                driver.stdout.close()
+        errors.seek(0)
+        events = int(cluster.postgres.psql("SELECT count(*) FROM acpstack_events", "acpstack"))
+        seconds = float(result.get("seconds") or 0) or 1.0
+        result.update(
+            {
+                "profile": profile,
+                "exit_code": code,
+                "setup_seconds": round(setup, 2),
+                "killed_after_turns": killed_after,
+                "store_events": events,
+                "store_events_per_s": round(events / seconds),
+                "chunks_per_s": round(result.get("chunks_received", 0) / seconds),
+                "turns_per_s": round(result.get("turns", 0) / seconds, 1),
+                # HAProxy took this many servers out: 1 (the killed one), more when a
+                # live one was too busy to answer its health checks (an overloaded host)
+                "servers_marked_down": cluster.haproxy_said().count(" is DOWN"),
+                "stderr_tail": errors.read()[-12000:],
+                "node_stderr_tail": "".join(cluster.nodes[1].lines[-20:]),
+            }
+        )
+    return result

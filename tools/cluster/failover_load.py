@@ -1,0 +1,299 @@
+"""Many sessions streaming through a load balancer while a server dies; then a check of
+every session's history. Run by tools/cluster/_failover.py (or by hand):
+
+    python tools/cluster/failover_load.py URL SESSIONS PER_CONNECTION TURNS CHUNKS
+
+URL is http(s):// or ws(s)://. Each connection (`reconnect=True`) opens PER_CONNECTION
+sessions of tools/cluster/stream_agent.py; every session runs TURNS turns one after the
+other, each streaming CHUNKS chunks. A turn ends "acknowledged" (its answer came, with
+every chunk in order and the model history it reported) or "lost" (the connection broke
+while it was in flight: the error says so). Stdout gets `{"progress": N}` lines (turns
+finished) while it runs, then one JSON line with the counts. Then every session is loaded
+on a fresh connection and its stored history checked: every acknowledged turn complete,
+in order, once. The exit status is 0 when every check held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from acpstack import Client
+from acpstack.client import Failover, FailoverEvent, connect_remote, is_connection_lost
+from acpstack.rpc import run
+from acpstack.schema import v1 as acp
+from acpstack.wire import RequestError
+
+CWD = "/tmp"
+
+
+def await_chain(coro: Any) -> str:
+    """Where a task waits: each coroutine it awaits, innermost last."""
+    where = []
+    while coro is not None and hasattr(coro, "cr_frame"):
+        frame = coro.cr_frame
+        if frame is not None:
+            where.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = coro.cr_await
+    where.append(repr(coro)[:150])
+    return " > ".join(where)
+
+
+@dataclass
+class SessionLog:
+    acknowledged: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    after_failover: int = 0  # turns acknowledged after the session's connection failed over
+    problems: list[str] = field(default_factory=list)
+
+
+class Recorder(Client):
+    """Keeps the text chunks each session received during its current turn."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, list[str]] = {}
+        self.replayed: dict[str, list[tuple[str, str]]] = {}
+
+    async def session_update(self, params: acp.SessionNotification) -> None:
+        update = params.update
+        text = getattr(update.content, "text", "") if hasattr(update, "content") else ""
+        if isinstance(update, acp.AgentMessageChunk):
+            self.chunks.setdefault(params.session_id, []).append(text)
+            self.replayed.setdefault(params.session_id, []).append(("agent", text))
+        elif isinstance(update, acp.UserMessageChunk):
+            self.replayed.setdefault(params.session_id, []).append(("user", text))
+
+
+@dataclass
+class Load:
+    url: str
+    sessions: int
+    per_connection: int
+    turns: int
+    chunks: int
+    logs: dict[str, SessionLog] = field(default_factory=dict)
+    failovers: list[float] = field(default_factory=list)  # seconds from lost to reconnected
+    missing: dict[str, str] = field(default_factory=dict)  # session -> why not reattached
+    events: dict[str, list[str]] = field(default_factory=dict)  # session -> its failovers
+    done_turns: int = 0
+    reported: int = 0
+    last_progress: float = field(default_factory=time.monotonic)
+    transports: list[Any] = field(default_factory=list)
+    phases: dict[int, str] = field(default_factory=dict)  # connection -> what it is doing
+    current: dict[str, int] = field(default_factory=dict)  # session -> turn in flight
+
+    def expected(self, turn: int, history: int) -> list[str]:
+        return [f"{turn}.{i:03d}\n" for i in range(self.chunks)] + [
+            f"{turn}.end history={history}\n"
+        ]
+
+    def progress(self) -> None:
+        self.done_turns += 1
+        self.last_progress = time.monotonic()
+        step = max(1, self.sessions * self.turns // 100)
+        if self.done_turns - self.reported >= step:
+            self.reported = self.done_turns
+            print(json.dumps({"progress": self.done_turns}), flush=True)
+
+    async def connection(self, index: int) -> None:
+        self.phases[index] = "connecting"
+        client = Recorder()
+        broke_at: list[float] = []
+        failed_over: set[str] = set()
+
+        def on_event(event: FailoverEvent) -> None:
+            for sid in client.chunks:
+                self.events.setdefault(sid, []).append(str(event))
+            if event.kind == "lost":
+                broke_at.append(time.monotonic())
+                failed_over.update(client.chunks)
+            elif event.kind == "reconnected" and broke_at:
+                self.failovers.append(time.monotonic() - broke_at[-1])
+                self.missing.update(event.missing)
+
+        policy = Failover(on_event=on_event, busy_timeout=60)
+        async with connect_remote(self.url, client, reconnect=policy, timeout=120) as conn:
+            self.transports.append(conn.transport)
+            self.phases[index] = "initialize"
+            await conn.agent.initialize(timeout=120)
+            ids = []
+            while len(ids) < self.per_connection:
+                self.phases[index] = f"session/new {len(ids)}"
+                try:
+                    new = await conn.agent.session_new(
+                        acp.NewSessionRequest(cwd=CWD, mcp_servers=[]), timeout=120
+                    )
+                except RequestError as err:
+                    if not is_connection_lost(err):
+                        raise
+                    continue  # lost in a failover: ask again (an orphan may be left)
+                ids.append(new.session_id)
+                client.chunks[new.session_id] = []
+            self.phases[index] = "turns"
+            await asyncio.gather(*(self.session(conn, client, sid, failed_over) for sid in ids))
+            self.phases[index] = "closing"
+        self.phases[index] = "done"
+
+    async def session(self, conn: Any, client: Recorder, sid: str, failed_over: set[str]) -> None:
+        log = self.logs[sid] = SessionLog()
+        for turn in range(self.turns):
+            self.current[sid] = turn
+            client.chunks[sid] = []
+            prompt = acp.PromptRequest(
+                session_id=sid, prompt=[acp.TextContent(text=f"turn {turn} chunks {self.chunks}")]
+            )
+            try:
+                await conn.agent.session_prompt(prompt, timeout=180)
+            except RequestError as err:
+                if not is_connection_lost(err):  # a problem, with what the failover saw
+                    log.problems.append(f"turn {turn}: {err}; failover: {self.events[sid]}")
+                    self.progress()
+                    break
+                log.lost.append(turn)
+                self.progress()
+                continue
+            got = client.chunks[sid]
+            history = int(got[-1].rpartition("=")[2]) if got else -1
+            if got != self.expected(turn, history):
+                log.problems.append(f"turn {turn}: got {len(got)} chunks, not all in order")
+            elif not 2 * len(log.acknowledged) <= history <= 2 * turn:
+                log.problems.append(f"turn {turn}: the model history held {history} messages")
+            log.acknowledged.append(turn)
+            log.after_failover += sid in failed_over
+            self.progress()
+        self.current.pop(sid, None)
+
+    async def watch(self, stall: float = 60) -> None:
+        """Fail with what is stuck when no turn has finished for `stall` seconds."""
+        while True:
+            await asyncio.sleep(1)
+            if time.monotonic() - self.last_progress > stall:
+                states = [
+                    f"{getattr(t, '_state', '?')}/gen {getattr(t, 'generation', '?')}"
+                    for t in self.transports
+                ]
+                for task in asyncio.all_tasks():  # where everything waits, for the report
+                    print(
+                        f"TASK {task.get_name()}: {await_chain(task.get_coro())}", file=sys.stderr
+                    )
+                stuck = dict(list(self.current.items())[:10])
+                phases = [p for p in self.phases.values() if p != "done"]
+                raise RuntimeError(
+                    f"no turn finished for {stall:.0f} s; {len(self.current)} sessions "
+                    f"unfinished, e.g. {stuck}; connections not done: {phases[:20]}, "
+                    f"transports: {sorted(set(states))} "
+                    f"({sum(s.startswith('reconnecting') for s in states)} reconnecting)"
+                )
+
+    async def verify(self, connections: int = 20) -> list[str]:
+        """Load every session on fresh connections and check its stored history."""
+        sids = list(self.logs)
+        groups = [sids[i::connections] for i in range(connections)]
+        problems: list[str] = []
+
+        async def check(group: list[str]) -> None:
+            client = Recorder()
+            async with connect_remote(self.url, client, timeout=120) as conn:
+                await conn.agent.initialize(timeout=120)
+                for sid in group:
+                    try:
+                        await load_when_free(conn, sid)
+                    except RequestError as err:
+                        problems.append(f"{sid}: load failed: {err}; {self.events.get(sid)}")
+                        continue
+                    problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
+
+        await asyncio.gather(*(check(g) for g in groups if g))
+        return problems
+
+    def check_history(self, sid: str, replayed: list[tuple[str, str]]) -> list[str]:
+        stored: dict[int, list[str]] = {}
+        order: list[int] = []
+        for who, text in replayed:
+            if who == "user":
+                order.append(int(text.split()[1]))
+                stored[order[-1]] = []
+            elif order:
+                stored[order[-1]].append(text)
+        log = self.logs[sid]
+        problems = []
+        if order != sorted(set(order)):
+            problems.append(f"{sid}: turns stored out of order or twice: {order}")
+        for turn in log.acknowledged:
+            chunks = stored.get(turn) or []
+            whole = len(chunks) == self.chunks + 1 and chunks[-1].startswith(f"{turn}.end ")
+            if not whole or chunks[:-1] != self.expected(turn, 0)[:-1]:
+                problems.append(f"{sid}: acknowledged turn {turn} is not whole in the store")
+        return problems
+
+
+async def load_when_free(conn: Any, sid: str, patience: float = 60) -> None:
+    """session/load, asked again while the session is still live on a server (a
+    connection its client abandoned holds it until the server's idle timeout)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            await conn.agent.session_load(
+                acp.LoadSessionRequest(session_id=sid, cwd=CWD, mcp_servers=[]), timeout=120
+            )
+            return
+        except RequestError as err:
+            busy = isinstance(err.data, dict) and err.data.get("reason") == "session_busy"
+            if not busy or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(1)  # a server's idle reaper, in another process: nothing to await
+
+
+async def main(url: str, sessions: int, per_connection: int, turns: int, chunks: int) -> int:
+    # What the failover does, on stderr (the test shows its tail when something fails).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(relativeCreated)d %(name)s: %(message)s"))
+    logging.getLogger("acpstack.client").addHandler(handler)
+    logging.getLogger("acpstack.client").setLevel(logging.INFO)
+    load = Load(url, sessions, per_connection, turns, chunks)
+    started = time.monotonic()
+    watch = asyncio.ensure_future(load.watch())
+    try:
+        work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
+        await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
+        if watch.done():
+            work.cancel()
+            watch.result()  # raises: what is stuck
+        await work
+    finally:
+        watch.cancel()
+    seconds = time.monotonic() - started
+    problems = [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
+    problems += [f"{sid}: not reattached: {why}" for sid, why in load.missing.items()]
+    checked = time.monotonic()
+    problems += await load.verify()
+    logs = load.logs.values()
+    result = {
+        "sessions": len(load.logs),
+        "turns": sum(len(log.acknowledged) + len(log.lost) for log in logs),
+        "acknowledged": sum(len(log.acknowledged) for log in logs),
+        "lost": sum(len(log.lost) for log in logs),
+        "recovered": sum(log.after_failover for log in logs),
+        "sessions_with_a_lost_turn": sum(bool(log.lost) for log in logs),
+        "failovers": len(load.failovers),
+        "failover_seconds_max": max(load.failovers, default=0.0),
+        "failover_seconds_median": statistics.median(load.failovers or [0.0]),
+        "sessions_not_reattached": len(load.missing),
+        "chunks_received": sum(len(log.acknowledged) for log in logs) * (chunks + 1),
+        "seconds": seconds,
+        "verify_seconds": time.monotonic() - checked,
+        "problems": problems[:20],
+    }
+    print(json.dumps(result), flush=True)
+    return 1 if problems or load.missing else 0
+
+
+if __name__ == "__main__":
+    url, numbers = sys.argv[1], [int(a) for a in sys.argv[2:6]]
+    sys.exit(run(main(url, *numbers)))

@@ -1,0 +1,55 @@
+"""A small agent for the failover runs: `acpstack serve --agent tools/cluster/stream_agent.py:make`.
+
+Its sessions live in the store that `ACPSTACK_STORE` names (one store per process, shared
+by its connections, as the reference agent's). The prompt "turn T chunks N" streams N
+message chunks ("T.000", "T.001", ...), one every `ACPSTACK_CHUNK_DELAY` seconds (default
+0.005: a model producing tokens), each stored before it is sent. The model's side goes
+through the reference agent's `History` (events of kind `llm_message`): the prompt before
+the chunks, the answer after them, and the last chunk says how many model messages the
+history held when the turn began ("T.end history=K"), so a client can check that a
+session continued on another server with everything its store had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from acpstack.agent import SessionAgent, SessionStore, Turn, open_store
+from acpstack.cli._llm_history import History
+from acpstack.schema import v1 as acp
+
+_store: SessionStore | None = None
+
+
+def shared_store() -> SessionStore:
+    global _store
+    if _store is None:
+        _store = open_store(os.environ["ACPSTACK_STORE"])
+    return _store
+
+
+class StreamAgent(SessionAgent):
+    name = "acpstack-stream-agent"
+
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        words = turn.text.split()
+        if len(words) != 4 or words[0] != "turn" or words[2] != "chunks":
+            await turn.say("say: turn T chunks N")
+            return "end_turn"
+        label, count = words[1], int(words[3])
+        delay = float(os.environ.get("ACPSTACK_CHUNK_DELAY", "0.005"))
+        history = History.of(turn.session)
+        before = len(history.messages)
+        history.append({"role": "user", "content": turn.text})
+        for index in range(count):
+            await turn.say(f"{label}.{index:03d}\n")
+            await asyncio.sleep(delay)
+        await turn.say(f"{label}.end history={before}\n")
+        history.append({"role": "assistant", "content": f"{count} chunks"})
+        return "end_turn"
+
+
+def make() -> Any:
+    return StreamAgent(store=shared_store())
