@@ -1,6 +1,6 @@
 """`python -m benchmarks`: the workloads of BENCHMARKS.md and their scaling variants for
-acpstack, the official Python and TypeScript SDKs and the floor; W8 (remote) for acpstack
-and the TypeScript SDK. Workload ids are listed in benchmarks/README.md."""
+acpstack, the official Python and TypeScript SDKs and the floor; W1 and W2 for acpstack over
+protocol v2 (acpstack-v2); W8 (remote) for acpstack and the TypeScript SDK. Workload ids are listed in benchmarks/README.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import _remote, _report, _runner, _setup
-from benchmarks._workloads import IMPLS, NOT_RUN, WORKLOADS
+from benchmarks._workloads import IMPLS, NOT_RUN, ONLY, WORKLOADS
 
 
 def parse_args() -> argparse.Namespace:
@@ -137,6 +137,7 @@ def main() -> int:
                 "samples": results.samples,
                 "errors": results.errors,
                 "not_run": {w: {"impls": sorted(i), "why": why} for w, (i, why) in NOT_RUN.items()},
+                "only": {i: {"workloads": w, "why": why} for i, (w, why) in ONLY.items()},
                 "table": text,
             },
             indent=2,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks._runner import Results
-from benchmarks._workloads import IMPLS, METRICS, NOT_RUN, SDKS, Metric
+from benchmarks._workloads import IMPLS, METRICS, NOT_RUN, ONLY, SDKS, V2_METRICS, Metric
 
 
 def ratio(ours: float | None, theirs: float | None, higher_better: bool) -> float | None:
@@ -46,11 +46,13 @@ def evaluate(results: Results, metric: Metric) -> dict[str, Any] | None:
         goals["sdk"] = _goal(metric.sdk_goal, vs_sdk, True)
     if metric.goal is not None:
         goals["absolute"] = _goal(metric.goal, ours, higher)
+    v2 = medians["acpstack-v2"]
     return {
         "unit": metric.unit,
         "higher_better": higher,
         **({"title": metric.title} if metric.title else {}),
         "medians": {i: v for i, v in medians.items() if v is not None},
+        **({"v2_vs_v1": ratio(v2, ours, higher)} if v2 is not None else {}),
         "vs_floor": vs_floor,
         "best_sdk": sdk,
         "vs_best_sdk": vs_sdk,
@@ -113,7 +115,8 @@ def _goal_text(metric: Metric) -> str:
 
 
 def table(results: Results, chosen: list[str], workloads: list[str]) -> str:
-    impls = [i for i in IMPLS if i in chosen and i in results.samples]
+    # acpstack over protocol v2 has a table of its own, beside acpstack over v1.
+    impls = [i for i in IMPLS if i in chosen and i in results.samples and i not in ONLY]
     header = ["metric", "unit", *impls, "vs best SDK", "5× SDK", "vs floor", "goal", "met"]
     rows = [header]
     for metric in METRICS:
@@ -142,10 +145,16 @@ def table(results: Results, chosen: list[str], workloads: list[str]) -> str:
     if titled:
         text += "\n" + "; ".join(titled) + "."
     text += _cross_table(results)
+    text += _v2_table(results)
     skipped = [
         f"  {w} not run for {', '.join(sorted(impls_ & set(chosen)))}: {why}"
         for w, (impls_, why) in NOT_RUN.items()
         if w in workloads and impls_ & set(chosen)
+    ]
+    skipped += [
+        f"  {impl} runs {', '.join(only)} only: {why}"
+        for impl, (only, why) in ONLY.items()
+        if impl in chosen
     ]
     if skipped:
         text += "\n\n" + "\n".join(skipped)
@@ -168,6 +177,32 @@ def _cross_table(results: Results) -> str:
     for label in cross:
         rows.append([label, *(fmt(results.median(label, m)) for m in ("W1", "W2 p50", "W3"))])
     return "\n\nCross pairs (interop under load; which side costs the time):\n" + render(rows)
+
+
+def _v2_table(results: Results) -> str:
+    """acpstack over protocol v1 and over v2, same run: medians and v2's performance as a
+    multiple of v1's (below 1: v2 costs more)."""
+    if "acpstack-v2" not in results.samples:
+        return ""
+    rows = [["metric", "unit", "acpstack v1", "acpstack v2", "v2 vs v1"]]
+    for metric in METRICS:
+        if metric.name not in V2_METRICS:
+            continue
+        v1 = results.median("acpstack", metric.name)
+        v2 = results.median("acpstack-v2", metric.name)
+        if v2 is None:
+            continue
+        vs = ratio(v2, v1, metric.higher_better)
+        rows.append(
+            [
+                metric.name,
+                metric.unit,
+                fmt(v1, metric.unit),
+                fmt(v2, metric.unit),
+                "—" if vs is None else f"{vs:.2f}×",
+            ]
+        )
+    return "\n\nProtocol v2 (acpstack both sides, beside v1 in the same run):\n" + render(rows)
 
 
 def render(rows: list[list[str]]) -> str:

@@ -60,6 +60,11 @@ def sides(
         "floor": Side(
             "floor", [floor, str(PEERS / "floor_client.py")], [floor, str(PEERS / "floor_agent.py")]
         ),
+        "acpstack-v2": Side(
+            "acpstack-v2",
+            [ours, str(PEERS / "acpstack_client_v2.py")],
+            [ours, str(PEERS / "acpstack_agent_v2.py")],
+        ),
     }
     if node_peers is not None:
         out["ts-sdk"] = Side(

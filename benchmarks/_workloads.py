@@ -36,7 +36,19 @@ NOT_RUN: dict[str, tuple[set[str], str]] = {
 }
 
 
+# Implementations that run only some workloads: impl -> (workloads, why).
+ONLY: dict[str, tuple[list[str], str]] = {
+    "acpstack-v2": (
+        ["W1", "W2"],
+        "acpstack over protocol v2 (the draft), beside acpstack over v1: a turn ends at the "
+        "idle state update that follows the prompt's acknowledgement",
+    ),
+}
+
+
 def runs(impl: str, workload: str) -> bool:
+    if impl in ONLY:
+        return workload in ONLY[impl][0]
     return impl not in NOT_RUN.get(workload, (set(), ""))[0]
 
 
@@ -45,7 +57,9 @@ STREAM_SIZES = {"W1": 40, "W1-64B": 64, "W1-1K": 1024, "W1-64K": 64 * 1024}
 # The clients report every wall time of the W4 family in seconds; S1's is a millisecond or
 # two, so the S workloads are shown in milliseconds.
 TO_MS = {"S1", "S100", "S1000"}
-IMPLS = ("acpstack", "py-sdk", "ts-sdk", "floor")
+IMPLS = ("acpstack", "py-sdk", "ts-sdk", "floor", "acpstack-v2")
+# The metrics compared between acpstack over protocol v1 and over v2.
+V2_METRICS = ("W1", "W2 p50", "W2 p99")
 SDKS = ("py-sdk", "ts-sdk")
 
 

@@ -48,3 +48,11 @@ def test_included_files_exist() -> None:
     for page in PAGES:
         for name in re.findall(r'--8<-- "([^"]+)"', page.read_text()):
             assert (ROOT / name).is_file(), f"{page.name} includes {name}"
+
+
+def test_every_include_line_is_well_formed() -> None:
+    # A reformatted marker (`--8 < --"x"`) is not an include: the page shows it as text.
+    for page in PAGES:
+        for line in page.read_text().splitlines():
+            if line.startswith("--8"):
+                assert re.fullmatch(r'--8<-- "[^"]+"', line), f"{page.name}: {line!r}"

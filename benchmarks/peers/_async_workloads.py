@@ -105,13 +105,16 @@ async def measure(workload: str, d: Driver, started: float) -> dict[str, object]
 
 
 async def warm_up(d: Driver) -> None:
+    """The warm-up round; its reverse requests only where the protocol has them (a driver
+    with `reverse_requests = False`: protocol v2, which has no client `fs/*`)."""
     sid = await d.new_session()
     await d.send_prompt(d.prompt_request(sid, f"stream {WARM_STREAM}"))
     await settle(d.tally, [sid], WARM_STREAM)
     request = d.prompt_request(sid, "noop")
     for _ in range(WARM_ROUND_TRIPS):
         await d.send_prompt(request)
-    await d.send_prompt(d.prompt_request(sid, f"read {WARM_READS}"))
+    if getattr(d, "reverse_requests", True):
+        await d.send_prompt(d.prompt_request(sid, f"read {WARM_READS}"))
 
 
 async def stream(d: Driver, count: int, size: int) -> float:

@@ -17,6 +17,7 @@ import pytest
 
 from acpstack import Client, spawn_agent
 from acpstack.schema import v1 as acp
+from acpstack.schema import v2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "interop"))
@@ -47,6 +48,7 @@ def test_acpstack_chat_passes_the_client_checks(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     verdicts = findings(report)
     assert verdicts.pop("elicitation") == "skip"  # acpstack chat does not offer elicitation
+    assert verdicts.pop("negotiation.fallback") == "skip"  # it asked for 1, which it got
     assert set(verdicts.values()) == {"pass"}, verdicts
     for key in ("fs.write-creates", "fs.read-lines", "fs.read-outside", "terminal.byte-limit"):
         assert key in verdicts
@@ -119,3 +121,80 @@ def test_the_official_typescript_client(tmp_path: Path) -> None:
     assert verdicts["fs.read"] == "pass" and verdicts["fs.write-creates"] == "pass"
     assert verdicts["permission.answer"] == "pass"
     assert verdicts["schema.client-messages"] == "pass"
+
+
+# -- version negotiation ------------------------------------------------------------------
+
+
+async def test_a_client_that_asks_for_v2_and_goes_on_in_v1(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    client = CancellingClient({"outcome": {"outcome": "cancelled"}})
+    async with spawn_agent([*CHECK_CLIENT, "--report", str(report)], client) as conn:
+        info = v2.Implementation(name="v2-asking-client", version="1")
+        answer = await conn.agent.initialize(v2.InitializeRequest(protocol_version=2, info=info))
+        assert answer.protocol_version == 1 and conn.agent.protocol_version == 1
+        new = await conn.agent.session_new(acp.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[]))
+        client.session_id = new.session_id
+        prompt = acp.PromptRequest(
+            session_id=new.session_id, prompt=[acp.TextContent(text="cancel")]
+        )
+        await asyncio.wait_for(conn.agent.session_prompt(prompt), 30)
+    data = json.loads(report.read_text("utf-8"))
+    assert data["client"]["name"] == "v2-asking-client"  # v2's `info`
+    found = {f["id"]: (f["verdict"], f["message"]) for f in data["findings"]}
+    assert found["negotiation.version"] == ("pass", "asked for 2")
+    assert found["negotiation.initialize-shape"] == ("pass", "v2's InitializeRequest")
+    assert found["negotiation.fallback"] == (
+        "pass",
+        "asked for 2, was answered 1, and went on in v1",
+    )
+
+
+async def test_a_client_that_negotiates_wrongly(tmp_path: Path) -> None:
+    # Raw lines: protocolVersion 2 in v1's shape (no `info`), and a v2-only method after
+    # the agent answered 1. Every request the agent makes is answered with an error.
+    sys.path.insert(0, str(HERE.parent / "v2"))
+    from _lines import LineClient
+
+    report = tmp_path / "report.json"
+    client = await LineClient.start([*CHECK_CLIENT, "--report", str(report)])
+    try:
+        init = await client.request("initialize", {"protocolVersion": 2, "clientCapabilities": {}})
+        assert init["result"]["protocolVersion"] == 1
+        login = await client.request("auth/login", {"methodId": "x"})
+        assert login["error"]["code"] == -32601
+        new = await client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        sid = new["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "run"}]}
+        done = await client.request("session/prompt", prompt, timeout=60)
+        assert done["result"]["stopReason"] == "end_turn"
+    finally:
+        await client.close()
+    found = {f["id"]: f for f in json.loads(report.read_text("utf-8"))["findings"]}
+    shape = found["negotiation.initialize-shape"]
+    assert shape["verdict"] == "fail" and "'info' is a required property" in shape["message"]
+    fallback = found["negotiation.fallback"]
+    assert fallback["verdict"] == "fail"
+    assert fallback["message"] == "asked for 2, was answered 1, then sent v2-only auth/login"
+    assert "should disconnect" in fallback["rule"]["text"]
+
+
+async def test_a_version_that_is_not_a_number(tmp_path: Path) -> None:
+    sys.path.insert(0, str(HERE.parent / "v2"))
+    from _lines import LineClient
+
+    report = tmp_path / "report.json"
+    client = await LineClient.start([*CHECK_CLIENT, "--report", str(report)])
+    try:
+        await client.request("initialize", {"protocolVersion": "one"})
+        new = await client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        prompt = {
+            "sessionId": new["result"]["sessionId"],
+            "prompt": [{"type": "text", "text": "go"}],
+        }
+        await client.request("session/prompt", prompt, timeout=60)
+    finally:
+        await client.close()
+    found = {f["id"]: f for f in json.loads(report.read_text("utf-8"))["findings"]}
+    assert found["negotiation.version"]["verdict"] == "fail"
+    assert "negotiation.fallback" not in found

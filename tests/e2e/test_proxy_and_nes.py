@@ -54,9 +54,7 @@ async def seen(conn: ClientConnection, count: int) -> list[Any]:
 async def test_proxy_initialize_and_successor_both_ways_and_both_spellings() -> None:
     client = Conductor()
     async with connected(client) as conn:
-        # (`initialize` first: the runtime does not take `proxy/initialize` as the handshake
-        # yet, see the expected failure below.)
-        await client.initialize()
+        await client.initialize()  # (then `proxy/initialize` again: answered the same)
         init = await conn.agent.proxy_initialize(
             acpu.InitializeProxyRequest(
                 protocol_version=1, client_capabilities=client.capabilities()
@@ -103,14 +101,10 @@ async def test_proxy_initialize_and_successor_both_ways_and_both_spellings() -> 
         ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=CapabilityError,
-    reason="wire/ and rpc/ treat only `initialize` as the handshake: a conductor's first "
-    "message, `proxy/initialize`, is refused on both sides (client: CapabilityError; "
-    "agent: -32600 'initialize must be the first request')",
-)
 async def test_proxy_initialize_is_the_handshake_of_a_proxy() -> None:
+    # A conductor opens its connection to a proxy with `proxy/initialize`, not `initialize`:
+    # our client may send it first, the agent's runtime takes it as the handshake, and what
+    # the proxy advertised there gates the calls that follow.
     client = ClientRuntime()
     async with connected(client) as conn:
         init = await conn.agent.proxy_initialize(
@@ -119,20 +113,31 @@ async def test_proxy_initialize_is_the_handshake_of_a_proxy() -> None:
             )
         )
         assert isinstance(init.agent_capabilities, nes.AgentCapabilities)
-        await conn.agent.nes_start(nes.StartNesRequest())  # gated on what it advertised
+        assert conn.connection.protocol_version == 1
+        assert conn.connection.peer_capabilities is init.agent_capabilities
+        # gated on what it advertised:
+        await conn.agent.nes_start(nes.StartNesRequest(workspace_uri="file:///w"))
+        assert await seen(conn, 2) == [["proxy/initialize", 1], ["nes/start", "file:///w"]]
 
 
-async def test_the_agent_side_refuses_proxy_initialize_as_the_first_message_today() -> None:
-    # What the expected failure above is about, seen from the agent: past our client's own
-    # check, the agent's runtime answers a first `proxy/initialize` with -32600.
+async def test_the_underscore_spelling_of_proxy_initialize_is_a_handshake_too() -> None:
     async with connected(ClientRuntime()) as conn:
-        with pytest.raises(RequestError) as refused:
+        answer = await conn.connection.request("_proxy/initialize", {"protocolVersion": 1})
+        assert answer["protocolVersion"] == 1 and "nes" in answer["agentCapabilities"]
+        assert await seen(conn, 1) == [["proxy/initialize", 1]]
+
+
+async def test_proxy_initialize_negotiates_the_version_like_initialize() -> None:
+    # A conductor that asks for a newer version gets the proxy's latest (1 here); one that
+    # sends no usable version is refused with a clear error, and the proxy keeps serving.
+    async with connected(ClientRuntime()) as conn:
+        with pytest.raises(RequestError) as bad:
             await conn.connection.request(
-                "proxy/initialize",
-                acpu.InitializeProxyRequest(protocol_version=1),
-                check_gate=False,
+                "proxy/initialize", {"protocolVersion": "one"}, check_gate=False
             )
-        assert refused.value.code == -32600
+        assert bad.value.code == -32602
+        init = await conn.agent.proxy_initialize(acpu.InitializeProxyRequest(protocol_version=7))
+        assert init.protocol_version == 1 and conn.connection.protocol_version == 1
 
 
 async def test_a_malformed_proxy_message_is_refused_clearly() -> None:

@@ -265,6 +265,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "acpstack.wire": [
         "AUTH_REQUIRED",
         "DEFAULT_MAX_MESSAGE_SIZE",
+        "HANDSHAKE_METHODS",
         "INTERNAL_ERROR",
         "INVALID_PARAMS",
         "INVALID_REQUEST",

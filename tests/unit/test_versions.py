@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from acpstack.schema import PROTOCOL_VERSIONS, UnknownSessionUpdate, method_table, v2
+from acpstack.schema import PROTOCOL_VERSIONS, UnknownSessionUpdate, method_table, v2, v2_unstable
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
     CapabilityError,
@@ -143,6 +143,52 @@ class TestAgentSide:
             line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new})
         )
         assert isinstance(event.params.mcp_servers[0], v2.McpServerStdio)
+
+
+class TestProxyHandshake:
+    """A conductor opens a connection to a proxy with `proxy/initialize` (unstable proxy
+    chains): the same params and answer as `initialize`, and the handshake just as well."""
+
+    def request(self, state: ProtocolState, method: str, params: Any, rid: int = 0) -> Any:
+        return state.receive(
+            line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        )
+
+    @pytest.mark.parametrize("method", ["proxy/initialize", "_proxy/initialize"])
+    def test_agent_side_takes_it_first_and_negotiates(self, method: str) -> None:
+        state = ProtocolState("agent", unstable=True, versions=(1, 2))
+        [event] = self.request(state, method, dict(V2_PARAMS, protocolVersion=3))
+        assert isinstance(event, IncomingRequest) and event.method == "proxy/initialize"
+        assert state.version == 2 and state.deferring  # what follows waits for the answer
+        assert type(event.params) is v2_unstable.InitializeProxyRequest
+        state.result(event.id, event.method, _v2_answer())
+        assert state.initialized and not state.deferring
+        [new] = self.request(state, "session/new", {"cwd": "/tmp"}, rid=1)
+        assert isinstance(new.params, v2.NewSessionRequest)
+
+    def test_agent_side_none_fits(self) -> None:
+        state = ProtocolState("agent", unstable=True, versions=(2,))
+        assert self.request(state, "proxy/initialize", {"protocolVersion": 1}) == []
+        [error] = replies(state)
+        assert error["error"]["code"] == -32022 and not state.initialized
+
+    def test_a_stable_connection_does_not_know_it(self) -> None:
+        state = ProtocolState("agent", versions=(1, 2))
+        assert self.request(state, "proxy/initialize", {"protocolVersion": 1}) == []
+        assert replies(state)[0]["error"]["code"] == -32601
+        assert state.version is None and not state.deferring
+
+    def test_client_side_sends_it_first_and_goes_on_in_the_answer(self) -> None:
+        state = ProtocolState("client", unstable=True, versions=(1, 2))
+        rid, _, _ = state.start_request("proxy/initialize", {"protocolVersion": 1})
+        answer = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
+        [event] = state.receive(line({"jsonrpc": "2.0", "id": rid, "result": answer}))
+        assert isinstance(event, IncomingResponse)
+        assert state.initialized and state.version == 1
+        assert state.peer_capabilities.load_session is True
+        state.start_request(
+            "session/load", acp.LoadSessionRequest(session_id="s", cwd="/", mcp_servers=[])
+        )
 
 
 class TestClientSide:

@@ -1,6 +1,6 @@
 """`acpstack chat`, unchanged, completes turns with a v1 agent and with a v2-only agent
-(the reference agent restricted to protocol v2: tests/v2/peers/reference_agent.py).
-Real processes: the chat, and the agent it starts."""
+(the reference agent restricted to protocol v2: tests/v2/peers/reference_agent.py),
+headless and at a real terminal (tmux). Real processes: the chat, and the agent it starts."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120, func_only=True)
 PEER = Path(__file__).resolve().parent / "peers" / "reference_agent.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli" / "peers"))
+from term import HAVE_TMUX, Tmux  # noqa: E402
 
 
 def agents(tmp_path: Path) -> dict[str, list[str]]:
@@ -58,6 +60,7 @@ def test_the_wire_of_a_v2_chat(ws: Path, tmp_path: Path) -> None:
     frames: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines()]
     received = [f["message"] for f in frames if f.get("direction") == "recv"]
     assert frames[-1]["type"] == "result" and frames[-1]["stopReason"] == "end_turn"
+    assert frames[-1]["protocolVersion"] == 2
     # The chat asks for 1 (v2 is a draft), the v2-only agent says which it speaks, the chat
     # asks again for 2 on the same connection.
     assert received[0]["error"]["data"] == {"requested": 1, "supported": [2]}
@@ -66,3 +69,53 @@ def test_the_wire_of_a_v2_chat(ws: Path, tmp_path: Path) -> None:
     states = [u.get("state") for u in updates if u["sessionUpdate"] == "state_update"]
     assert states[-2:] == ["running", "idle"]
     assert updates[-1]["stopReason"] == "end_turn"
+
+
+@pytest.mark.parametrize(("version", "negotiated"), [("v1", 1), ("v2", 2)])
+def test_the_version_is_in_the_log_and_the_record(
+    ws: Path, tmp_path: Path, version: str, negotiated: int
+) -> None:
+    result = chat(ws, agents(tmp_path)[version], "-p", "/help", "--json", "-v")
+    assert result.returncode == 0, result.stderr
+    assert f"ACP protocol version {negotiated} negotiated" in result.stderr
+    if negotiated == 2:  # the chat asked for 1 first
+        assert "does not speak ACP protocol version 1; asking for 2" in result.stderr
+    record = json.loads(result.stdout.splitlines()[-1])
+    assert record["type"] == "result" and record["protocolVersion"] == negotiated
+
+
+@pytest.mark.skipif(not HAVE_TMUX, reason="tmux is not installed")
+def test_interactive_chat_with_a_v2_only_agent(ws: Path, tmp_path: Path) -> None:
+    # A person at a terminal: two turns, a permission asked and answered by key (the agent
+    # reports requires_action meanwhile), the session's history kept; Ctrl-D quits.
+    term = Tmux(tmp_path, 100)
+    env = {
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "TERM": "xterm-256color",
+        "PATH": os.environ["PATH"],
+    }
+    try:
+        term.start(
+            [sys.executable, "-m", "acpstack", "chat", "--", *agents(tmp_path)["v2"]], ws, env
+        )
+        term.wait_for("(ACP v2)")
+        term.wait_for(at_prompt)
+        term.type("/read README.md")
+        term.keys("Enter")
+        term.wait_for(lambda s: "# Readme" in s and at_prompt(s))
+        term.type("/edit README.md Readme Hello")
+        term.keys("Enter")
+        term.wait_for("choose 1-")
+        term.keys("1")  # the first option allows
+        term.wait_for(lambda s: "Edited README.md." in s and at_prompt(s))
+        assert (ws / "README.md").read_text() == "# Hello\n"
+        term.keys("C-d")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
+
+
+def at_prompt(screen: str) -> bool:
+    return screen.rstrip().endswith(">")

@@ -116,6 +116,7 @@ class Chat:
         self.quit = asyncio.Event()
         self.interrupts = 0
         self.stop_reason: str | None = None
+        self.protocol_version: int | None = None  # the ACP version negotiated
         self.error: str | None = None
         self.forced_exit: int | None = None  # set by a signal or the timeout
         self.replaying = False  # session/load's history: not shown headless
@@ -234,6 +235,7 @@ class Chat:
             "exitCode": code,
             "stopReason": self.stop_reason,
             "sessionId": self.session_id,
+            "protocolVersion": self.protocol_version,
             "usage": usage_of(session.state) if session is not None else None,
             "permissions": {
                 "requested": counts.requested,
@@ -413,6 +415,7 @@ class Chat:
 
     async def _main(self) -> int:
         init = await self.runtime.initialize()
+        self.protocol_version = self.runtime.agent.protocol_version
         info = init.agent_info if isinstance(init.agent_info, acp.Implementation) else None
         if self.opts.interactive or self.console.is_terminal and self.renderer is not None:
             name = f"{info.title or info.name} {info.version}" if info else "agent"
@@ -421,7 +424,8 @@ class Chat:
                 if self.opts.interactive
                 else ""
             )
-            self.say(Text(f"connected to {name}{hint}", style="dim"))
+            version = f" (ACP v{self.protocol_version})"
+            self.say(Text(f"connected to {name}{version}{hint}", style="dim"))
         from acpstack.cli._chat_auth import ask_auth_status
         from acpstack.cli._chat_session import apply_settings
 

@@ -181,7 +181,11 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
             other = _other_version(err, asked)
             if other is None:
                 raise
+            log.info(
+                "the agent does not speak ACP protocol version %d; asking for %d", asked, other
+            )
             await self.agent.initialize(self._initialize_params(other), timeout=timeout)
+        log.info("ACP protocol version %s negotiated", self.agent.protocol_version)
         result = self.agent.model_initialize_result or self.agent.initialize_result
         assert isinstance(result, acp.InitializeResponse)
         self.initialize_result = result

@@ -1,112 +1,24 @@
-"""Handshake cases: version negotiation, initialize first, capability honesty, auth."""
+"""Handshake cases: initialize first, end of input, capability honesty, auth (version
+negotiation: `_cases_negotiation.py`)."""
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import Context
 from acpstack.conformance._frames import obj
 from acpstack.conformance._model import (
     DOCS,
-    CaseFail,
     Outcome,
     failed,
     passed,
     warned,
 )
-from acpstack.conformance._target import Connection
 
 INIT = f"{DOCS}/initialization"
 EXTENSIBILITY = f"{DOCS}/extensibility"
-NEGOTIATION_RULE = (
-    "If the Agent supports the requested version, it MUST respond with the same version. "
-    "Otherwise, the Agent MUST respond with the latest version it supports."
-)
-NEGOTIATION_FIX = (
-    "Answer initialize with the requested protocolVersion when you support it, otherwise "
-    "with the latest version you support; never with an error for an unknown version."
-)
 UNKNOWN_SESSION = "acpstack-check-no-such-session"
-
-
-async def _negotiate(ctx: Context, requested: int) -> tuple[Connection, dict[str, Any], list[str]]:
-    conn = await ctx.open()
-    reply = await ctx.initialize(conn, requested)
-    got = ctx.show(conn, reply)
-    if reply.status != "result" or not isinstance(reply.result, dict):
-        raise CaseFail(f"initialize with protocolVersion {requested} got {reply.describe()}", got)
-    return conn, reply.result, got
-
-
-def _is_version(value: Any) -> TypeGuard[int]:
-    return type(value) is int and 0 <= value <= 65535
-
-
-@case(
-    "init.protocol-v1",
-    "initialize with protocolVersion 1 is answered with 1",
-    group="negotiation",
-    rule=NEGOTIATION_RULE,
-    source=f"{INIT}#version-negotiation",
-    expected="a result with protocolVersion 1",
-    fix=NEGOTIATION_FIX,
-)
-async def protocol_v1(ctx: Context) -> Outcome:
-    _, result, got = await _negotiate(ctx, 1)
-    version = result.get("protocolVersion")
-    if version == 1:
-        return passed("answered protocolVersion 1")
-    return failed(f"answered protocolVersion {version!r} to a v1 client", got)
-
-
-@case(
-    "init.protocol-v2",
-    "initialize with protocolVersion 2 is answered with a version the agent speaks",
-    group="negotiation",
-    rule=NEGOTIATION_RULE,
-    source=f"{INIT}#version-negotiation",
-    expected="protocolVersion 1 (a v1-only agent) or 2 (an agent that speaks v2)",
-    fix=NEGOTIATION_FIX,
-)
-async def protocol_v2(ctx: Context) -> Outcome:
-    conn, result, got = await _negotiate(ctx, 2)
-    version = result.get("protocolVersion")
-    if version == 1:
-        return passed("answered 1: a v1-only agent downgrades correctly")
-    if version == 2:
-        return await _v2_checks(ctx, conn, result, got)
-    return failed(f"answered protocolVersion {version!r} to a request for 2", got)
-
-
-async def _v2_checks(
-    ctx: Context, conn: Connection, result: dict[str, Any], got: list[str]
-) -> Outcome:
-    # V2 HOOK: acpstack has no protocol v2 model yet. When it does, the v2 cases (state
-    # updates, auth/login, upsert semantics, ...) run here on `conn`, which has negotiated 2.
-    # Until then only the shape of the answer is checked: v2 requires `info`.
-    if "info" not in result:
-        return failed("answered 2 with a v1-shaped result (no `info`, required in v2)", got)
-    return passed("answered 2: the agent speaks protocol v2 (v2 cases are not written yet)")
-
-
-@case(
-    "init.protocol-future",
-    "initialize with an unknown future version (99) is answered with a supported one",
-    group="negotiation",
-    rule=NEGOTIATION_RULE + " Agents SHOULD NOT return an error when the version is unsupported.",
-    source=f"{INIT}#version-negotiation",
-    expected="a result with the latest version the agent supports (1, or 2)",
-    fix=NEGOTIATION_FIX,
-)
-async def protocol_future(ctx: Context) -> Outcome:
-    _, result, got = await _negotiate(ctx, 99)
-    version = result.get("protocolVersion")
-    if version == 99:
-        return failed("answered 99: the agent echoes a version that does not exist", got)
-    if _is_version(version) and version < 99:
-        return passed(f"answered {version}")
-    return failed(f"answered protocolVersion {version!r}", got)
 
 
 @case(

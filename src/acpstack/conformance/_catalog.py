@@ -19,6 +19,7 @@ GROUPS = (
 )
 """The case groups, in run order; the cases of a group share one agent process."""
 _MODULES = (
+    "_cases_negotiation",
     "_cases_handshake",
     "_cases_sessions",
     "_cases_prompt",

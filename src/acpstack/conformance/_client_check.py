@@ -18,6 +18,7 @@ from typing import Any
 from acpstack.conformance import _client_exercises as exercises
 from acpstack.conformance import _client_interact as interact
 from acpstack.conformance._client_exercises import Exercise, Finding
+from acpstack.conformance._client_negotiation import Negotiation
 from acpstack.conformance._client_sim import Answer
 from acpstack.conformance._frames import Frame, obj
 from acpstack.conformance._model import Verdict
@@ -55,6 +56,8 @@ class ClientCheckAgent:
     """What the last run found."""
     last_report: Path | None = None
     """Where the last report was written (None before one was)."""
+    negotiation: Negotiation = field(default_factory=Negotiation)
+    """What the client asked for at `initialize`, and did after the answer (version 1)."""
 
     async def answer(self, frame: Frame) -> Answer:
         """Answer the client like a small agent: `initialize`, `session/new`, modes and
@@ -63,14 +66,16 @@ class ClientCheckAgent:
         methods get -32601."""
         method, params = frame.method, obj(frame.params)
         if method == "initialize":
-            self.capabilities = obj(params.get("clientCapabilities"))
-            self.client_info = obj(params.get("clientInfo"))
-            return "result", {
+            self.negotiation.initialize(params)
+            self.capabilities = self.negotiation.capabilities
+            self.client_info = self.negotiation.client_info
+            return "result", {  # version 1 whatever was asked: this agent speaks v1
                 "protocolVersion": 1,
                 "agentCapabilities": {"loadSession": False},
                 "authMethods": [],
                 "agentInfo": AGENT_INFO,
             }
+        self.negotiation.request(method)
         if method == "session/new":
             cwd = params.get("cwd")
             if not isinstance(cwd, str) or not Path(cwd).is_absolute():
@@ -136,6 +141,7 @@ class ClientCheckAgent:
 
     def _finish(self, ex: Exercise) -> None:
         assert self.probe is not None
+        ex.findings[:0] = self.negotiation.findings()
         problems = self.probe.log.schema
         rule = "Every response follows the ACP JSON Schema of its method."
         if problems:

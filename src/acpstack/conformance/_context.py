@@ -105,16 +105,22 @@ class Context:
         *,
         capabilities: dict[str, Any] | None = None,
         permission: PermissionPolicy = "reject",
+        validate: bool = True,
     ) -> Connection:
         """A new connection (a new agent process on stdio) with a fresh scratch workspace;
-        closed by the runner after the case."""
+        closed by the runner after the case. `validate=False`: the agent's messages are not
+        checked against the v1 schema as they come (a case that negotiates another version
+        checks them itself)."""
         workspace = Path(tempfile.mkdtemp(prefix="acpstack-check-"))
         (workspace / "README.md").write_text(README, "utf-8")
         self._scratch.append(workspace)
         caps = EDITOR_CAPABILITIES if capabilities is None else capabilities
         client = SimulatedClient(caps, workspace, permission, self.case_id)
         conn = await open_connection(
-            self.target, client, self.validator, shutdown_timeout=self.options.eof_grace + 0.5
+            self.target,
+            client,
+            self.validator if validate else None,
+            shutdown_timeout=self.options.eof_grace + 0.5,
         )
         self.connections.append(conn)
         self.logs.append(conn.log)
@@ -136,6 +142,11 @@ class Context:
                 await self.handshake(conn)
             except CaseFail as exc:
                 self.failed_init = f"the agent did not complete initialize: {exc}"
+                if "error -32022" in str(exc):
+                    self.failed_init = (
+                        "the agent does not speak protocol version 1 (-32022): the v1 cases "
+                        "cannot run, and no v2 conversation cases are written yet"
+                    )
                 raise CaseSkip(self.failed_init) from None
             self._shared = conn
         return self._shared

@@ -54,9 +54,12 @@ def schema_dir() -> Path:
 
 
 @functools.cache
-def load_schema(unstable: bool = False) -> dict[str, Any]:
+def load_schema(unstable: bool = False, version: int = 1) -> dict[str, Any]:
+    """The official schema of protocol `version` (1, or 2: the v2 draft)."""
+    if version not in (1, 2):
+        raise ValueError(f"no schema for ACP protocol version {version!r}")
     name = "schema.unstable.json" if unstable else "schema.json"
-    data: dict[str, Any] = json.loads((schema_dir() / "v1" / name).read_text("utf-8"))
+    data: dict[str, Any] = json.loads((schema_dir() / f"v{version}" / name).read_text("utf-8"))
     return data
 
 
@@ -72,16 +75,19 @@ def _jsonschema() -> Any:
 class MessageValidator:
     """Checks whole JSON-RPC messages: the envelope by hand, each payload by its `$defs`.
 
-    `unstable` selects the schema with ACP's unstable methods too. The compiled validator
-    of each definition is cached, so one instance should serve a whole run.
+    `unstable` selects the schema with ACP's unstable methods too, `version` the protocol
+    version's schema (1, or 2: the v2 draft). The compiled validator of each definition is
+    cached, so one instance should serve a whole run.
 
     Raises:
         SchemaUnavailable: The schema files or the `jsonschema` package are missing.
     """
 
-    def __init__(self, *, unstable: bool = False) -> None:
+    def __init__(self, *, unstable: bool = False, version: int = 1) -> None:
         self._jsonschema = _jsonschema()
-        self.schema: dict[str, Any] = load_schema(unstable)
+        self.version = version
+        """The protocol version whose schema this validator checks against."""
+        self.schema: dict[str, Any] = load_schema(unstable, version)
         """The whole official JSON Schema (do not change it)."""
         self.defs: dict[str, Any] = self.schema["$defs"]
         """Its `$defs`, by name."""

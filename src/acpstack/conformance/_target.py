@@ -138,7 +138,7 @@ class Connection:
 async def open_connection(
     target: AgentTarget,
     client: SimulatedClient,
-    validator: MessageValidator,
+    validator: MessageValidator | None,
     *,
     shutdown_timeout: float,
 ) -> Connection:

@@ -31,6 +31,7 @@ from acpstack.rpc._generated_requests import TypedRequests
 from acpstack.rpc._writer import Writer
 from acpstack.transports import Transport
 from acpstack.wire import (
+    HANDSHAKE_METHODS,
     DroppedMessage,
     Event,
     IncomingCancel,
@@ -418,7 +419,7 @@ class Connection(TypedRequests):
             self._running -= 1
             self._inbound.pop(event.id, None)
             self._peer_cancelled.discard(event.id)
-            if event.method == "initialize" and self._closed is None:
+            if event.method in HANDSHAKE_METHODS and self._closed is None:
                 self._take_in(self.state.take_deferred())  # what arrived while it was answered
             if self._backlog:
                 self._launch_waiting()

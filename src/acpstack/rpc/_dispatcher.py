@@ -1,6 +1,7 @@
-"""What a `Connection` hands the peer's messages to, and what its calls raise. Apart from
-the runtime: when `rpc/` is compiled with mypyc, these stay interpreted (mypyc cannot
-build classes on ConnectionError or TimeoutError, and a Protocol is for type checkers)."""
+"""What a `Connection` hands the peer's messages to (`Dispatcher`), and the errors its
+calls raise. Apart from the runtime: when `rpc/` is compiled with mypyc, these stay
+interpreted (mypyc cannot build classes on ConnectionError or TimeoutError, and a Protocol
+is for type checkers)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,6 @@ class Dispatcher(Protocol):
 
     def message_dropped(self, event: DroppedMessage) -> None:
         """Learn of a discarded incoming message. Must not block; exceptions are logged."""
+
+
+__all__ = ["ConnectionClosed", "Dispatcher", "RequestTimeout"]

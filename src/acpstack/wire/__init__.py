@@ -31,11 +31,13 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
+from acpstack.wire._negotiation import HANDSHAKE_METHODS
 from acpstack.wire._structs import RequestId
 
 __all__ = [
     "AUTH_REQUIRED",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "HANDSHAKE_METHODS",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",

@@ -54,6 +54,7 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
+from acpstack.wire._negotiation import HANDSHAKE_METHODS
 from acpstack.wire._onepass import OnePass
 from acpstack.wire._structs import Invalid, RequestId
 from acpstack.wire._versions import advertised
@@ -318,7 +319,8 @@ class ProtocolState(OnePass):
                     return None
             self._queue_error(rid, RequestError.method_not_found(method))
             return None
-        if self.role == "agent" and not self.initialized and method != "initialize":
+        handshake = method in HANDSHAKE_METHODS
+        if self.role == "agent" and not self.initialized and not handshake:
             self._queue_error(
                 rid,
                 RequestError(
@@ -328,8 +330,8 @@ class ProtocolState(OnePass):
                 ),
             )
             return None
-        if method == "initialize" and self.role == "agent":
-            return self._initialize_request(rid, raw_params)
+        if handshake and self.role == "agent":
+            return self._initialize_request(rid, raw_params, method)
         if (
             spec.gate is not None
             and self._local_caps is not None
@@ -387,7 +389,7 @@ class ProtocolState(OnePass):
             return None
         if raw_error is not UNSET:
             return IncomingResponse(call, error=decode_error(raw_error))
-        if call.method == "initialize" and self.role == "client":
+        if call.method in HANDSHAKE_METHODS and self.role == "client":
             return self._initialize_response(call, raw_result)
         try:
             if call.result_type is None:
@@ -428,7 +430,7 @@ class ProtocolState(OnePass):
             session_id if isinstance(session_id, str) else None,
         )
         self.pending[rid] = call
-        if method == "initialize" and self.role == "client":
+        if method in HANDSHAKE_METHODS and self.role == "client":
             self._initialize_params = params
             asked = getattr(params, "protocol_version", 1)
             shape = 2 if isinstance(asked, int) and asked >= 2 else 1
@@ -446,7 +448,7 @@ class ProtocolState(OnePass):
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
         """The frame answering request `rid` of `method` with `result`."""
-        if method == "initialize" and self.role == "agent":
+        if method in HANDSHAKE_METHODS and self.role == "agent":
             version = self.version if self.version is not None else self._table_version
             if getattr(result, "protocol_version", version) != version:
                 # The version was negotiated here; the handler's answer only describes
@@ -478,7 +480,7 @@ class ProtocolState(OnePass):
     def _check_gate(self, spec: MethodSpec) -> None:
         """Raise CapabilityError unless `spec` may be sent now; remember a method that may
         (the answer only changes when the peer's capabilities are set again)."""
-        if spec.name == "initialize" or spec.name == CANCEL_REQUEST:
+        if spec.name in HANDSHAKE_METHODS or spec.name == CANCEL_REQUEST:
             return
         if self.role == "client" and not self.initialized:
             raise CapabilityError(f"cannot send {spec.name} before `initialize` has completed")

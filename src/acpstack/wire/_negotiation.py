@@ -22,6 +22,9 @@ from acpstack.wire._versions import (
     unsupported_version,
 )
 
+#: The requests that open a connection: `initialize`, and a conductor's `proxy/initialize`.
+HANDSHAKE_METHODS = frozenset({"initialize", "proxy/initialize"})
+
 
 class Negotiation:
     """Version negotiation over the attributes `ProtocolState` keeps."""
@@ -92,8 +95,11 @@ class Negotiation:
             s.name: s for s in table if s.handled_by in peer and s.kind == "notification"
         }
 
-    def _initialize_request(self, rid: RequestId, raw_params: Any) -> Event | None:
-        """Agent side: choose the version, switch to its tables, decode in its shape."""
+    def _initialize_request(
+        self, rid: RequestId, raw_params: Any, method: str = "initialize"
+    ) -> Event | None:
+        """Agent side: choose the version, switch to its tables, decode in its shape.
+        `method`: the handshake that came (one of HANDSHAKE_METHODS)."""
         requested = requested_version(raw_params)
         if requested is not None:
             chosen = negotiate(requested, self.versions)
@@ -114,14 +120,17 @@ class Negotiation:
             self.version = chosen
             if chosen == 1 and requested >= 2:
                 raw_params = _downgraded(raw_params)
-        spec = self._requests_in["initialize"]
+        spec = self._requests_in.get(method)
+        if spec is None:  # e.g. `proxy/initialize` in a version whose tables lack it
+            self._queue_error(rid, RequestError.method_not_found(method))
+            return None
         try:
             try:
-                params = decode_typed(raw_params, spec.params, "initialize")
+                params = decode_typed(raw_params, spec.params, method)
             except RequestError:
                 if self._table_version != 2:
                     raise
-                params = decode_typed(_lenient_v2(raw_params), spec.params, "initialize")
+                params = decode_typed(_lenient_v2(raw_params), spec.params, method)
         except RequestError as err:
             self._queue_error(rid, err)
             return None
@@ -130,7 +139,7 @@ class Negotiation:
         if not self.initialized:
             self.deferring = True  # what comes next waits until this is answered
             self._initialize_id = rid
-        return IncomingRequest(rid, "initialize", spec, params)
+        return IncomingRequest(rid, method, spec, params)
 
     def _initialize_response(self, call: PendingCall, raw_result: Any) -> Event | None:
         """Client side: the agent's answer chose the version; decode it in that shape and
@@ -142,10 +151,11 @@ class Negotiation:
             answered = None  # not an answer to what we asked: left for the caller to refuse
         version = answered if answered in self.versions else 1
         self._use_tables(version)
-        result_type = self._requests_out["initialize"].result
+        spec = self._requests_out.get(call.method) or self._requests_out["initialize"]
+        result_type = spec.result
         assert result_type is not None
         try:
-            result = decode_typed(raw_result, result_type, "initialize", result=True)
+            result = decode_typed(raw_result, result_type, call.method, result=True)
         except RequestError as err:
             return IncomingResponse(
                 call, error=RequestError(err.code, "Invalid result from peer", err.data)
@@ -201,4 +211,4 @@ def _v1_client_capabilities(params: Any) -> Any:
     return msgspec.convert(data["clientCapabilities"], v1.ClientCapabilities)
 
 
-__all__ = ["Negotiation"]
+__all__ = ["HANDSHAKE_METHODS", "Negotiation"]

@@ -10,10 +10,10 @@ none for a notification, no `result` or `error`): one decode of their tagged uni
 the whole check. The answer to a call is decoded the same way, its `result` typed.
 
 Only what the general path would take unchanged is taken here. Anything that does not
-decode, or needs more than a strict decode (seed spellings to normalise, no params,
-`initialize`, a `$/cancel_request`, a gate not yet checked, anything before `initialize`
-completed), returns None and goes the general way, which reads it again and answers
-exactly as before.
+decode, or needs more than a strict decode (seed spellings to normalise, no params, a
+handshake: `initialize` or `proxy/initialize`, a `$/cancel_request`, a gate not yet
+checked, anything before the handshake completed), returns None and goes the general way,
+which reads it again and answers exactly as before.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from acpstack.wire._events import (
     IncomingResponse,
     PendingCall,
 )
-from acpstack.wire._negotiation import Negotiation
+from acpstack.wire._negotiation import HANDSHAKE_METHODS, Negotiation
 from acpstack.wire._structs import RequestId, TypedResponse
 
 # Where in a frame the top-level "method" key is looked for: encoders write "jsonrpc"
@@ -83,7 +83,7 @@ def _envelope(spec: MethodSpec, request: bool, markers: tuple[bytes, ...]) -> ty
 def _markers(spec: MethodSpec) -> tuple[bytes, ...] | None:
     """The seed markers to look for before taking `spec`'s strict decode as it is (None:
     never decoded here)."""
-    if spec.name in ("initialize", "$/cancel_request"):
+    if spec.name in HANDSHAKE_METHODS or spec.name == "$/cancel_request":
         return None  # handled apart (version negotiation, cancellation)
     if getattr(spec.params, "__module__", None) in _NO_ALIASES:
         return ()
@@ -160,7 +160,7 @@ class OnePass(Negotiation):
 
     def _typed_response(self, frame: bytes) -> Event | None:
         call = next(iter(self.pending.values()))
-        if call.result_type is None or call.method == "initialize":
+        if call.result_type is None or call.method in HANDSHAKE_METHODS:
             return None
         try:
             env = response_decoder(call.result_type)(frame)
