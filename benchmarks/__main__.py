@@ -46,6 +46,12 @@ def parse_args() -> argparse.Namespace:
         default=sys.executable,
         help="the Python interpreter the Python peers run on (venvs are made from it)",
     )
+    parser.add_argument(
+        "--build",
+        choices=("pure", "mypyc"),
+        default="pure",
+        help="acpstack as installed by default (pure Python) or compiled with mypyc",
+    )
     args = parser.parse_args()
     args.only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
     unknown = [w for w in args.only if w not in [*WORKLOADS, "W8"]]
@@ -77,7 +83,7 @@ def heading(versions: dict[str, str], build: dict[str, object], args: argparse.N
 
 def main() -> int:
     args = parse_args()
-    ours_python = _setup.acpstack_python(args.python)
+    ours_python = _setup.acpstack_python(args.python, args.build)
     pysdk_python = _setup.python_sdk(args.python)
     floor_python = _setup.floor_python(args.python)
     node_peers = _setup.node_sdk()

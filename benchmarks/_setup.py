@@ -3,7 +3,9 @@ private venv under benchmarks/, made from the interpreter the run is for (by def
 one running the benchmark; `--python` picks another, e.g. pyenv's 3.12):
 
 - acpstack (`pip install <this checkout>[fast,remote]`, a built wheel with its runtime
-  dependencies only; the remote ones load only for W8) in benchmarks/.venv-acpstack-3.X, reinstalled whenever the sources change
+  dependencies only; the remote ones load only for W8) in benchmarks/.venv-acpstack-3.X,
+  reinstalled whenever the sources change (`--build mypyc`: the wheel compiled with mypyc,
+  in benchmarks/.venv-acpstack-mypyc-3.X)
 - Python SDK (`agent-client-protocol` from PyPI) in benchmarks/.venv-pysdk-3.X
 - the floor's orjson in benchmarks/.venv-floor-3.X
 - TypeScript SDK (`@agentclientprotocol/sdk` from npm) in benchmarks/.node, only when node is on PATH
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,16 +40,27 @@ def python_version(python: str) -> str:
     ).stdout.strip()
 
 
-def _venv(name: str, base: str, requirements: list[str], stamp_text: str) -> Path:
+def _venv(
+    name: str,
+    base: str,
+    requirements: list[str],
+    stamp_text: str,
+    env: dict[str, str] | None = None,
+) -> Path:
     """The Python of benchmarks/.venv-NAME-3.X made from `base` with `requirements`
-    installed; rebuilt when `stamp_text` (what should be installed) changes."""
+    installed (pip run with `env` added to its environment); rebuilt when `stamp_text`
+    (what should be installed) changes."""
     home = HERE / f".venv-{name}-{python_version(base)}"
     python = home / "bin" / "python"
     stamp = home / ".installed"
     if not (stamp.exists() and stamp.read_text() == stamp_text):
         print(f"setup: installing {' '.join(requirements)} into {home}", file=sys.stderr)
         subprocess.run([base, "-m", "venv", "--clear", str(home)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *requirements],
+            check=True,
+            env={**os.environ, **(env or {})},
+        )
         stamp.write_text(stamp_text)
     return python
 
@@ -58,11 +72,20 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
-def acpstack_python(base: str) -> Path:
+def acpstack_python(base: str, build: str = "pure") -> Path:
     """A venv with this checkout installed the way a user installs it: a wheel with
     compiled bytecode and only acpstack's runtime dependencies (msgspec, uvloop). The
     development venv also holds typing_extensions, pydantic and the test tools, which
-    msgspec picks up at import and which would make cold start and memory look worse."""
+    msgspec picks up at import and which would make cold start and memory look worse.
+    `build` "mypyc": the wheel compiled with mypyc (ACPSTACK_MYPYC=1), in a venv of its own."""
+    if build == "mypyc":
+        return _venv(
+            "acpstack-mypyc",
+            base,
+            [f"{PROJECT}[fast,remote]"],
+            _source_digest() + " mypyc",
+            {"ACPSTACK_MYPYC": "1"},
+        )
     return _venv("acpstack", base, [f"{PROJECT}[fast,remote]"], _source_digest())
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acpstack.wire import _ndjson
 from acpstack.wire._framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     MAX_HEADER_SIZE,
@@ -154,6 +156,9 @@ def test_frames_are_bytes_even_for_bytearray_input() -> None:
 )
 def test_feed_line_declines_anything_but_one_ordinary_line(chunk: bytes) -> None:
     dec = FrameDecoder(10, "ndjson")
+    # (whole_line takes a CR LF line and a blank line: a JSON decoder skips both as
+    # whitespace, and feed makes the same of them.)
+    assert dec.whole_line(chunk) == (chunk in (b'{"a":1}\r\n', b"   \n"))
     assert dec.feed_line(chunk) is None
     assert dec.buffered == 0  # nothing consumed: feed sees the chunk as if fresh
     assert dec.feed(chunk) + dec.feed_eof() == run([chunk], framing="ndjson", max_message_size=10)
@@ -173,6 +178,22 @@ def test_feed_line_takes_a_line_only_when_nothing_is_buffered_before_it() -> Non
     assert FrameDecoder(framing="auto").feed_line(b'{"a":1}\n') is None
     assert FrameDecoder(framing="content-length").feed_line(b'{"a":1}\n') is None
     assert FrameDecoder(framing="ndjson").feed_line(bytearray(b'{"a":1}\n')) is None  # type: ignore[arg-type]
+    assert not FrameDecoder(framing="auto").whole_line(b'{"a":1}\n')
+    assert not FrameDecoder(framing="ndjson").whole_line(bytearray(b'{"a":1}\n'))  # type: ignore[arg-type]
+
+
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b" ", b"\t"]), max_size=14).map(b"".join))
+def test_whole_line_is_a_chunk_that_feed_makes_one_message_at_most_of(chunk: bytes) -> None:
+    dec = FrameDecoder(10, "ndjson")
+    whole = dec.whole_line(chunk)
+    assert dec.buffered == 0
+    frames = dec.feed(chunk)
+    if whole:  # one message at most: the line, without its CR
+        line = chunk[:-2] if chunk.endswith(b"\r\n") else chunk[:-1]
+        assert frames in ([], [line]) and dec.buffered == 0
+        assert frames == [] or not line.isspace()
+    one_line = chunk.endswith(b"\n") and chunk.count(b"\n") == 1 and 1 < len(chunk) <= 11
+    assert whole == one_line  # (a fresh decoder: nothing buffered before it)
 
 
 def test_constructor_validation() -> None:
@@ -212,8 +233,16 @@ def expected_ndjson(messages: list[bytes]) -> list[bytes]:
     crlf=st.booleans(),
     final_newline=st.booleans(),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    long_line=st.sampled_from([_ndjson.LONG_LINE, 0, 3]),  # the split or the find path
 )
 def test_ndjson_chunking_does_not_matter(
+    messages: list[bytes], crlf: bool, final_newline: bool, cuts: list[int], long_line: int
+) -> None:
+    with mock.patch.object(_ndjson, "LONG_LINE", long_line):
+        check_ndjson_chunking(messages, crlf, final_newline, cuts)
+
+
+def check_ndjson_chunking(
     messages: list[bytes], crlf: bool, final_newline: bool, cuts: list[int]
 ) -> None:
     eol = b"\r\n" if crlf else b"\n"

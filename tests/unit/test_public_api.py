@@ -19,7 +19,10 @@ import pytest
 import acpstack
 
 SOURCE = Path(acpstack.__file__).resolve().parent
-DOCS = SOURCE.parents[1] / "docs" / "reference"
+# (The checkout's docs: the package may be an installed build, e.g. `./run test-mypyc`'s.)
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference"
+# A build compiled with mypyc keeps no docstrings in its compiled modules.
+COMPILED = not (importlib.import_module("acpstack.wire._connection").__file__ or "").endswith(".py")
 
 PUBLIC_API: dict[str, list[str]] = {
     "acpstack": [
@@ -201,6 +204,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "needs_normalizing",
         "normalize_params",
         "normalize_result",
+        "seed_markers",
         "v1",
         "v1_nes",
         "v1_unstable",
@@ -326,6 +330,7 @@ def test_every_name_resolves(package: str) -> None:
         assert not name.startswith("_") or name == "__version__", name
 
 
+@pytest.mark.skipif(COMPILED, reason="compiled with mypyc, which drops docstrings")
 @pytest.mark.parametrize("package", sorted(PUBLIC_API))
 def test_every_public_name_is_documented(package: str) -> None:
     # Classes and functions by their docstring; an exported module (the generated schema

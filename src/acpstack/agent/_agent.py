@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -141,21 +142,31 @@ class AgentDispatcher:
         self.agent = agent
         self.connection: Connection | None = None
 
-    async def handle_request(self, event: IncomingRequest) -> Any:
-        if event.spec is None:
-            return await self.agent.ext_method(event.method, event.params)
-        handler = getattr(self.agent, event.spec.handler, None)
+    # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
+    # of the dispatcher's in between.
+    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
+        spec = event.spec
+        if spec is None:
+            return self.agent.ext_method(event.method, event.params)
+        handler = getattr(self.agent, spec.handler, None)
         if handler is None:
             raise RequestError.method_not_found(event.method)
-        return await handler(event.params)
+        result: Awaitable[Any] = handler(event.params)
+        return result
 
-    async def handle_notification(self, event: IncomingNotification) -> None:
-        if event.spec is None:
-            await self.agent.ext_notification(event.method, event.params)
-            return
-        handler = getattr(self.agent, event.spec.handler, None)
-        if handler is not None:
-            await handler(event.params)
+    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
+        spec = event.spec
+        if spec is None:
+            return self.agent.ext_notification(event.method, event.params)
+        handler = getattr(self.agent, spec.handler, None)
+        if handler is None:
+            return _nothing()
+        result: Awaitable[None] = handler(event.params)
+        return result
 
     def message_dropped(self, event: DroppedMessage) -> None:
         self.agent.on_message_dropped(event)
+
+
+async def _nothing() -> None:
+    """What a notification without a handler awaits."""

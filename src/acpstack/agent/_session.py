@@ -33,7 +33,7 @@ _encode = msgspec.json.Encoder().encode
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(slots=True)  # one per open session: no per-instance __dict__
 class Session:
     """One active session of a `SessionAgent` (`SessionAgent.sessions` holds them by id).
 

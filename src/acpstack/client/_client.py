@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, overload
 
 from acpstack.client._generated_peer import AgentPeerMethods, ClientHandlers
@@ -138,21 +139,31 @@ class ClientDispatcher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def handle_request(self, event: IncomingRequest) -> Any:
-        if event.spec is None:
-            return await self.client.ext_method(event.method, event.params)
-        handler = getattr(self.client, event.spec.handler, None)
+    # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
+    # of the dispatcher's in between.
+    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
+        spec = event.spec
+        if spec is None:
+            return self.client.ext_method(event.method, event.params)
+        handler = getattr(self.client, spec.handler, None)
         if handler is None:
             raise RequestError.method_not_found(event.method)
-        return await handler(event.params)
+        result: Awaitable[Any] = handler(event.params)
+        return result
 
-    async def handle_notification(self, event: IncomingNotification) -> None:
-        if event.spec is None:
-            await self.client.ext_notification(event.method, event.params)
-            return
-        handler = getattr(self.client, event.spec.handler, None)
-        if handler is not None:
-            await handler(event.params)
+    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
+        spec = event.spec
+        if spec is None:
+            return self.client.ext_notification(event.method, event.params)
+        handler = getattr(self.client, spec.handler, None)
+        if handler is None:
+            return _nothing()
+        result: Awaitable[None] = handler(event.params)
+        return result
 
     def message_dropped(self, event: DroppedMessage) -> None:
         self.client.on_message_dropped(event)
+
+
+async def _nothing() -> None:
+    """What a notification without a handler awaits."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import TypedRequests
+from acpstack.rpc._writer import Writer
 from acpstack.transports import Transport
 from acpstack.wire import (
     HANDSHAKE_METHODS,
@@ -42,10 +42,11 @@ from acpstack.wire import (
     RequestError,
 )
 
+if sys.version_info < (3, 12):  # 3.12+ has eager tasks
+    from acpstack.rpc._eager import EagerStarter
+
 log = logging.getLogger("acpstack.rpc")
 
-WRITE_HIGH_WATER = 1024 * 1024
-FLUSH_SIZE = 256 * 1024  # bounds the buffer of a producer that never yields
 QUEUE_HIGH_WATER = 4096
 
 
@@ -86,11 +87,8 @@ class Connection(TypedRequests):
         self._workers: set[asyncio.Task[None]] = set()
         self._queued = 0
         self._held: set[Any] = set()  # ids of requests waiting in a session's queue
+        self._unstarted: set[Any] = set()  # ids of requests whose task has not run yet
         self._reading_paused = False
-        self._out: list[bytes] = []
-        self._out_size = 0
-        self._flush_scheduled = False
-        self._write_next_at_once = True
         self._started = False
         self._input_done = False
         self._finisher: asyncio.Task[None] | None = None
@@ -98,6 +96,17 @@ class Connection(TypedRequests):
         self._closed_event = asyncio.Event()
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
+        self._writer = Writer(transport, self._loop)
+        self._send = self._writer.send  # frames go out in order, coalesced (see Writer)
+        # What each kind of event the state returns is handed to.
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            IncomingNotification: self._on_notification,
+            IncomingResponse: self._on_response,
+            IncomingRequest: self._on_request,
+            IncomingCancel: self._on_cancel,
+            DroppedMessage: self._report_dropped,
+        }
+        self._eager = EagerStarter(self._loop) if sys.version_info < (3, 12) else None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -150,13 +159,15 @@ class Connection(TypedRequests):
 
     async def aclose(self) -> None:
         """Close the transport, cancel our handlers, fail pending calls. Idempotent."""
-        self._flush()
+        self._writer.flush()
         self._input_done = True
         self._shutdown(ConnectionClosed("connection closed locally"))
         await self.transport.close()
         tasks = [
             t for t in (self._finisher, *self._inbound.values(), *self._workers) if t is not None
         ]
+        if self._eager is not None:
+            tasks += self._eager.close()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -184,9 +195,13 @@ class Connection(TypedRequests):
     def _data_received(self, data: bytes) -> None:
         if self._input_done:
             return
-        self._write_next_at_once = True
+        self._writer.at_once = True
         try:
-            self._take_in(self.state.receive(data))
+            event = self.state.receive_one(data)  # the common chunk, one message
+            if event is None:
+                self._take_in(self.state.receive(data))
+            else:
+                self._handlers[type(event)](event)
         except Exception:
             log.exception("reading failed")
             self._end_input()
@@ -210,7 +225,9 @@ class Connection(TypedRequests):
         self._end_input()
 
     def _take_in(self, events: list[Event]) -> None:
-        self._handle_events(events)
+        handlers = self._handlers
+        for event in events:
+            handlers[type(event)](event)
         reply = self.state.take_outgoing()  # errors the state answered by itself
         if reply:
             self._send(reply)
@@ -220,7 +237,7 @@ class Connection(TypedRequests):
         self._finisher = self._loop.create_task(self._finish_input())
 
     async def _finish_input(self) -> None:
-        self._flush()
+        self._writer.flush()
         # Let queued notifications run before pending calls fail, so nothing is lost.
         await self._drain_queues()
         if self._closed is None:
@@ -240,29 +257,30 @@ class Connection(TypedRequests):
             with contextlib.suppress(Exception):
                 await asyncio.wait(workers, timeout=5)
 
-    def _handle_events(self, events: list[Event]) -> None:
-        for event in events:
-            if isinstance(event, IncomingNotification):
-                self._enqueue(_session_key(event.params), event)
-            elif isinstance(event, IncomingResponse):
-                queue = self._queues.get(event.call.session_id)
-                if queue:
-                    queue.append(event)  # delivered after the notifications before it
-                    self._queued += 1
-                else:
-                    self._resolve(event)
-            elif isinstance(event, IncomingRequest):
-                queue = self._queues.get(_session_key(event.params))
-                if queue:
-                    queue.append(event)  # started after the notifications before it
-                    self._queued += 1
-                    self._held.add(event.id)
-                else:
-                    self._start_request(event)
-            elif isinstance(event, IncomingCancel):
-                self._peer_cancels(event.request_id)
-            elif isinstance(event, DroppedMessage):
-                self._report_dropped(event)
+    def _on_notification(self, event: IncomingNotification) -> None:
+        self._enqueue(getattr(event.params, "session_id", None), event)
+
+    def _on_response(self, event: IncomingResponse) -> None:
+        queue = self._queues.get(event.call.session_id)
+        if queue:
+            queue.append(event)  # delivered after the notifications before it
+            self._queued += 1
+        else:
+            self._resolve(event)
+
+    def _on_request(self, event: IncomingRequest) -> None:
+        queue = self._queues.get(getattr(event.params, "session_id", None))
+        if queue:
+            queue.append(event)  # started after the notifications before it
+            self._queued += 1
+            self._held.add(event.id)
+        elif self._running < self._max_running and self._closed is None:
+            self._launch(event)
+        else:
+            self._start_request(event)
+
+    def _on_cancel(self, event: IncomingCancel) -> None:
+        self._peer_cancels(event.request_id)
 
     def _report_dropped(self, event: DroppedMessage) -> None:
         try:
@@ -326,15 +344,20 @@ class Connection(TypedRequests):
     def _launch(self, event: IncomingRequest) -> None:
         self._running += 1
         coro = self._run_request(event)
-        task: asyncio.Task[None]
-        if sys.version_info >= (3, 12) and self._loop.get_task_factory() is None:
+        task: asyncio.Task[None] | None
+        if self._loop.get_task_factory() is not None:
+            task = self._loop.create_task(coro)
+            self._unstarted.add(event.id)
+        elif self._eager is None:
             # The handler's first step runs now (eager start): one that answers without
             # awaiting costs no trip through the event loop, and current_task() still
             # works inside it. It may finish (and run _run_request's cleanup) right here.
-            task = asyncio.Task(coro, loop=self._loop, eager_start=True)
+            task = asyncio.Task(coro, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
         else:
-            task = self._loop.create_task(coro)
-        if not task.done():
+            task = self._eager.start(coro)  # the same on 3.11
+            if self._eager.deferred:
+                self._unstarted.add(event.id)
+        if task is not None and not task.done():
             self._inbound[event.id] = task
 
     def _launch_waiting(self) -> None:
@@ -356,11 +379,7 @@ class Connection(TypedRequests):
         task = self._inbound.get(rid)
         if task is not None and not task.done():
             self._peer_cancelled.add(rid)
-            coro = task.get_coro()
-            if (
-                inspect.iscoroutine(coro)
-                and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
-            ):
+            if rid in self._unstarted:
                 # Launched but not started (the cancel came in the same read): cancelling
                 # the task now would end it before its first line, unanswered and still
                 # holding a running slot. _run_request answers -32800 when it starts.
@@ -375,6 +394,8 @@ class Connection(TypedRequests):
 
     async def _run_request(self, event: IncomingRequest) -> None:
         # One coroutine per inbound request (no nested helper coroutines: each costs a frame).
+        if self._unstarted:
+            self._unstarted.discard(event.id)
         try:
             if self._peer_cancelled and event.id in self._peer_cancelled:
                 raise asyncio.CancelledError  # cancelled by the peer before it started
@@ -412,43 +433,6 @@ class Connection(TypedRequests):
         return self.state.error(
             event.id, RequestError.internal_error({"correlationId": correlation})
         )
-
-    # -- writing -----------------------------------------------------------------
-
-    def _send(self, frame: bytes) -> None:
-        """Send a frame, in order with everything else.
-
-        The first frame after bytes arrived (or after a flush) is written at once: a lone
-        answer waits for nothing and costs no end-of-turn callback. Frames that follow
-        it are coalesced into one write at the end of the event-loop turn (or per
-        FLUSH_SIZE bytes): on a busy pipe that is far cheaper than a write per message."""
-        if self._write_next_at_once and not self._out:
-            self._write_next_at_once = False
-            self.transport.write(frame)
-            return
-        self._out.append(frame)
-        self._out_size += len(frame)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
-        if self._out_size >= FLUSH_SIZE:
-            self._flush()
-            self._flush_scheduled = True  # the end-of-turn callback is still pending
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        self._write_next_at_once = True
-        if not self._out:
-            return
-        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
-        self._out.clear()
-        self._out_size = 0
-        self.transport.write(data)
-
-    async def _backpressure(self) -> None:
-        if self.transport.write_buffer_size() > WRITE_HIGH_WATER:
-            self._flush()
-            await self.transport.drain()
 
     # -- calling the peer ----------------------------------------------------------
 
@@ -489,8 +473,5 @@ class Connection(TypedRequests):
         if self._closed is not None:
             raise self._closed
         self._send(self.state.notification(method, params))
-        await self._backpressure()
-
-
-def _session_key(params: Any) -> Any:
-    return getattr(params, "session_id", None)
+        if self._writer.backed_up():
+            await self._writer.drain()

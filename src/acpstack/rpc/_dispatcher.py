@@ -1,8 +1,11 @@
 """What a `Connection` hands the peer's messages to (`Dispatcher`), and the errors its
-calls raise."""
+calls raise. Apart from the runtime: when `rpc/` is compiled with mypyc, these stay
+interpreted (mypyc cannot build classes on ConnectionError or TimeoutError, and a Protocol
+is for type checkers)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest
@@ -26,15 +29,19 @@ class Dispatcher(Protocol):
     """What a `Connection` hands the peer's messages to, on the event loop (the agent and
     client runtimes implement it)."""
 
-    async def handle_request(self, event: IncomingRequest) -> Any:
-        """Answer one request, in a task of its own: return the result (the method's
-        response Struct, or a JSON value for a `_` method) or raise `RequestError`. Any
-        other exception reaches the peer as -32603 without details. The task is cancelled
-        when the peer cancels the request, and by `Connection.aclose`."""
+    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
+        """Answer one request (an `async def`, or a function returning an awaitable, such
+        as the handler's own coroutine), awaited in a task of its own: the result (the
+        method's response Struct, or a JSON value for a `_` method), or `RequestError`.
+        Any other exception reaches the peer as -32603 without details. The task is
+        cancelled when the peer cancels the request, and by `Connection.aclose`."""
+        ...
 
-    async def handle_notification(self, event: IncomingNotification) -> None:
-        """Handle one notification; the session's next one waits until this returns.
-        Exceptions are logged, never sent."""
+    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
+        """Handle one notification (an `async def`, or a function returning an
+        awaitable); the session's next one waits until it is done. Exceptions are
+        logged, never sent."""
+        ...
 
     def message_dropped(self, event: DroppedMessage) -> None:
         """Learn of a discarded incoming message. Must not block; exceptions are logged."""

@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET, UnsetType
 
 from acpstack.schema import _generated_v1 as v1
-from acpstack.schema._aliases import needs_normalizing, normalize_params, normalize_result
+from acpstack.schema._aliases import (
+    needs_normalizing,
+    normalize_params,
+    normalize_result,
+    seed_markers,
+)
 from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate
 from acpstack.schema._generated_methods import STABLE_METHODS
 
@@ -58,6 +63,7 @@ __all__ = [
     "needs_normalizing",
     "normalize_params",
     "normalize_result",
+    "seed_markers",
     "v1",
     "v1_nes",
     "v1_unstable",

@@ -269,6 +269,15 @@ def needs_normalizing(method: str, raw: Any) -> bool:
     return pattern.search(raw) is not None
 
 
+def seed_markers(method: str) -> tuple[bytes, ...] | None:
+    """What to look for in a message of `method` before trusting a strict decode of it:
+    () for nothing (no seed spelling it would ignore), else byte strings any of which
+    means "normalise first"; None when it is always normalised."""
+    if method not in ALWAYS_NORMALIZE:
+        return ()
+    return SEED_MARKERS.get(method)
+
+
 def normalize_params(method: str, params: Any) -> Any:
     """The params of `method` (plain JSON) in the official form: known seed spellings
     rewritten, anything else returned as it is."""

@@ -7,16 +7,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from acpstack.transports._base import DataCallback, EofCallback, Transport
-from acpstack.transports._memory import MemoryTransport, memory_pair
 from acpstack.transports._plumbing import Inbox
 from acpstack.transports._stdio import StdioError, StdioTransport, open_stdio_transport
-from acpstack.transports._streams import StreamTransport
-from acpstack.transports._subprocess import StderrCallback, SubprocessTransport
 
 if TYPE_CHECKING:
     from acpstack.transports._envelope import Envelope, peek_envelope, single_line
     from acpstack.transports._extras import MissingExtraError, require_extra
     from acpstack.transports._http_client import HttpClientTransport
+    from acpstack.transports._memory import MemoryTransport, memory_pair
     from acpstack.transports._remote_base import (
         CONNECTION_HEADER,
         CONNECTION_LOST,
@@ -24,11 +22,18 @@ if TYPE_CHECKING:
         RemoteError,
     )
     from acpstack.transports._sse import SSE_KEEPALIVE
+    from acpstack.transports._streams import StreamTransport
+    from acpstack.transports._subprocess import StderrCallback, SubprocessTransport
     from acpstack.transports._ws_client import WebSocketClientTransport
 
-# The remote transports and their protocol pieces load on first use: a stdio agent never
-# pays for them.
+# What a stdio agent does not use loads on first use: the subprocess, in-memory and
+# stream transports, the remote transports and their protocol pieces.
 _LAZY = {
+    "MemoryTransport": "_memory",
+    "memory_pair": "_memory",
+    "StreamTransport": "_streams",
+    "StderrCallback": "_subprocess",
+    "SubprocessTransport": "_subprocess",
     "HttpClientTransport": "_http_client",
     "WebSocketClientTransport": "_ws_client",
     "Envelope": "_envelope",

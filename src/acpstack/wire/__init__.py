@@ -1,6 +1,5 @@
 """Sans-IO JSON-RPC for ACP: framing, envelopes, errors and the connection state machine."""
 
-from acpstack.wire._codec import RequestId
 from acpstack.wire._connection import ProtocolState, capability_allows
 from acpstack.wire._errors import (
     AUTH_REQUIRED,
@@ -33,6 +32,7 @@ from acpstack.wire._framing import (
     encode_frame,
 )
 from acpstack.wire._negotiation import HANDSHAKE_METHODS
+from acpstack.wire._structs import RequestId
 
 __all__ = [
     "AUTH_REQUIRED",

@@ -6,33 +6,23 @@ import re
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw, Struct, UnsetType
+from msgspec import UNSET
 
 from acpstack.wire._errors import INVALID_REQUEST, PARSE_ERROR
-
-RequestId = int | str | None
-"""A JSON-RPC request id: an integer, a string, or null (in error answers to messages
-whose id could not be read)."""
-
-
-class Envelope(Struct):
-    """Every JSON-RPC message shape at once; which fields are present decides the kind."""
-
-    jsonrpc: Any = UNSET
-    id: int | str | None | UnsetType = UNSET
-    method: str | UnsetType = UNSET
-    params: Raw | UnsetType = UNSET
-    result: Raw | UnsetType = UNSET
-    error: Raw | UnsetType = UNSET
-
-
-class Invalid(Struct):
-    """A frame that is not a valid message: answer with `code` to `id` (see `decode_envelope`)."""
-
-    code: int
-    id: RequestId
-    detail: str
-
+from acpstack.wire._structs import (
+    Envelope as Envelope,
+)
+from acpstack.wire._structs import (
+    Invalid as Invalid,
+)
+from acpstack.wire._structs import (
+    OutError,
+    OutNotification,
+    OutRequest,
+    OutResult,
+    RequestId,
+    Salvaged,
+)
 
 _envelope_decoder = msgspec.json.Decoder(Envelope)
 # What msgspec (or the interpreter under it) raises for input it cannot represent: nesting
@@ -97,14 +87,6 @@ def _known_id(env: Envelope) -> RequestId:
 _TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _SCALAR_RE = re.compile(rb'\s*(-?\d{1,19}(?=\s*[,}\]])|"(?:[^"\\]|\\.){0,1024}")')
 SALVAGE_LIMIT = 1024 * 1024  # bytes scanned at most
-
-
-class Salvaged(Struct):
-    """The top-level fields we could read from an undecodable message (best effort)."""
-
-    id: RequestId = None
-    method: str | None = None
-    has_result: bool = False  # a "result" or "error" key: it looks like a response
 
 
 def salvage(frame: bytes) -> Salvaged:
@@ -174,45 +156,20 @@ def salvage_session_id(prefix: bytes) -> str | None:
 # ---- encoding ---------------------------------------------------------------
 
 
-class _OutRequest(Struct):
-    jsonrpc: str
-    id: RequestId
-    method: str
-    params: Any
-
-
-class _OutNotification(Struct):
-    jsonrpc: str
-    method: str
-    params: Any
-
-
-class _OutResult(Struct):
-    jsonrpc: str
-    id: RequestId
-    result: Any
-
-
-class _OutError(Struct):
-    jsonrpc: str
-    id: RequestId
-    error: Any
-
-
 _encoder = msgspec.json.Encoder()
 
 
 def encode_request(rid: RequestId, method: str, params: Any) -> bytes:
-    return _encoder.encode(_OutRequest("2.0", rid, method, params))
+    return _encoder.encode(OutRequest("2.0", rid, method, params))
 
 
 def encode_notification(method: str, params: Any) -> bytes:
-    return _encoder.encode(_OutNotification("2.0", method, params))
+    return _encoder.encode(OutNotification("2.0", method, params))
 
 
 def encode_result(rid: RequestId, result: Any) -> bytes:
-    return _encoder.encode(_OutResult("2.0", rid, result))
+    return _encoder.encode(OutResult("2.0", rid, result))
 
 
 def encode_error(rid: RequestId, error: dict[str, Any]) -> bytes:
-    return _encoder.encode(_OutError("2.0", rid, error))
+    return _encoder.encode(OutError("2.0", rid, error))

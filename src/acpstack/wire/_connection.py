@@ -21,8 +21,6 @@ from msgspec import UNSET
 
 from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec
 from acpstack.wire._codec import (
-    Invalid,
-    RequestId,
     decode_envelope,
     encode_error,
     encode_notification,
@@ -56,7 +54,9 @@ from acpstack.wire._framing import (
     Oversized,
     encode_frame,
 )
-from acpstack.wire._negotiation import HANDSHAKE_METHODS, Negotiation
+from acpstack.wire._negotiation import HANDSHAKE_METHODS
+from acpstack.wire._onepass import OnePass
+from acpstack.wire._structs import Invalid, RequestId
 from acpstack.wire._versions import advertised
 
 log = logging.getLogger("acpstack.wire")
@@ -84,7 +84,7 @@ def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
 # ---- the state machine ----------------------------------------------------------
 
 
-class ProtocolState(Negotiation):
+class ProtocolState(OnePass):
     """One side of an ACP connection, without I/O.
 
     framing "auto" reads NDJSON (the official framing), or Content-Length if the peer
@@ -115,10 +115,10 @@ class ProtocolState(Negotiation):
         self.send_framing = send_framing
         # Capabilities are negotiated once, at initialize: a method that passed its checks
         # is remembered, and forgotten whenever a capabilities object is set.
-        self._local_caps: Any = None
-        self._peer_caps: Any = None
-        self._accepted_gated: set[str] = set()  # gated methods we advertised
-        self._sendable: set[str] = set()  # methods checked sendable
+        self._local_caps = None
+        self._peer_caps = None
+        self._accepted_gated = set()
+        self._sendable = set()
         self.initialized: bool = False
         # Agent side: messages that arrive while `initialize` is being answered wait for it
         # (a client may pipeline, e.g. a file of requests), up to DEFERRED_LIMIT bytes.
@@ -131,30 +131,11 @@ class ProtocolState(Negotiation):
         self.extensions = extensions
         self._initialize_params: Any = None  # client side: what our `initialize` said
         self._table_version = 0
+        self._calls = None
         self._use_tables(self.versions[0])
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)
         self._send_mode: str | None = None if send_framing == "auto" else send_framing
-
-    @property
-    def local_capabilities(self) -> Any:
-        """What this side advertised in initialize (None before)."""
-        return self._local_caps
-
-    @local_capabilities.setter
-    def local_capabilities(self, caps: Any) -> None:
-        self._local_caps = caps
-        self._accepted_gated.clear()
-
-    @property
-    def peer_capabilities(self) -> Any:
-        """What the peer advertised in initialize (None before)."""
-        return self._peer_caps
-
-    @peer_capabilities.setter
-    def peer_capabilities(self, caps: Any) -> None:
-        self._peer_caps = caps
-        self._sendable.clear()
 
     @property
     def send_mode(self) -> str:
@@ -169,15 +150,23 @@ class ProtocolState(Negotiation):
 
     # -- receiving --------------------------------------------------------------
 
-    def receive(self, data: bytes) -> list[Event]:
+    def receive(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Feed received bytes (any split); the events they complete. Errors are queued."""
         if self._deferred and not self.deferring:
             return self.take_deferred() + self.receive(data)
-        line = self._decoder.feed_line(data)
-        if line is None:
-            return self._frames(self._decoder.feed(data))
-        event = self._message(line)  # the common chunk, one whole message
-        return [] if event is None else [event]
+        if self._decoder.whole_line(data):
+            event = self._one_pass(data)  # the common chunk, decoded with its newline
+            if event is not None:
+                return [event]
+        return self._frames(self._decoder.feed(data))
+
+    def receive_one(self, data: bytes | bytearray | memoryview) -> Event | None:
+        """`receive` for the common chunk, faster: when `data` is one whole line holding a
+        common message (a request, notification or answer that decodes in one pass), its
+        event; otherwise None, having consumed nothing: then call `receive`."""
+        if self._deferred or not self._decoder.whole_line(data):
+            return None
+        return self._one_pass(data)
 
     def receive_eof(self) -> list[Event]:
         """The peer closed its side: the events of what it left unfinished (a last line)."""
@@ -269,6 +258,13 @@ class ProtocolState(Negotiation):
             self._deferred.append(frame)
             self._deferred_size += len(frame)
             return None
+        event = self._one_pass(frame)  # the common messages, in one decode
+        if event is not None:
+            return event
+        return self._general(frame)
+
+    def _general(self, frame: bytes) -> Event | None:
+        """Any message: its envelope first, then what it is."""
         env = decode_envelope(frame)
         if isinstance(env, Invalid):
             return self._invalid(frame, env)
@@ -411,7 +407,8 @@ class ProtocolState(Negotiation):
     # -- sending ------------------------------------------------------------------
 
     def _frame(self, body: bytes) -> bytes:
-        if self._send_mode == "ndjson" and b"\n" not in body:
+        # (find, not `in`: `bytes in bytes` first tries the needle as an int and fails.)
+        if self._send_mode == "ndjson" and body.find(b"\n") < 0:
             return body + b"\n"  # the common case, without encode_frame's dispatch
         return encode_frame(body, self.send_mode)
 

@@ -10,11 +10,12 @@ import re
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET
 
 from acpstack.schema import needs_normalizing, normalize_params, normalize_result
 from acpstack.wire._codec import UNDECODABLE
 from acpstack.wire._errors import INTERNAL_ERROR, RequestError
+from acpstack.wire._structs import WireError
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 _PATH_RE = re.compile(r" - at `\$(.*)`$")
@@ -104,15 +105,9 @@ def decode_plain(raw: Any) -> Any:
         raise RequestError.invalid_params({"detail": first_line(exc)}) from None
 
 
-class _WireError(Struct):
-    code: int
-    message: str
-    data: Any = None
-
-
 def decode_error(raw: Any) -> RequestError:
     try:
-        err = msgspec.json.decode(raw, type=_WireError)
+        err = msgspec.json.decode(raw, type=WireError)
     except UNDECODABLE as exc:
         return RequestError(
             INTERNAL_ERROR, "Malformed error from peer", {"detail": first_line(exc)}

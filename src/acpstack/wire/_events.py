@@ -7,13 +7,9 @@ from typing import Any
 from msgspec import Struct
 
 from acpstack.schema import MethodSpec
-from acpstack.wire._codec import RequestId
+from acpstack.wire._capability import CapabilityError as CapabilityError
 from acpstack.wire._errors import RequestError
-
-
-class CapabilityError(RuntimeError):
-    """Raised instead of sending a call the peer did not advertise (or before initialize)."""
-
+from acpstack.wire._structs import RequestId
 
 # ---- events -------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeGuard
 
 from acpstack.wire._content_length import ContentLengthReader
 from acpstack.wire._frames import (
@@ -69,21 +69,29 @@ _AUTO_WS_LIMIT: Final = 4096
 _NON_WS: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
 
-def _no_line(data: bytes) -> None:
+def _no_line(data: bytes | bytearray | memoryview) -> None:
     return None  # not NDJSON (yet): every chunk goes through `feed`
+
+
+def _not_whole(data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
+    return False  # not NDJSON (yet): every chunk goes through `feed`
 
 
 class FrameDecoder:
     """Incremental, sans-IO splitter of a byte stream into messages: the reader of the
     stream's framing, chosen up front or (``"auto"``) from the stream's first bytes."""
 
-    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "feed_line")
+    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "feed_line", "whole_line")
 
     #: The common chunk, fast: if ``data`` is exactly one whole, plain NDJSON line and
     #: nothing is buffered before it, consume it and return the message; otherwise consume
     #: nothing and return None (then call `feed`). Once the framing is NDJSON this is the
     #: reader's own method: one call per message on the hot path.
-    feed_line: Callable[[bytes], bytes | None]
+    feed_line: Callable[[bytes | bytearray | memoryview], bytes | None]
+    #: Without taking anything: True when ``data`` is one whole line (within the limit,
+    #: nothing buffered before it), of which `feed` would make one message at most: the
+    #: JSON value of ``data`` as it is, newline included (see `NdjsonReader.whole_line`).
+    whole_line: Callable[[bytes | bytearray | memoryview], TypeGuard[bytes]]
 
     def __init__(
         self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, framing: str = "auto"
@@ -96,6 +104,7 @@ class FrameDecoder:
         self._framing = "auto"
         self._reader: NdjsonReader | ContentLengthReader | None = None
         self.feed_line = _no_line
+        self.whole_line = _not_whole
         self._auto_buf = b""
         if framing != "auto":
             self._choose(framing)
@@ -116,7 +125,7 @@ class FrameDecoder:
         held = 0 if self._reader is None else self._reader.buffered
         return len(self._auto_buf) + held
 
-    def feed(self, data: bytes) -> list[FrameEvent]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[FrameEvent]:
         """Consume ``data``; return the events it completes, in stream order."""
         if type(data) is not bytes:
             data = bytes(data)
@@ -137,20 +146,24 @@ class FrameDecoder:
             if _NON_WS.search(buf) is None:
                 return out
             # Stream too short to be a content-length header block: one final line.
-            self._choose("ndjson")
-            assert self._reader is not None
-            out = self._reader.feed(buf)
-        assert self._reader is not None
-        self._reader.finish(out)
+            reader = self._choose("ndjson")
+            out = reader.feed(buf)
+        else:
+            reader = self._reader
+        reader.finish(out)
         return out
 
-    def _choose(self, framing: str) -> None:
+    def _choose(self, framing: str) -> NdjsonReader | ContentLengthReader:
         self._framing = framing
         if framing == "ndjson":
-            reader = self._reader = NdjsonReader(self._max)
-            self.feed_line = reader.take_line
-        else:
-            self._reader = ContentLengthReader(self._max)
+            ndjson = NdjsonReader(self._max)
+            self._reader = ndjson
+            self.feed_line = ndjson.take_line
+            self.whole_line = ndjson.whole_line
+            return ndjson
+        reader = ContentLengthReader(self._max)
+        self._reader = reader
+        return reader
 
     def _feed_auto(self, data: bytes) -> list[FrameEvent]:
         buf = self._auto_buf + data if self._auto_buf else data
@@ -174,10 +187,9 @@ class FrameDecoder:
             self._auto_buf = buf[cut:]
             return []
         self._auto_buf = b""
-        self._choose(decided)
+        reader = self._choose(decided)
         _log.debug("wire framing detected: %s", decided)
-        assert self._reader is not None
-        return self._reader.feed(buf)
+        return reader.feed(buf)
 
 
 def encode_frame(body: bytes, framing: str = "ndjson") -> bytes:
@@ -187,7 +199,7 @@ def encode_frame(body: bytes, framing: str = "ndjson") -> bytes:
     ``"content-length"``: ``b"Content-Length: N\\r\\n\\r\\n" + body``.
     """
     if framing == "ndjson":
-        if b"\n" in body:
+        if body.find(b"\n") >= 0:
             raise ValueError("an NDJSON message body must not contain a newline byte")
         return body + b"\n"
     if framing == "content-length":

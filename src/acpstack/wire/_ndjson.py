@@ -9,8 +9,12 @@ limit is skipped without being buffered (`Oversized`, with its first 4096 bytes)
 from __future__ import annotations
 
 from itertools import islice
+from typing import TypeGuard
 
 from acpstack.wire._frames import PREFIX_SIZE, FrameEvent, Oversized
+
+# A chunk whose first line is at least this long is split with `find`, line by line.
+LONG_LINE = 1024
 
 
 def plain_line(line: bytes, limit: int) -> bool:
@@ -45,49 +49,44 @@ class NdjsonReader:
     def buffered(self) -> int:
         return self._pending_len + len(self._prefix)
 
-    def take_line(self, data: bytes) -> bytes | None:
-        """The common chunk, fast: ``data`` is exactly one whole plain line and nothing is
-        buffered before it. Returns the message, or None having consumed nothing."""
-        if (
-            type(data) is not bytes
-            or not data
-            or data[-1] != 10
-            or self._pending
-            or self._discarding
-        ):
+    def whole_line(self, data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
+        """The common chunk, fast: whether ``data`` is exactly one whole line, within the
+        limit, with nothing buffered before it. Consumes nothing either way. Then `feed`
+        would make one message of it at most (none if it is blank), which is what a JSON
+        decoder makes of ``data`` as it is (a trailing CR or newline is JSON whitespace)."""
+        end = len(data) - 1
+        return (
+            end > 0
+            and data[end] == 10
+            and type(data) is bytes
+            and not self._pending
+            and not self._discarding
+            and end <= self._max
+            and data.find(b"\n", 0, end) < 0
+        )
+
+    def take_line(self, data: bytes | bytearray | memoryview) -> bytes | None:
+        """`whole_line` for a plain line (see `plain_line`): the message, or None having
+        consumed nothing."""
+        if not self.whole_line(data):
             return None
         line = data[:-1]
-        if b"\n" in line or not plain_line(line, self._max):
-            return None
-        return line
+        return line if plain_line(line, self._max) else None
 
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
-        if b"\n" not in data:
+        nl = data.find(b"\n")
+        if nl < 0:
             if self._discarding:
                 self._discard(data)
             else:
                 self._append_pending(data)
             return out
+        if nl >= LONG_LINE:
+            return self._feed_long(data, nl, out)
         parts = data.split(b"\n")
         # parts[0] ends the current line, parts[-1] starts a new one.
-        first = parts[0]
-        if self._discarding:
-            self._discard(first)
-            self._finish_discard(out)
-        elif self._pending:
-            self._append_pending(first)
-            if self._discarding:
-                self._finish_discard(out)
-            else:
-                line = b"".join(self._pending)
-                self._pending = []
-                self._pending_len = 0
-                self._line(line, out)
-        elif plain_line(first, self._max):
-            out.append(first)  # the common case: a chunk that starts with a whole line
-        elif first:
-            self._line(first, out)
+        self._end_current(parts[0], out)
         if len(parts) == 2:
             if parts[1]:
                 self._append_pending(parts[1])
@@ -104,6 +103,44 @@ class NdjsonReader:
         if last:
             self._append_pending(last)
         return out
+
+    def _feed_long(self, data: bytes, nl: int, out: list[FrameEvent]) -> list[FrameEvent]:
+        """`feed` for long lines: each newline found by `find` (memchr) and each line
+        sliced once; `split` would walk the bytes one at a time."""
+        self._end_current(data[:nl], out)
+        mx = self._max
+        start = nl + 1
+        nl = data.find(b"\n", start)
+        while nl >= 0:
+            line = data[start:nl]
+            if plain_line(line, mx):
+                out.append(line)
+            elif line:
+                self._line(line, out)  # CR LF, blank, oversized
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            self._append_pending(data[start:])
+        return out
+
+    def _end_current(self, first: bytes, out: list[FrameEvent]) -> None:
+        """`first` (the bytes before a chunk's first newline) ends the current line."""
+        if self._discarding:
+            self._discard(first)
+            self._finish_discard(out)
+        elif self._pending:
+            self._append_pending(first)
+            if self._discarding:
+                self._finish_discard(out)
+            else:
+                line = b"".join(self._pending)
+                self._pending = []
+                self._pending_len = 0
+                self._line(line, out)
+        elif plain_line(first, self._max):
+            out.append(first)  # the common case: a chunk that starts with a whole line
+        elif first:
+            self._line(first, out)
 
     def finish(self, out: list[FrameEvent]) -> None:
         if self._discarding:

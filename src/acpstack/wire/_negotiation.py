@@ -10,10 +10,10 @@ from typing import Any
 import msgspec
 
 from acpstack.schema import MethodSpec, method_table
-from acpstack.wire._codec import RequestId
 from acpstack.wire._decode import decode_typed
 from acpstack.wire._errors import INVALID_REQUEST, RequestError
 from acpstack.wire._events import Event, IncomingRequest, IncomingResponse, PendingCall
+from acpstack.wire._structs import RequestId
 from acpstack.wire._versions import (
     advertised,
     downgrade_initialize,
@@ -41,10 +41,33 @@ class Negotiation:
     _table_version: int
     _requests_in: dict[str, MethodSpec]
     _notifications_in: dict[str, MethodSpec]
+    _calls: Any
     _requests_out: dict[str, MethodSpec]
     _notifications_out: dict[str, MethodSpec]
-    local_capabilities: Any
-    peer_capabilities: Any
+    _local_caps: Any
+    _peer_caps: Any
+    _accepted_gated: set[str]  # gated methods we advertised, checked
+    _sendable: set[str]  # methods checked sendable
+
+    @property
+    def local_capabilities(self) -> Any:
+        """What this side advertised in initialize (None before)."""
+        return self._local_caps
+
+    @local_capabilities.setter
+    def local_capabilities(self, caps: Any) -> None:
+        self._local_caps = caps
+        self._accepted_gated.clear()
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """What the peer advertised in initialize (None before)."""
+        return self._peer_caps
+
+    @peer_capabilities.setter
+    def peer_capabilities(self, caps: Any) -> None:
+        self._peer_caps = caps
+        self._sendable.clear()
 
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
         raise NotImplementedError
@@ -54,6 +77,7 @@ class Negotiation:
         if version == self._table_version:
             return
         self._table_version = version
+        self._calls = None  # the one-pass decoder of the old tables
         table = method_table(self.unstable, self.extensions if version == 1 else (), version)
         mine = {self.role, "both", "protocol"}
         peer = {"client" if self.role == "agent" else "agent", "both", "protocol"}
