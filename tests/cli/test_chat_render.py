@@ -204,3 +204,29 @@ def test_a_notice_is_shown_with_its_severity() -> None:
         runtime, renderer, acp.Notice(severity="warning", title="Rate limited", description="later")
     )
     assert out.getvalue() == "warning: Rate limited: later\n"
+
+
+def _render(renderable: object, width: int) -> str:
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None).print(renderable)
+    return out.getvalue()
+
+
+def test_the_command_listing_is_never_cropped_in_a_narrow_terminal() -> None:
+    from acpstack.cli._listing import Listing
+
+    rows = [
+        ("/mcp SERVER TOOL {json arguments}", "Call an MCP tool of the session's servers"),
+        ("/edit FILE OLD NEW", "Replace text in a file (shown as a diff)"),
+    ]
+    listing = Listing()
+    listing.section("The agent's commands").extend(rows)
+    for width in (24, 40, 60):
+        screen = _render(listing, width)
+        assert "…" not in screen, screen
+        flowing = " ".join(screen.split())
+        for name, description in rows:
+            assert name in flowing and description in flowing, screen
+        assert max(len(line) for line in screen.splitlines()) <= width
+    wide = _render(listing, 120).splitlines()
+    assert any(line.startswith("/edit FILE OLD NEW") and "Replace text" in line for line in wide)

@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.table import Table
 from rich.text import Text
 
 from acpstack.cli import _commands_manage as manage
 from acpstack.cli._commands_base import CommandError, SlashCommand
 from acpstack.cli._commands_base import say as _say
+from acpstack.cli._listing import Listing
 from acpstack.schema import v1 as acp
 
 if TYPE_CHECKING:
@@ -141,21 +141,19 @@ async def _usage(chat: Chat, args: list[str]) -> None:
 
 async def _help(chat: Chat, args: list[str]) -> None:
     agent = {c.name: c for c in chat.session().state.available_commands}
-    table = Table.grid(padding=(0, 2))
-    table.add_column(no_wrap=True, style="bold")
-    table.add_column()
-    table.add_row(Text("Built-in commands", style="underline"), "")
+    listing = Listing()
+    built_in = listing.section("Built-in commands")
     for command in COMMANDS.values():
         if not command.offered(chat):
             continue
         slashes = "//" if command.name in agent else "/"
         usage = f"{slashes}{command.name} {command.usage_for(chat)}".rstrip()
-        table.add_row(usage, command.help_for(chat))
+        built_in.append((usage, command.help_for(chat)))
     if agent:
-        table.add_row(Text("The agent's commands", style="underline"), "")
+        agents = listing.section("The agent's commands")
         for cmd in agent.values():
             hint = cmd.input.hint if isinstance(cmd.input, acp.UnstructuredCommandInput) else ""
-            table.add_row(f"/{cmd.name} {hint}".rstrip(), cmd.description)
+            agents.append((f"/{cmd.name} {hint}".rstrip(), cmd.description))
     keys = Text(
         "Alt-Enter or Esc-Enter: newline · Tab: complete /commands and @files · Ctrl-C: clear "
         "the line, or cancel the turn (twice quits) · Ctrl-D: quit · //NAME: the built-in "
@@ -163,7 +161,7 @@ async def _help(chat: Chat, args: list[str]) -> None:
         style="dim",
     )
     assert chat.renderer is not None
-    chat.renderer.view.print(table, keys)
+    chat.renderer.view.print(listing, keys)
 
 
 async def _quit(chat: Chat, args: list[str]) -> None:
