@@ -75,6 +75,16 @@ def test_the_auth_status_is_asked_at_start_and_shown_once(tmp_path: Path) -> Non
     assert "auth:" not in done.stderr  # json: a record, not a line
 
 
+def test_the_built_in_agent_offers_the_unstable_methods_too(tmp_path: Path) -> None:
+    # No agent named: `chat --unstable` starts `acpstack agent --unstable`, not a v1-only one.
+    done = chat(tmp_path, "--unstable", "-p", "hi", "--json", "--approve-all")
+    assert done.returncode == 0, done.stderr
+    assert sent(done.stdout)[:3] == ["initialize", "auth/status", "session/new"]
+    done = chat(tmp_path, "-p", "hi", "--json", "--approve-all")
+    assert done.returncode == 0, done.stderr
+    assert "auth/status" not in sent(done.stdout)
+
+
 def test_without_unstable_nothing_changes(tmp_path: Path) -> None:
     done = chat(tmp_path, "-p", "subagent", "--json", "--", *E2E_AGENT)
     assert done.returncode == 0, done.stderr

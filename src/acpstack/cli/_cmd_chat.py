@@ -174,8 +174,10 @@ def build_options(args: argparse.Namespace) -> ChatOptions:
         enable_terminal=not args.no_terminal,
         notices=notices,
     )
-    _choose_agent(args, opts, config, book)
+    label = _choose_agent(args, opts, config, book)
     opts.unstable = args.unstable or (opts.launch is not None and opts.launch.unstable)
+    if opts.unstable and label == BUILT_IN:
+        opts.agent_command.append("--unstable")  # so that the built-in agent offers them too
     file_rules, fallback = (
         load_permissions(args.permissions, cwd) if args.permissions else ([], None)
     )
@@ -214,9 +216,9 @@ def _session_book(args: argparse.Namespace, cwd: str, notices: list[str]) -> Ses
 
 def _choose_agent(
     args: argparse.Namespace, opts: ChatOptions, config: Config, book: SessionBook | None
-) -> None:
+) -> str:
     """Which agent: a name, a command after `--`, --url; else the named session's agent, the
-    config's default, the built-in one."""
+    config's default, the built-in one. Returns its label."""
     from acpstack.cli._redact import Redactor
 
     given = [x for x in (args.agent, args.agent_command, args.url) if x]
@@ -228,6 +230,7 @@ def _choose_agent(
         name, command, url = record.agent_name, record.agent_command, record.url
     elif not given:
         name = config.default_agent
+    label: str
     if url:
         opts.url = url
         opts.token = os.environ.get(args.token_env) or None
@@ -253,6 +256,7 @@ def _choose_agent(
                 "leave out the agent to continue it, or pick another name",
                 EXIT_USAGE,
             )
+    return label
 
 
 def resolve_name(name: str, config: Config) -> AgentLaunch:
