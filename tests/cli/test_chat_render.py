@@ -230,3 +230,24 @@ def test_the_command_listing_is_never_cropped_in_a_narrow_terminal() -> None:
         assert max(len(line) for line in screen.splitlines()) <= width
     wide = _render(listing, 120).splitlines()
     assert any(line.startswith("/edit FILE OLD NEW") and "Replace text" in line for line in wide)
+
+
+def test_a_tools_output_wrapped_by_the_terminal_stays_indented() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=40, height=20, force_terminal=True, color_system=None)
+    runtime = runtime_with_session()
+    renderer = Renderer(LiveView(console), runtime, rich=True)
+    long_line = "drwxr-xr-x 2 root root 4096 Nov 24 02:39 some-directory"
+    body = acp.Content(content=acp.TextContent(text=f"short\n{long_line}"))
+    feed(
+        runtime,
+        renderer,
+        acp.ToolCall(
+            tool_call_id="x", title="Run ls", kind="execute", status="completed", content=[body]
+        ),
+    )
+    renderer.view.close()
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    output = lines[lines.index(next(line for line in lines if "short" in line)) :]
+    assert len(output) >= 3, output  # the long line took two rows
+    assert all(line.startswith("  ") for line in output), output

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from rich.console import RenderableType
+from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 
@@ -216,7 +217,8 @@ class Renderer:
         shown: list[RenderableType] = [self._tool_line(tool)]
         output = self._terminal_output(session_id, tool) or self._text_output(tool)
         if output.strip():
-            shown.append(Text(_indent(_tail(output, OUTPUT_TAIL)), style="dim"))
+            # Padded, not indented by hand: a line wrapped by the terminal stays indented.
+            shown.append(Padding(Text(_tail(output, OUTPUT_TAIL), style="dim"), (0, 0, 0, 2)))
         self.view.tool_done(tool.tool_call_id, shown)
 
     def _terminal_output(self, session_id: str, tool: ToolCallState) -> str:
