@@ -153,3 +153,20 @@ def test_junit_report_is_valid_xml_even_with_control_characters() -> None:
     assert suite.find("testcase[@name='a.skip']/skipped") is not None
     warn = suite.find("testcase[@name='a.meh']/system-out")
     assert warn is not None and (warn.text or "").startswith("warning:")
+
+
+def test_a_result_line_wraps_at_word_boundaries_in_a_narrow_terminal() -> None:
+    from acpstack.conformance import result_line
+
+    rule = Rule("r", "schema $defs/X")
+    message = "refused (error -32600: 'Invalid request: `initialize` must be the first request')"
+    result = CaseResult("init.before-initialize", "t", "init", Verdict.PASS, message, rule)
+    assert result_line(result, 30) == f"PASS  {'init.before-initialize':<30} {message}"
+    for columns in (40, 80, 120):
+        lines = result_line(result, 30, columns).splitlines()
+        assert all(len(line) <= columns for line in lines), lines
+        assert " ".join(" ".join(lines).split()) == f"PASS init.before-initialize {message}"
+    narrow = result_line(result, 30, 40).splitlines()
+    assert narrow[0] == "PASS  init.before-initialize" and narrow[1].startswith("      refused")
+    beside = result_line(result, 30, 90).splitlines()
+    assert beside[1].startswith(" " * 37) and len(beside) == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,7 +160,8 @@ async def _run(target: AgentTarget, options: CheckOptions, args: argparse.Namesp
     )
 
     width = max(len(c.id) for c in all_cases())
-    progress = None if args.json else (lambda r: _say(result_line(r, width)))
+    columns = _terminal_columns()
+    progress = None if args.json else (lambda r: _say(result_line(r, width, columns)))
     try:
         MessageValidator(unstable=options.unstable)  # fails early without the `check` extra
     except SchemaUnavailable as exc:
@@ -178,7 +180,7 @@ async def _run(target: AgentTarget, options: CheckOptions, args: argparse.Namesp
         sys.stdout.write(render_json(report))
         return report.exit_code
     _say("")
-    sys.stdout.write(render_tail(report))
+    sys.stdout.write(render_tail(report, min(columns or 100, 100)))
     _say(header(report).replace("acpstack check agent: ", "checked: "))
     return report.exit_code
 
@@ -186,3 +188,10 @@ async def _run(target: AgentTarget, options: CheckOptions, args: argparse.Namesp
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def _terminal_columns() -> int | None:
+    """The terminal's width to wrap the report at; None on a pipe (one line per case)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns

@@ -13,12 +13,27 @@ from acpstack.conformance._runner import Report
 
 # Characters XML 1.0 cannot carry (an agent may write anything, e.g. NUL bytes).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# Narrower than this beside the case ids, a message goes under them instead.
+_MIN_MESSAGE_WIDTH = 30
 LABELS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.WARN: "WARN", Verdict.SKIP: "skip"}
 
 
-def result_line(result: CaseResult, width: int = 30) -> str:
-    """One line of the table: the verdict, the case id padded to `width`, the message."""
-    return f"{LABELS[result.verdict]:<5} {result.id:<{width}} {result.message}"
+def result_line(result: CaseResult, width: int = 30, columns: int | None = None) -> str:
+    """One line of the table: the verdict, the case id padded to `width`, the message.
+
+    With `columns` (a terminal's width) a message too long for the line wraps at word
+    boundaries: beside the id when that leaves room for it, else under the id.
+    """
+    head = f"{LABELS[result.verdict]:<5} {result.id:<{width}} "
+    line = head + result.message
+    if columns is None or len(line) <= columns:
+        return line
+    if columns - len(head) >= _MIN_MESSAGE_WIDTH:
+        return "\n".join(textwrap.wrap(line, columns, subsequent_indent=" " * len(head)))
+    under = textwrap.wrap(
+        result.message, columns, initial_indent="      ", subsequent_indent="      "
+    )
+    return "\n".join([head.rstrip(), *under])
 
 
 def summary(report: Report) -> str:
@@ -39,15 +54,15 @@ def header(report: Report) -> str:
     return f"acpstack check agent: {report.target}{about}"
 
 
-def details(result: CaseResult) -> str:
+def details(result: CaseResult, columns: int = 100) -> str:
     """What was expected, what came back and how to fix it, for a failure or warning."""
     lines = [f"{LABELS[result.verdict]} {result.id}: {result.title}"]
-    lines += textwrap.wrap(f"rule: {result.rule.text}", 100, subsequent_indent="      ")
+    lines += textwrap.wrap(f"rule: {result.rule.text}", columns, subsequent_indent="      ")
     lines.append(f"      ({result.rule.source})")
     lines.append(f"expected: {result.expected}")
     lines.append(f"got: {result.message}")
     lines += [f"   {line}" for line in result.got]
-    lines += textwrap.wrap(f"fix: {result.fix}", 100, subsequent_indent="     ")
+    lines += textwrap.wrap(f"fix: {result.fix}", columns, subsequent_indent="     ")
     return "\n".join(lines)
 
 
@@ -58,10 +73,10 @@ def render_text(report: Report) -> str:
     return "\n".join([header(report), "", *table, ""]) + render_tail(report)
 
 
-def render_tail(report: Report) -> str:
+def render_tail(report: Report, columns: int = 100) -> str:
     """The details of every failure and warning, then the summary line."""
     flagged = [r for r in report.results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
-    out = [details(r) + "\n" for r in flagged]
+    out = [details(r, columns) + "\n" for r in flagged]
     return "\n".join([*out, summary(report)]) + "\n"
 
 
