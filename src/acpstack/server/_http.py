@@ -36,7 +36,7 @@ from acpstack.transports import (
     peek_envelope,
     single_line,
 )
-from acpstack.wire import INVALID_REQUEST, PARSE_ERROR
+from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
 if TYPE_CHECKING:
     from acpstack.server._app import AgentServer
@@ -82,10 +82,11 @@ async def handle_post(
     if problem is not None:
         await respond_json(send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors)
         return
-    if env.kind == "request" and env.method == "initialize":
+    # `initialize`, or the `proxy/initialize` a conductor opens a connection to a proxy with
+    if env.kind == "request" and env.method in HANDSHAKE_METHODS:
         if CONNECTION_HEADER.lower() in headers:
             await respond(
-                send, 400, "initialize is not allowed on an existing connection", headers=cors
+                send, 400, f"{env.method} is not allowed on an existing connection", headers=cors
             )
             return
         await app.initialize_http(single_line(body), env, send, cors)
@@ -147,7 +148,7 @@ async def _post_batch(
     envelopes = [peek_envelope(frame) for frame in frames]
     for env in envelopes:
         problem = _check(app, env) or (
-            "initialize must be sent alone" if env.method == "initialize" else None
+            f"{env.method} must be sent alone" if env.method in HANDSHAKE_METHODS else None
         )
         if problem is not None:
             await respond_json(

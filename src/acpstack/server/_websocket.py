@@ -22,7 +22,7 @@ from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream
 from acpstack.transports import peek_envelope, single_line
-from acpstack.wire import INVALID_REQUEST, PARSE_ERROR
+from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
 if TYPE_CHECKING:
     from acpstack.server._app import AgentServer
@@ -98,7 +98,7 @@ async def _read(
             stream.push(jsonrpc_error(None, INVALID_REQUEST, "Invalid Request"))
             continue
         if not started:
-            if env.kind != "request" or env.method != "initialize":
+            if env.kind != "request" or env.method not in HANDSHAKE_METHODS:
                 return PROTOCOL_ERROR
             try:
                 await app.start_agent(connection)

@@ -44,7 +44,7 @@ from acpstack.transports._remote_base import (
     log,
 )
 from acpstack.transports._sse import SseDecoder, SseError
-from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR
+from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, HANDSHAKE_METHODS, INTERNAL_ERROR
 
 # 502, 503 and 504 come from a proxy that could not reach the server holding the
 # connection (it died or hangs): the connection is as good as gone.
@@ -134,8 +134,12 @@ class HttpClientTransport(MessageTransport):
             self._finish(f"could not reach {self.url}: {exc!r}")
 
     async def _initialize(self, message: bytes, env: Envelope) -> None:
-        if env.kind != "request" or env.method != "initialize":
-            self._fail_request(env, "the first message on a remote connection must be `initialize`")
+        if env.kind != "request" or env.method not in HANDSHAKE_METHODS:
+            self._fail_request(
+                env,
+                "the first message on a remote connection must be `initialize` "
+                "(or a conductor's `proxy/initialize`)",
+            )
             return
         response = await self._request("POST", [("Content-Type", JSON_TYPE)], message)
         if response.status != 200:
