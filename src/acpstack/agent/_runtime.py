@@ -13,8 +13,8 @@ prompt turns (`_prompting.py`), authentication (`_auth.py`), modes and config op
 
 With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
 live in one process at a time (`_leases.py`): loading or resuming a session that is live
-elsewhere, or a turn in a session another process has taken over, is answered
-`SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
+elsewhere, or a turn or a setting (mode, config option, title) in a session another process
+has taken over, is answered `SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from acpstack._version import __version__
@@ -35,6 +35,7 @@ from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
 from acpstack.agent._store import (
+    SessionBusy,
     SessionChanges,
     SessionRecord,
     SessionStore,
@@ -440,6 +441,16 @@ class SessionAgent(
             del self.sessions[session.session_id]
             await self._stop(session)
         return session_busy(session.session_id)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, session: Session) -> AsyncIterator[None]:
+        """Around a request's writes to a live session (a setting, its title): a write the
+        store refuses because another process took the session over ends it here, and the
+        request is answered SESSION_BUSY, as a turn is."""
+        try:
+            yield
+        except SessionBusy:
+            raise await self._lost(session) from None
 
     async def on_disconnect(self) -> None:
         """The client left: close every active session (their turns are cancelled)."""
