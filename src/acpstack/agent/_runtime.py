@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -406,7 +407,9 @@ class SessionAgent(
                 if error is not None:
                     log.warning("session %s: MCP server %r: %s", session.session_id, name, error)
         # Run the hook after the response is written (the client knows the session by then).
-        session.start_task = asyncio.get_running_loop().create_task(self._session_started(session))
+        start = asyncio.get_running_loop().create_task(self._session_started(session))
+        session.start_task = start
+        start.add_done_callback(functools.partial(_forget_start, session))
 
     async def _session_started(self, session: Session) -> None:
         try:
@@ -463,3 +466,10 @@ class SessionAgent(
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
+
+
+def _forget_start(session: Session, start: asyncio.Task[None]) -> None:
+    """The start hook finished: the session no longer keeps its Task (one per open session
+    adds up over thousands); `_session_started` has logged any failure already."""
+    if session.start_task is start:
+        session.start_task = None
