@@ -134,6 +134,19 @@ async def test_cancel_and_errors_end_prompt_as_on_v1(tmp_path: Path) -> None:
         assert (await runtime.prompt(sid, "say still here")).stop_reason == "end_turn"
 
 
+async def test_a_turn_error_keeps_all_of_its_data(tmp_path: Path) -> None:
+    """The error a v2 turn ends with reaches the caller whole: `data.reason` stays beside
+    `sessionId` (v2's schema types error data holding a `sessionId` as the data of
+    "session not found", which has no `reason`)."""
+    async with runtime_with(tmp_path, "2", protocol_version=2) as (runtime, _):
+        sid = (await runtime.new_session(str(tmp_path))).session_id
+        with pytest.raises(RequestError) as failed:
+            await runtime.prompt(sid, "busy")
+        assert failed.value.code == -32010
+        assert failed.value.data == {"reason": "session_busy", "sessionId": sid}
+        assert runtime.sessions[sid].state.error == failed.value.to_dict()
+
+
 async def test_the_agent_dies_during_a_v2_turn(tmp_path: Path) -> None:
     async with runtime_with(tmp_path, "2", protocol_version=2) as (runtime, conn):
         sid = (await runtime.new_session(str(tmp_path))).session_id
