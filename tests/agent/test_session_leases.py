@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from acpstack.agent import SESSION_BUSY, PostgresSessionStore, SessionAgent, Turn
-from acpstack.client import ClientRuntime
+from acpstack.client import AgentPeer, ClientRuntime
 from acpstack.schema import v1 as acp
 from acpstack.schema import v1_unstable as acpu
 from acpstack.testing import connected_pair
@@ -136,11 +136,7 @@ async def test_a_node_that_loses_the_session_mid_turn_ends_the_turn_busy(
             agent_one.gate.set()  # its next write is refused: the turn ends SESSION_BUSY
             with pytest.raises(RequestError) as refused:
                 await asyncio.wait_for(running, 10)
-            if version == 1:
-                assert busy(refused.value, sid)
-            else:  # v2's client decodes error data as a schema type: only the id is left
-                assert refused.value.code == SESSION_BUSY
-                assert refused.value.data == {"sessionId": sid}
+            assert busy(refused.value, sid)  # (v2: the error of the turn's idle update)
             assert sid not in agent_one.sessions
             assert two.holder(sid) == two.name
             assert not any(b"too late" in e.payload for e in two.events(sid))
@@ -148,3 +144,66 @@ async def test_a_node_that_loses_the_session_mid_turn_ends_the_turn_busy(
 
 def _fork_request(session_id: str) -> object:
     return acpu.ForkSessionRequest(session_id=session_id, cwd="/tmp", mcp_servers=[])
+
+
+class ModalAgent(EchoAgent):
+    def __init__(self, store: PostgresSessionStore) -> None:
+        super().__init__(
+            store=store,
+            modes=[("code", "Code"), ("ask", "Ask")],
+            config_options=[
+                acp.SessionConfigOption(
+                    id="think", name="Think", type="boolean", current_value=False
+                )
+            ],
+        )
+
+
+@pytest.mark.parametrize(
+    ("version", "change"),
+    [(1, "mode"), (1, "option"), (1, "title"), (2, "option")],
+)
+async def test_a_setting_on_a_node_that_lost_the_session_is_refused_as_a_turn_is(
+    postgres_url: str, version: int, change: str
+) -> None:
+    """set_mode / set_config_option / set_title write the session: on a node that lost it
+    they answer SESSION_BUSY and drop it there, as session/prompt does (never -32603)."""
+    with PostgresSessionStore(postgres_url) as one, PostgresSessionStore(postgres_url) as two:
+        first = ClientRuntime(protocol_version=version)
+        second = ClientRuntime()
+        agent_one = ModalAgent(one)
+        async with (
+            connected_pair(agent_one, first, unstable=change == "title") as pair_one,
+            connected_pair(ModalAgent(two), second),
+        ):
+            await first.initialize()
+            await second.initialize()
+            sid = (await first.new_session("/tmp")).session_id
+            cut_off(one, postgres_url)
+            await second.resume_session(sid, "/tmp")
+            with pytest.raises(RequestError) as refused:
+                await _change(pair_one.agent, sid, version, change)
+            assert busy(refused.value, sid)
+            assert sid not in agent_one.sessions  # no longer live there
+            assert two.get(sid).config_values == {"think": False}
+            assert two.get(sid).mode_id == "code"
+
+
+async def _change(agent: AgentPeer, sid: str, version: int, change: str) -> None:
+    if change == "mode":
+        await agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="ask"))
+    elif change == "title":
+        title = acpu.SetSessionTitleRequest(session_id=sid, title="t")
+        await agent.connection.request("session/set_title", title)
+    elif version == 1:
+        option = acp.SetSessionConfigOptionRequest(
+            session_id=sid, config_id="think", type="boolean", value=True
+        )
+        await agent.session_set_config_option(option)
+    else:
+        from acpstack.schema import v2
+
+        request = v2.SetSessionConfigOptionRequest(
+            session_id=sid, config_id="think", type="boolean", value=True
+        )
+        await agent.call("session/set_config_option", request)

@@ -350,3 +350,26 @@ def test_interactive_chat_url_answers_a_permission_prompt_by_key_and_cancels_wit
         finally:
             chat.close(force=True)
     assert (workspace / "README.md").read_text() == "# Hello\n"
+
+
+@pytest.mark.parametrize("key", ["", "unstable = false\n", "unstable = true\n"])
+async def test_serve_name_relays_unstable_methods_whatever_the_profile_says(
+    tmp_path: Path, key: str
+) -> None:
+    """A profile's `unstable` key is the chat's (its own connection); `serve NAME` relays
+    the remote client's messages to the agent unchanged, so unstable methods reach an
+    agent that offers them whether the profile has the key or not."""
+    from acpstack.client import ClientRuntime, connect_remote
+
+    config = tmp_path / "config" / "acpstack" / "config.toml"
+    config.parent.mkdir(parents=True)
+    agent = [sys.executable, "-m", "acpstack", "agent", "--unstable"]
+    agent += ["--store", str(tmp_path / "sessions.db")]
+    config.write_text(f"[agents.mine]\ncommand = {agent!r}\n{key}".replace("'", '"'))
+    with serve_process("mine", env={"XDG_CONFIG_HOME": str(tmp_path / "config")}) as served:
+        runtime = ClientRuntime()
+        async with connect_remote(served.url, runtime, unstable=True):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path))).session_id
+            assert await runtime.set_title(sid, "named") == "named"
+            assert await runtime.fork_session(sid, str(tmp_path)) != sid

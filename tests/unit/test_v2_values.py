@@ -16,6 +16,8 @@ def test_the_known_values_are_the_model_literals() -> None:
     assert values.PERMISSION_KINDS == get_args(acp.PermissionOptionKind)
     assert values.PLAN_PRIORITIES == ("high", "medium", "low")
     assert values.PLAN_STATUSES == ("pending", "in_progress", "completed")
+    assert values.TOOL_KINDS == get_args(acp.ToolKind)
+    assert values.TOOL_STATUSES == ("pending", "in_progress", "completed", "failed")
     # v1's config option type is an inline Literal: the one here must be the same.
     (field,) = [f for f in msgspec.structs.fields(acp.SessionConfigOption) if f.name == "type"]
     (literal,) = [arm for arm in get_args(field.type) if arm is not msgspec.UnsetType]
@@ -34,6 +36,9 @@ def test_an_unknown_value_gets_its_fallback(unknown: object) -> None:
     assert values.plan_status(unknown) == "pending"
     assert values.permission_kind(unknown) is None
     assert values.config_option_type(unknown) is None
+    if unknown is not None:  # (null clears a tool call's kind or status: it stays null)
+        assert values.tool_kind(unknown) == "other"
+        assert values.tool_status(unknown) == "in_progress"
 
 
 def test_known_values_pass_unchanged() -> None:
@@ -42,3 +47,9 @@ def test_known_values_pass_unchanged() -> None:
     assert values.plan_status("cancelled") == "pending"  # v2 only: v1 has no such status
     assert values.permission_kind("reject_always") == "reject_always"
     assert values.config_option_type("select") == "select"
+    assert values.tool_kind("switch_mode") == "switch_mode"
+    assert values.tool_kind(None) is None
+    assert values.tool_status("failed") == "failed"
+    assert values.tool_status("paused") == "in_progress"  # v2 only: started, not over
+    assert values.tool_status("cancelled") == "failed"  # v2 only: over, not done
+    assert values.tool_status(None) is None

@@ -341,6 +341,25 @@ class TestV2Types:
         )
         assert chunk.content == [v2.TextContent(text="ok")]  # the invalid item skipped
 
+    def test_error_data_is_a_typed_arm_only_when_nothing_is_lost(self) -> None:
+        def error_data(data: dict[str, Any]) -> Any:
+            idle = self.decode(
+                {
+                    "sessionUpdate": "state_update",
+                    "state": "idle",
+                    "stopReason": "error",
+                    "error": {"code": -32010, "message": "busy", "data": data},
+                }
+            )
+            return idle.error.data
+
+        assert error_data({"sessionId": "s"}) == v2.SessionNotFoundErrorData(session_id="s")
+        busy = {"reason": "session_busy", "sessionId": "s"}
+        assert error_data(busy) == busy  # not "session not found" data without its reason
+        versions = {"requested": 3, "supported": [2], "_meta": {"k": 1}}
+        assert isinstance(error_data(versions), v2.UnsupportedProtocolVersionErrorData)
+        assert error_data({"requested": 3, "supported": [2], "why": "x"})["why"] == "x"
+
     def test_v2_types_are_not_v1_types(self) -> None:
         assert not issubclass(v2.TextContent, acp.TextContent)
         assert v2.TextContent.__module__ == "acpstack.schema._generated_v2"

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from acpstack import Agent, ConnectionClosed, RequestError, spawn_agent
@@ -132,6 +133,19 @@ async def test_cancel_and_errors_end_prompt_as_on_v1(tmp_path: Path) -> None:
         assert failed.value.data == {"reason": "model_error"}
         assert (state.stop_reason, state.error) == ("error", failed.value.to_dict())
         assert (await runtime.prompt(sid, "say still here")).stop_reason == "end_turn"
+
+
+async def test_a_turn_error_keeps_all_of_its_data(tmp_path: Path) -> None:
+    """The error a v2 turn ends with reaches the caller whole: `data.reason` stays beside
+    `sessionId` (v2's schema types error data holding a `sessionId` as the data of
+    "session not found", which has no `reason`)."""
+    async with runtime_with(tmp_path, "2", protocol_version=2) as (runtime, _):
+        sid = (await runtime.new_session(str(tmp_path))).session_id
+        with pytest.raises(RequestError) as failed:
+            await runtime.prompt(sid, "busy")
+        assert failed.value.code == -32010
+        assert failed.value.data == {"reason": "session_busy", "sessionId": sid}
+        assert runtime.sessions[sid].state.error == failed.value.to_dict()
 
 
 async def test_the_agent_dies_during_a_v2_turn(tmp_path: Path) -> None:
@@ -318,6 +332,21 @@ async def test_values_the_model_does_not_know() -> None:
             ),
         ]
         await agent.send(sid, v2.ConfigOptionUpdate(config_options=config))
+        for tid, kind, status in [
+            ("t1", "_browse", "_queued"),
+            ("t2", "edit", "paused"),
+            ("t3", "read", "cancelled"),
+        ]:
+            call = v2.SessionUpdateToolCallUpdate(tool_call_id=tid, kind=kind, status=status)
+            await agent.send(sid, call)
+        await agent.send(sid, v2.SessionUpdateToolCallUpdate(tool_call_id="t2", kind="_x"))
+        subject = v2.ToolCallPermissionSubject(
+            tool_call=v2.ToolCallUpdate(tool_call_id="t4", kind="_browse", status="paused")
+        )
+        request = v2.RequestPermissionRequest(
+            session_id=sid, title="Browse?", options=options, subject=subject
+        )
+        answers.append(await agent.client.connection.request("session/request_permission", request))
         await agent.send(sid, v2.SessionUpdateIdleStateUpdate(stop_reason="_paused_for_review"))
 
     async with scripted(script, ask=ask) as runtime:
@@ -333,10 +362,37 @@ async def test_values_the_model_does_not_know() -> None:
             ("custom", "low", "pending"),
         ]
         # A permission option of an unknown kind is never offered to the policy.
-        assert [[o.option_id for o in r.options] for r in asked] == [["once"]]
-        assert [a.outcome.option_id for a in answers] == ["once"]
+        assert [[o.option_id for o in r.options] for r in asked] == [["once"], ["once"]]
+        assert [a.outcome.option_id for a in answers] == ["once", "once"]
+        # A tool call's unknown kind is `other` (as v2 asks clients to show it); an unknown
+        # status or `paused` is `in_progress` (v2: "treated as still in progress"), and
+        # `cancelled` is `failed` (over, and not done: v1 has no cancelled tool call).
+        tools = [u for u in runtime.model if isinstance(u, acp.ToolCall | acp.ToolCallUpdate)]
+        assert [(t.tool_call_id, t.kind, t.status) for t in tools] == [
+            ("t1", "other", "in_progress"),
+            ("t2", "edit", "in_progress"),
+            ("t3", "read", "failed"),
+            ("t2", "other", msgspec.UNSET),
+        ]
+        for tool in tools:  # values v1's schema allows
+            msgspec.json.decode(msgspec.json.encode(tool), type=acp.SessionUpdate, strict=True)
+        # The state keeps the agent's own word (as for the stop reason).
+        calls = state.tool_calls
+        assert [(t.kind, t.status) for t in calls.values()] == [
+            ("_browse", "_queued"),
+            ("_x", "paused"),
+            ("read", "cancelled"),
+        ]
+        subject = asked[1].tool_call
+        assert (subject.tool_call_id, subject.kind, subject.status) == (
+            "t4",
+            "other",
+            "in_progress",
+        )
         # A config option of an unknown type is left out.
         assert [o.id for o in state.config_options] == ["fast"]
         # The updates as they came keep every value.
         (plan,) = [u for u in runtime.wire if isinstance(u, v2.PlanUpdate)]
         assert [e.status for e in plan.plan.entries] == ["completed", "cancelled", "_blocked"]
+        wire_tools = [u for u in runtime.wire if isinstance(u, v2.ToolCallUpdate)]
+        assert [(u.kind, u.status) for u in wire_tools][0] == ("_browse", "_queued")

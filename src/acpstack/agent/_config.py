@@ -1,6 +1,7 @@
 """Modes and config options of a `SessionAgent` (a mixin), the same on both protocol
 versions: the modes are also a config option of category "mode" (the only form v2 has);
-`session/set_mode` and `session/set_config_option` change the same stored value."""
+`session/set_mode` and `session/set_config_option` change the same stored value (on a
+session another process took over, SESSION_BUSY: see `SessionAgent._writing`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from acpstack.agent._session import Session
 
 MODE_CONFIG_ID = "mode"
@@ -27,6 +30,9 @@ class ConfigOptionMethods:
     if TYPE_CHECKING:  # what SessionAgent provides (declared for the type checker only)
 
         def _active(self, session_id: str) -> Session:
+            raise NotImplementedError
+
+        def _writing(self, session: Session) -> AbstractAsyncContextManager[None]:
             raise NotImplementedError
 
     def _default_config_values(self) -> dict[str, Any]:
@@ -67,7 +73,8 @@ class ConfigOptionMethods:
         """`session/set_mode`: switch an active session to one of `modes` (-32602 for an
         unknown one); sends `current_mode_update` and the config options."""
         session = self._active(params.session_id)
-        await self._set_mode(session, params.mode_id)
+        async with self._writing(session):
+            await self._set_mode(session, params.mode_id)
         return acp.SetSessionModeResponse()
 
     async def _set_mode(self, session: Session, mode_id: str) -> None:
@@ -87,7 +94,8 @@ class ConfigOptionMethods:
         option switches the mode); -32602 for an unknown option or a wrong value. Answers
         every option with its current value."""
         session = self._active(params.session_id)
-        await self._set_config_value(session, params.config_id, params.value)
+        async with self._writing(session):
+            await self._set_config_value(session, params.config_id, params.value)
         return acp.SetSessionConfigOptionResponse(
             config_options=self._config_options(session) or []
         )

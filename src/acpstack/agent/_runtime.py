@@ -13,17 +13,18 @@ prompt turns (`_prompting.py`), authentication (`_auth.py`), modes and config op
 
 With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
 live in one process at a time (`_leases.py`): loading or resuming a session that is live
-elsewhere, or a turn in a session another process has taken over, is answered
-`SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
+elsewhere, or a turn or a setting (mode, config option, title) in a session another process
+has taken over, is answered `SESSION_BUSY` with `data: {"reason": "session_busy", "sessionId": ...}`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from acpstack._version import __version__
@@ -35,6 +36,7 @@ from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
 from acpstack.agent._session import Session
 from acpstack.agent._store import (
+    SessionBusy,
     SessionChanges,
     SessionRecord,
     SessionStore,
@@ -405,7 +407,9 @@ class SessionAgent(
                 if error is not None:
                     log.warning("session %s: MCP server %r: %s", session.session_id, name, error)
         # Run the hook after the response is written (the client knows the session by then).
-        session.start_task = asyncio.get_running_loop().create_task(self._session_started(session))
+        start = asyncio.get_running_loop().create_task(self._session_started(session))
+        session.start_task = start
+        start.add_done_callback(functools.partial(_forget_start, session))
 
     async def _session_started(self, session: Session) -> None:
         try:
@@ -441,6 +445,16 @@ class SessionAgent(
             await self._stop(session)
         return session_busy(session.session_id)
 
+    @contextlib.asynccontextmanager
+    async def _writing(self, session: Session) -> AsyncIterator[None]:
+        """Around a request's writes to a live session (a setting, its title): a write the
+        store refuses because another process took the session over ends it here, and the
+        request is answered SESSION_BUSY, as a turn is."""
+        try:
+            yield
+        except SessionBusy:
+            raise await self._lost(session) from None
+
     async def on_disconnect(self) -> None:
         """The client left: close every active session (their turns are cancelled)."""
         for session in list(self.sessions.values()):
@@ -452,3 +466,10 @@ class SessionAgent(
         session.title = title
         session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
+
+
+def _forget_start(session: Session, start: asyncio.Task[None]) -> None:
+    """The start hook finished: the session no longer keeps its Task (one per open session
+    adds up over thousands); `_session_started` has logged any failure already."""
+    if session.start_task is start:
+        session.start_task = None

@@ -55,7 +55,7 @@ class Session:
     system_prompt: dict[str, str] | None = None
     mcp: McpConnections | None = None
     turn_task: asyncio.Task[Any] | None = None
-    start_task: asyncio.Task[None] | None = None  # the on_session_start hook, owned here
+    start_task: asyncio.Task[None] | None = None  # the on_session_start hook while it runs
     cancel_requested: bool = False
     # Free for the author's own per-session data.
     state: dict[str, Any] = field(default_factory=dict)

@@ -21,6 +21,8 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from acpstack.agent._session import Session
     from acpstack.schema import v1_unstable as acpu
 
@@ -64,6 +66,11 @@ class UnstableSessionMethods(Agent):
     async def _stop(self, session: Session) -> None:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # what SessionAgent provides (declared for the type checker only)
+
+        def _writing(self, session: Session) -> AbstractAsyncContextManager[None]:
+            raise NotImplementedError
+
     def _record(self, session_id: str) -> SessionRecord:
         record = self.store.get(session_id)
         if record is None:
@@ -86,8 +93,9 @@ class UnstableSessionMethods(Agent):
         session = self.sessions.get(params.session_id)
         if session is not None:
             session.title = title
-            session.save()
-            await session.send(acp.SessionInfoUpdate(title=title))
+            async with self._writing(session):
+                session.save()
+                await session.send(acp.SessionInfoUpdate(title=title))
         else:
             with refused_as_busy(params.session_id):
                 self.store.update(params.session_id, title=title)

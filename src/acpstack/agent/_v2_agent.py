@@ -109,6 +109,9 @@ class V2SessionMethods:
         async def _lost(self, session: Session) -> RequestError:
             raise NotImplementedError
 
+        def _writing(self, session: Session) -> contextlib.AbstractAsyncContextManager[None]:
+            raise NotImplementedError
+
         def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
             raise NotImplementedError
 
@@ -248,7 +251,8 @@ class V2SessionMethods:
             raise RequestError.invalid_params(
                 {"type": params.type}, f"Unsupported config option value type: {params.type!r}"
             )
-        await self._set_config_value(session, params.config_id, params.value)
+        async with self._writing(session):
+            await self._set_config_value(session, params.config_id, params.value)
         options = self._v2_options(session)
         return v2.SetSessionConfigOptionResponse(
             config_options=[] if isinstance(options, UnsetType) else options

@@ -242,9 +242,13 @@ def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermis
     if isinstance(subject, v2.ToolCallPermissionSubject):
         tool = subject.tool_call
         call.tool_call_id = tool.tool_call_id
-        for name in ("kind", "status", "raw_input", "raw_output"):
+        for name in ("raw_input", "raw_output"):
             if getattr(tool, name) is not UNSET:
                 setattr(call, name, getattr(tool, name))
+        if tool.kind is not UNSET:
+            call.kind = values.tool_kind(tool.kind)
+        if tool.status is not UNSET:
+            call.status = values.tool_status(tool.status)
         if isinstance(tool.content, list):
             call.content = [view.tool_content(c) for c in tool.content]
         if isinstance(tool.locations, list):

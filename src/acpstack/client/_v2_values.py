@@ -11,7 +11,13 @@ values are reserved for future versions); the model of a session has v1's closed
   too: v1 has no such status);
 - a permission option's kind: None, and the option is left out (a policy must never take
   an option it cannot read for an "allow" or a "reject");
-- a config option's type: None, and the option is left out.
+- a config option's type: None, and the option is left out;
+- a tool call's kind: `other` (v2: "clients display an unrecognized kind as `other`");
+  its status: `in_progress` for an unknown one (v2: "clients treat a tool call with an
+  unrecognized status as still in progress") and for `paused` (started, not over), and
+  `failed` for `cancelled` (over without success; v1 has no such status, and a call left
+  `in_progress` would never end in the model). `SessionState.tool_calls` keeps the
+  agent's own value (as `stop_reason` does).
 
 What the model cannot hold is not lost: `ClientRuntime(on_wire_update=...)` gets every
 update as it arrived.
@@ -34,6 +40,8 @@ PERMISSION_KINDS: tuple[acp.PermissionOptionKind, ...] = get_args(acp.Permission
 PLAN_PRIORITIES: tuple[acp.PlanEntryPriority, ...] = get_args(acp.PlanEntryPriority)
 PLAN_STATUSES: tuple[acp.PlanEntryStatus, ...] = get_args(acp.PlanEntryStatus)
 CONFIG_OPTION_TYPES: tuple[ConfigOptionType, ...] = get_args(ConfigOptionType)
+TOOL_KINDS: tuple[acp.ToolKind, ...] = get_args(acp.ToolKind)
+TOOL_STATUSES: tuple[acp.ToolCallStatus, ...] = get_args(acp.ToolCallStatus)
 
 
 def known(value: object, values: tuple[_Value, ...]) -> _Value | None:
@@ -67,3 +75,18 @@ def plan_status(value: object) -> acp.PlanEntryStatus:
 def config_option_type(value: object) -> ConfigOptionType | None:
     """A config option's type, or None for a type the model does not know."""
     return known(value, CONFIG_OPTION_TYPES)
+
+
+def tool_kind(value: object) -> acp.ToolKind | None:
+    """A tool call's kind; an unknown one is `other`, None (cleared) stays None."""
+    return None if value is None else known(value, TOOL_KINDS) or "other"
+
+
+def tool_status(value: object) -> acp.ToolCallStatus | None:
+    """A tool call's status; `cancelled` is `failed`, any other unknown one (`paused` too)
+    `in_progress`; None (cleared) stays None."""
+    if value is None:
+        return None
+    if value == "cancelled":
+        return "failed"
+    return known(value, TOOL_STATUSES) or "in_progress"

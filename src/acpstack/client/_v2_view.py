@@ -16,7 +16,9 @@ connection each update is mapped here, in one place, to what it means in that mo
 - `plan_update` (items) is the plan; the config option of category "mode" is the mode;
 - `state_update` sets `SessionState.state` and `stop_reason`; it has no model update;
 - an enum value of v2 (all open) that the model's closed v1 `Literal` lacks gets the
-  fallback `_v2_values.py` names (a plan entry's `cancelled` is `pending`).
+  fallback `_v2_values.py` names (a plan entry's `cancelled` is `pending`, a tool call's
+  unknown kind `other`); a tool call's state (`ToolCallState`) keeps the agent's own
+  kind and status.
 
 What the model cannot hold is not lost: `ClientRuntime(on_wire_update=...)` gets every
 update exactly as it arrived.
@@ -99,7 +101,9 @@ def updates(update: Any, state: SessionState) -> list[Any]:
     if kind in _MESSAGES:
         return _message(update, state)
     if isinstance(update, v2.ToolCallUpdate):
-        return _applied(state, [_tool_call(update, state)])
+        model = _applied(state, [_tool_call(update, state)])
+        _keep_exact(update, state)
+        return model
     if isinstance(update, v2.ToolCallContentChunk):
         tool = state.tool_calls.get(update.tool_call_id)
         content = [*(tool.content if tool else []), tool_content(update.content)]
@@ -173,6 +177,10 @@ def _tool_call(update: v2.ToolCallUpdate, state: SessionState) -> Any:
             fields[name] = value
     if isinstance(fields.get("locations"), list):
         fields["locations"] = [_convert(loc, acp.ToolCallLocation) for loc in fields["locations"]]
+    if "kind" in fields:
+        fields["kind"] = values.tool_kind(fields["kind"])
+    if "status" in fields:
+        fields["status"] = values.tool_status(fields["status"])
     if update.content is not UNSET:
         fields["content"] = _contents(update.content)
     if update.tool_call_id in state.tool_calls:
@@ -180,6 +188,16 @@ def _tool_call(update: v2.ToolCallUpdate, state: SessionState) -> Any:
     created = {k: v for k, v in fields.items() if v is not None}
     created.setdefault("title", "")
     return acp.ToolCall(tool_call_id=update.tool_call_id, **created)
+
+
+def _keep_exact(update: v2.ToolCallUpdate, state: SessionState) -> None:
+    """The state keeps the agent's own kind and status (its fields are plain strings, as
+    it keeps a stop reason); only the model's v1 updates hold the fallbacks."""
+    tool = state.tool_calls[update.tool_call_id]
+    if isinstance(update.kind, str):
+        tool.kind = update.kind
+    if isinstance(update.status, str):
+        tool.status = update.status
 
 
 def _set_state(update: Any, state: SessionState) -> None:

@@ -55,12 +55,26 @@ def _coerce_one(value: Any, spec: UnionSpec) -> Any:
     errors = []
     for tp in ordered:
         try:
-            return _convert(value, tp)
+            converted = _convert(value, tp)
         except msgspec.ValidationError as exc:
             errors.append(str(exc))
+            continue
+        if Any in ordered and _loses_keys(value, converted):
+            continue  # a union open to any value keeps what a narrower arm would drop
+        return converted
     if keep_unknown and isinstance(value, dict):
         return _kept(value, keep_unknown)
     raise ValueError("matches no variant: " + "; ".join(errors))
+
+
+def _loses_keys(value: Any, converted: Any) -> bool:
+    """Whether `converted` (an arm's Struct) left out members of the JSON object `value`,
+    e.g. error data `{"reason": ..., "sessionId": ...}` read as v2's "session not found"
+    data, which has only `sessionId`."""
+    if not isinstance(value, dict) or not isinstance(converted, Struct):
+        return False
+    names = {f.encode_name for f in msgspec.structs.fields(converted)}
+    return not names.issuperset(value)
 
 
 def _kept(value: dict[str, Any], keep_unknown: Any) -> Any:

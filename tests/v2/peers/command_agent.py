@@ -4,7 +4,8 @@ Environment: V2_AGENT_DB (the SQLite store), V2_AGENT_VERSIONS ("2", "1,2" or "1
 default "1,2"), V2_AGENT_AUTH=1 (an auth method that must be used before sessions).
 
 Commands: `say TEXT`, `permission` (a tool call that asks), `wait` (until cancelled),
-`fail` (a RequestError), `crash` (a bug), `write PATH TEXT` (asks, then writes: the client
+`fail` (a RequestError), `busy` (the error of a session another process took over,
+as a shared store reports it), `crash` (a bug), `write PATH TEXT` (asks, then writes: the client
 offers no file system in v2, so the agent writes itself), `run CMD...` (asks, then runs);
 anything else is echoed.
 """
@@ -14,7 +15,14 @@ from __future__ import annotations
 import asyncio
 import os
 
-from acpstack.agent import SessionAgent, SqliteSessionStore, Turn, diff_content, serve_stdio
+from acpstack.agent import (
+    SESSION_BUSY,
+    SessionAgent,
+    SqliteSessionStore,
+    Turn,
+    diff_content,
+    serve_stdio,
+)
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
@@ -41,6 +49,9 @@ class CommandAgent(SessionAgent):
             await asyncio.Event().wait()
         elif command == "fail":
             raise RequestError(-32099, "the model is unavailable", {"reason": "model_error"})
+        elif command == "busy":  # what a node that lost the session ends the turn with
+            data = {"reason": "session_busy", "sessionId": turn.session.session_id}
+            raise RequestError(SESSION_BUSY, "Session is live on another node", data)
         elif command == "crash":
             raise RuntimeError("a bug with a secret in it")
         elif command == "write":
