@@ -373,3 +373,26 @@ async def test_serve_name_relays_unstable_methods_whatever_the_profile_says(
             sid = (await runtime.new_session(str(tmp_path))).session_id
             assert await runtime.set_title(sid, "named") == "named"
             assert await runtime.fork_session(sid, str(tmp_path)) != sid
+
+
+@pytest.mark.parametrize("unstable", [True, False])
+async def test_serve_unstable_offers_the_reference_agents_unstable_methods(
+    tmp_path: Path, unstable: bool
+) -> None:
+    # The reference agent runs in the server's process: `--unstable` is what lets it offer
+    # fork and titles to remote clients (without it they answer -32601).
+    from acpstack import CapabilityError
+    from acpstack.client import ClientRuntime, connect_remote
+
+    args = ["--store", str(tmp_path / "sessions.db"), *(["--unstable"] if unstable else [])]
+    with serve_process(*args) as served:
+        runtime = ClientRuntime()
+        async with connect_remote(served.url, runtime, unstable=True):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path))).session_id
+            if unstable:
+                assert await runtime.set_title(sid, "named") == "named"
+                assert await runtime.fork_session(sid, str(tmp_path)) != sid
+            else:  # not offered: the client does not even send it
+                with pytest.raises(CapabilityError):
+                    await runtime.fork_session(sid, str(tmp_path))

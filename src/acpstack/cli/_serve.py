@@ -65,6 +65,12 @@ def add_parser(sub: Any) -> None:
         metavar="MODULE:NAME",
         help="serve a Python Agent class or factory in this process (e.g. my_agent.py:MyAgent)",
     )
+    serve.add_argument(
+        "--unstable",
+        action="store_true",
+        help="an agent served in this process (the reference agent, --agent) also offers "
+        "ACP's unstable methods (fork, titles, archive...); a stdio agent decides for itself",
+    )
     serve.add_argument("--max-connections", type=int, default=1024)
     serve.add_argument("--max-message-size", type=int, default=16 * 1024 * 1024, metavar="BYTES")
     serve.add_argument(
@@ -187,6 +193,7 @@ def _serve(
             max_message_size=args.max_message_size,
             idle_timeout=args.idle_timeout,
         ),
+        unstable=args.unstable,
     )
     try:
         sock = bind_socket(args.host, args.port)
