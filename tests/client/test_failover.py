@@ -6,6 +6,8 @@ killed for real is tests/remote/test_failover.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -86,6 +88,10 @@ class Servers:
         self.connections.append(connection)
         return client_end
 
+    def refuse(self) -> None:
+        """From now on no server answers at this address."""
+        self.refusing = True
+
     async def kill(self) -> None:
         """The current server goes away at once (its pipe closes)."""
         await self.connections[-1].aclose()
@@ -106,24 +112,51 @@ async def failover_client(
     return connect_client(client, transport)
 
 
+@contextlib.asynccontextmanager
+async def failing_over(
+    servers: Servers, **policy: Any
+) -> AsyncIterator[tuple[ClientRuntime, list[FailoverEvent]]]:
+    """An initialized `ClientRuntime` whose connection fails over among `servers`, and the
+    list of failover events it reported (still there after the block)."""
+    runtime = ClientRuntime()
+    events: list[FailoverEvent] = []
+    conn = await failover_client(servers, runtime, events, **policy)
+    async with conn.connection:
+        await runtime.initialize()
+        yield runtime, events
+
+
+async def new_session(runtime: ClientRuntime) -> str:
+    return (await runtime.new_session("/tmp")).session_id
+
+
+async def lose_a_held_turn(
+    servers: Servers,
+    runtime: ClientRuntime,
+    session_id: str,
+    before_kill: Callable[[], object] = lambda: None,
+) -> pytest.ExceptionInfo[RequestError]:
+    """Start a turn that holds, kill its server (after `before_kill`), and return how the
+    turn failed: it must fail with a RequestError."""
+    running = asyncio.ensure_future(runtime.prompt(session_id, "hold"))
+    await servers.gates.holding.wait()
+    before_kill()
+    await servers.kill()
+    with pytest.raises(RequestError) as lost:
+        await running
+    return lost
+
+
 def texts(runtime: ClientRuntime, session_id: str) -> list[str]:
     return [m.text for m in runtime.sessions[session_id].state.messages if m.speaker == "agent"]
 
 
 async def test_a_turn_in_flight_is_lost_and_the_session_goes_on_elsewhere() -> None:
     servers = Servers()
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events)
-    async with conn.connection:
-        await runtime.initialize()
-        sid = (await runtime.new_session("/tmp")).session_id
+    async with failing_over(servers) as (runtime, events):
+        sid = await new_session(runtime)
         await runtime.prompt(sid, "hello")
-        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
-        await servers.gates.holding.wait()
-        await servers.kill()
-        with pytest.raises(RequestError) as lost:
-            await running
+        lost = await lose_a_held_turn(servers, runtime, sid)
         assert is_connection_lost(lost.value)
         assert lost.value.data == {"reason": "connection_lost", "method": "session/prompt"}
         assert "in flight" in lost.value.message
@@ -175,7 +208,7 @@ async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_
     async with connect_client(runtime, transport).connection:
         try:
             await runtime.initialize()
-            sid = (await runtime.new_session("/tmp")).session_id
+            sid = await new_session(runtime)
             await servers.kill()
             # Reconnected while the old connection is still being closed; the session
             # goes on there.
@@ -189,17 +222,9 @@ async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_
 
 async def test_writes_made_while_reconnecting_go_out_after_the_sessions_are_back() -> None:
     servers = Servers()
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events)
-    async with conn.connection:
-        await runtime.initialize()
-        sids = [(await runtime.new_session("/tmp")).session_id for _ in range(3)]
-        running = asyncio.ensure_future(runtime.prompt(sids[0], "hold"))
-        await servers.gates.holding.wait()
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+    async with failing_over(servers) as (runtime, events):
+        sids = [await new_session(runtime) for _ in range(3)]
+        await lose_a_held_turn(servers, runtime, sids[0])
         # Sent at once, before the new connection exists: held, then sent in order.
         results = await asyncio.gather(*(runtime.prompt(s, f"next {s}") for s in sids))
         assert [r.stop_reason for r in results] == ["end_turn"] * 3
@@ -264,18 +289,10 @@ async def test_an_agent_request_in_flight_is_cancelled_and_its_late_answer_dropp
 
 async def test_without_resume_the_session_is_loaded_and_its_replay_kept_from_the_client() -> None:
     servers = Servers(NoResumeAgent)
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events)
-    async with conn.connection:
-        await runtime.initialize()
-        sid = (await runtime.new_session("/tmp")).session_id
+    async with failing_over(servers) as (runtime, events):
+        sid = await new_session(runtime)
         await runtime.prompt(sid, "one")
-        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
-        await servers.gates.holding.wait()
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+        await lose_a_held_turn(servers, runtime, sid)
         await runtime.prompt(sid, "two")
     # The load replayed "one" and "hold" to the failover transport, which kept them back:
     # the client's view has each message once.
@@ -287,19 +304,11 @@ async def test_without_resume_the_session_is_loaded_and_its_replay_kept_from_the
 
 async def test_a_closed_session_is_not_reattached() -> None:
     servers = Servers()
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events)
-    async with conn.connection:
-        await runtime.initialize()
-        keep = (await runtime.new_session("/tmp")).session_id
-        gone = (await runtime.new_session("/tmp")).session_id
+    async with failing_over(servers) as (runtime, events):
+        keep = await new_session(runtime)
+        gone = await new_session(runtime)
         await runtime.close_session(gone)
-        running = asyncio.ensure_future(runtime.prompt(keep, "hold"))
-        await servers.gates.holding.wait()
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+        await lose_a_held_turn(servers, runtime, keep)
         await runtime.prompt(keep, "still here")
     assert events[-1].sessions == [keep]
 
@@ -313,6 +322,10 @@ class BusyStore(MemorySessionStore):
         self.refusals = refusals
         self.arm = False
 
+    def arm_now(self) -> None:
+        """From now on refuse sessions (`refusals` times)."""
+        self.arm = True
+
     def acquire(self, session_id: str) -> None:
         if self.arm and self.refusals > 0:
             self.refusals -= 1
@@ -325,18 +338,9 @@ class BusyStore(MemorySessionStore):
 async def test_a_session_still_busy_elsewhere_is_asked_for_again() -> None:
     store = BusyStore(refusals=3)
     servers = Servers(store=store)
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events)
-    async with conn.connection:
-        await runtime.initialize()
-        sid = (await runtime.new_session("/tmp")).session_id
-        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
-        await servers.gates.holding.wait()
-        store.arm = True
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+    async with failing_over(servers) as (runtime, events):
+        sid = await new_session(runtime)
+        await lose_a_held_turn(servers, runtime, sid, before_kill=store.arm_now)
         await runtime.prompt(sid, "after")
     assert store.refusals == 0 and events[-1].sessions == [sid]
 
@@ -344,18 +348,9 @@ async def test_a_session_still_busy_elsewhere_is_asked_for_again() -> None:
 async def test_busy_for_too_long_the_session_is_reported_not_reattached() -> None:
     store = BusyStore(refusals=10**6)
     servers = Servers(store=store)
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events, busy_timeout=0.05)
-    async with conn.connection:
-        await runtime.initialize()
-        sid = (await runtime.new_session("/tmp")).session_id
-        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
-        await servers.gates.holding.wait()
-        store.arm = True
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+    async with failing_over(servers, busy_timeout=0.05) as (runtime, events):
+        sid = await new_session(runtime)
+        await lose_a_held_turn(servers, runtime, sid, before_kill=store.arm_now)
         with pytest.raises(RequestError) as refused:  # the new agent does not have it
             await runtime.prompt(sid, "after")
     assert "Resource not found" in refused.value.message
@@ -366,18 +361,9 @@ async def test_busy_for_too_long_the_session_is_reported_not_reattached() -> Non
 
 async def test_when_no_server_comes_back_the_connection_ends_with_the_reason() -> None:
     servers = Servers()
-    runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    conn = await failover_client(servers, runtime, events, attempts=3)
-    async with conn.connection:
-        await runtime.initialize()
-        sid = (await runtime.new_session("/tmp")).session_id
-        running = asyncio.ensure_future(runtime.prompt(sid, "hold"))
-        await servers.gates.holding.wait()
-        servers.refusing = True
-        await servers.kill()
-        with pytest.raises(RequestError):
-            await running
+    async with failing_over(servers, attempts=3) as (runtime, events):
+        sid = await new_session(runtime)
+        await lose_a_held_turn(servers, runtime, sid, before_kill=servers.refuse)
         with pytest.raises(ConnectionClosed, match="3 attempts failed.*connection refused"):
             await runtime.prompt(sid, "nobody there")
     assert [e.kind for e in events] == ["lost", "failed"]

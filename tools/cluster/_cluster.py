@@ -20,9 +20,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Self
+from typing import IO
 
 from tools.cluster._postgres import LocalPostgres, NotInstalled, free_port
+from tools.cluster._service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 HAPROXY_CFG = ROOT / "examples" / "deploy" / "haproxy.cfg"
@@ -98,7 +99,7 @@ def wait_for_port(port: int, deadline: float) -> None:
         time.sleep(0.02)
 
 
-class Cluster:
+class Cluster(Service):
     """`with Cluster(nodes=3) as c: url = c.url` (the HAProxy frontend)."""
 
     def __init__(
@@ -190,14 +191,3 @@ class Cluster:
         self.postgres.stop()
         if self.haproxy_log is not None:
             self.haproxy_log.close()
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

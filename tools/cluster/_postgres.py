@@ -18,7 +18,8 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Self
+
+from tools.cluster._service import Service
 
 USER = "acpstack"
 
@@ -64,7 +65,7 @@ def _run_as() -> tuple[list[str], int, int] | None:
     raise PostgresUnavailable("running as root and there is no `postgres` or `nobody` user")
 
 
-class LocalPostgres:
+class LocalPostgres(Service):
     """`with LocalPostgres() as pg: url = pg.create_database("t1")`.
 
     `settings` are extra server settings (`-c name=value`), e.g. ``{"fsync": "off"}``.
@@ -187,17 +188,6 @@ class LocalPostgres:
         if self.base is not None:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 def owner_key(url: str, session_id: str) -> int | None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
 
 T = TypeVar("T")
+R = TypeVar("R", acp.LoadSessionResponse, acp.ResumeSessionResponse)
 AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
 
 
@@ -122,23 +123,16 @@ class SessionMethods:
     ) -> acp.LoadSessionResponse:
         """Load a stored session: tracked first, so the replayed history fills its
         `SessionState` before the answer (on v2: `session/resume` replaying from the start)."""
-        # Registered first: the replayed history arrives before the response.
-        self.register_session(session_id, cwd, additional_directories)
-        if self._v2:  # session/resume replaying from the start
-            options = await self._with_auth(
-                lambda: self._resume_v2(
-                    session_id, cwd, additional_directories, mcp_servers, replay=True
-                )
-            )
-            return acp.LoadSessionResponse(config_options=options or UNSET)
-        params = acp.LoadSessionRequest(
-            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
+        return await self._reopen_session(
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+            replay=True,
+            request=acp.LoadSessionRequest,
+            send=self.agent.session_load,
+            answer=acp.LoadSessionResponse,
         )
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
-        result = await self._with_auth(lambda: self.agent.session_load(params))
-        self.sessions[session_id].state.seed(result)
-        return result
 
     async def resume_session(
         self,
@@ -149,20 +143,44 @@ class SessionMethods:
         mcp_servers: Sequence[acp.McpServer] = (),
     ) -> acp.ResumeSessionResponse:
         """Resume a stored session without its history (the agent does not replay it)."""
+        return await self._reopen_session(
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+            replay=False,
+            request=acp.ResumeSessionRequest,
+            send=self.agent.session_resume,
+            answer=acp.ResumeSessionResponse,
+        )
+
+    async def _reopen_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str],
+        mcp_servers: Sequence[acp.McpServer],
+        *,
+        replay: bool,
+        request: type[acp.LoadSessionRequest | acp.ResumeSessionRequest],
+        send: Callable[[Any], Awaitable[R]],
+        answer: type[R],
+    ) -> R:
+        """session/load (`replay`) or session/resume of a stored session; on v2 both are
+        session/resume, replaying from the start or not."""
+        # Registered first: a replayed history arrives before the response.
         self.register_session(session_id, cwd, additional_directories)
         if self._v2:
             options = await self._with_auth(
                 lambda: self._resume_v2(
-                    session_id, cwd, additional_directories, mcp_servers, replay=False
+                    session_id, cwd, additional_directories, mcp_servers, replay=replay
                 )
             )
-            return acp.ResumeSessionResponse(config_options=options or UNSET)
-        params = acp.ResumeSessionRequest(
-            session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers)
-        )
+            return answer(config_options=options or UNSET)
+        params = request(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
         if additional_directories:
             params.additional_directories = list(additional_directories)
-        result = await self._with_auth(lambda: self.agent.session_resume(params))
+        result = await self._with_auth(lambda: send(params))
         self.sessions[session_id].state.seed(result)
         return result
 

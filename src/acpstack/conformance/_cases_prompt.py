@@ -5,7 +5,15 @@ from __future__ import annotations
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import TURN_UPDATES, Context, Turn
 from acpstack.conformance._frames import show_all
-from acpstack.conformance._model import DOCS, Outcome, failed, passed, skipped
+from acpstack.conformance._model import (
+    DOCS,
+    CaseFail,
+    CaseSkip,
+    Outcome,
+    failed,
+    passed,
+    skipped,
+)
 from acpstack.conformance._target import Connection
 
 TURN = f"{DOCS}/prompt-turn"
@@ -36,6 +44,19 @@ def _turn_frames(turn: Turn) -> list[str]:
     return show_all(turn.frames())
 
 
+def _require_answer(turn: Turn) -> None:
+    """Fail the case unless session/prompt got a result."""
+    if turn.reply.status != "result":
+        raise CaseFail(f"session/prompt got {turn.reply.describe()}", _turn_frames(turn))
+
+
+def _require_completed(turn: Turn) -> None:
+    """Skip the case unless the turn got a result: the case looks at what a completed
+    turn did (a turn that fails is prompt.stop-reason's finding)."""
+    if turn.reply.status != "result":
+        raise CaseSkip(f"the turn did not complete ({turn.reply.describe()})")
+
+
 @case(
     "prompt.stop-reason",
     "a prompt turn ends with a valid stop reason",
@@ -50,8 +71,7 @@ def _turn_frames(turn: Turn) -> list[str]:
 )
 async def stop_reason(ctx: Context) -> Outcome:
     conn, turn = await _basic_turn(ctx)
-    if turn.reply.status != "result":
-        return failed(f"session/prompt got {turn.reply.describe()}", _turn_frames(turn))
+    _require_answer(turn)
     if turn.stop_reason not in STOP_REASONS:
         return failed(f"stopReason {turn.stop_reason!r} is not a stop reason", _turn_frames(turn))
     return passed(f"{turn.stop_reason} after {len(turn.updates)} update(s)")
@@ -71,8 +91,7 @@ async def updates_scoped(ctx: Context) -> Outcome:
     other = await ctx.new_session(conn)
     session_id = await ctx.new_session(conn)
     turn = await ctx.turn(conn, session_id)
-    if turn.reply.status != "result":
-        return skipped(f"the turn did not complete ({turn.reply.describe()})")
+    _require_completed(turn)
     strangers = [f for f in turn.updates if f.session_id != session_id]
     if strangers:
         named = "the other session" if strangers[0].session_id == other else "another id"
@@ -92,8 +111,7 @@ async def updates_scoped(ctx: Context) -> Outcome:
 )
 async def no_late_updates(ctx: Context) -> Outcome:
     conn, turn = await _basic_turn(ctx)
-    if turn.reply.status != "result":
-        return skipped(f"the turn did not complete ({turn.reply.describe()})")
+    _require_completed(turn)
     late = [f for f in turn.late if f.update_kind in TURN_UPDATES]
     if late:
         return failed(f"{len(late)} update(s) after the answer", show_all(late))
@@ -119,8 +137,7 @@ async def resource_link(ctx: Context) -> Outcome:
         {"type": "resource_link", "uri": readme.as_uri(), "name": "README.md"},
     ]
     turn = await ctx.turn(conn, session_id, prompt)
-    if turn.reply.status != "result":
-        return failed(f"session/prompt got {turn.reply.describe()}", _turn_frames(turn))
+    _require_answer(turn)
     return passed(f"{turn.stop_reason}")
 
 

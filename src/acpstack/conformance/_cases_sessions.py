@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from acpstack.conformance._catalog import case
@@ -289,6 +290,32 @@ async def _reattach(
     raise AssertionError("unreachable")
 
 
+@dataclass
+class _Reattached:
+    """A session with a turn behind it, reattached by session/load or session/resume."""
+
+    session_id: str
+    reply: Reply
+    where: Connection  # the connection that answered
+    frames: list[Frame]  # the rest the agent sent there, answer excluded
+    scope: str  # where, in words
+
+
+async def _reattach_after_turn(
+    ctx: Context, method: str, capability: str, advertised_as: str
+) -> _Reattached:
+    """A new session with one turn, then `method` on it (see `_reattach`); skips the case
+    when the agent does not advertise `capability` (named `advertised_as` in the skip)."""
+    conn = await ctx.shared()
+    if not _advertised(conn, capability):
+        raise CaseSkip(f"{advertised_as} is not advertised")
+    session_id = await ctx.new_session(conn)
+    await ctx.turn(conn, session_id)
+    reply, where, frames = await _reattach(ctx, method, conn, session_id)
+    scope = "a new connection" if where is not conn else "the same connection only"
+    return _Reattached(session_id, reply, where, frames, scope)
+
+
 def _turn_updates(frames: list[Frame], session_id: str) -> list[Frame]:
     return [f for f in frames if f.session_id == session_id and f.update_kind in TURN_UPDATES]
 
@@ -305,24 +332,21 @@ def _turn_updates(frames: list[Frame], session_id: str) -> list[Frame]:
     fix="Send the whole history as session/update notifications, then answer session/load.",
 )
 async def session_load(ctx: Context) -> Outcome:
-    conn = await ctx.shared()
-    if not _advertised(conn, "load"):
-        return skipped("loadSession is not advertised")
-    session_id = await ctx.new_session(conn)
-    await ctx.turn(conn, session_id)
-    reply, where, frames = await _reattach(ctx, "session/load", conn, session_id)
-    got = ctx.show(where, reply) + [f.show() for f in frames][:8]
+    back = await _reattach_after_turn(ctx, "session/load", "load", "loadSession")
+    reply, frames = back.reply, back.frames
+    got = ctx.show(back.where, reply) + [f.show() for f in frames][:8]
     if reply.status != "result":
         return failed(f"session/load got {reply.describe()}", got)
     answered = reply.frame.seq if reply.frame is not None else 0
-    replayed = [f for f in _turn_updates(frames, session_id) if f.seq < answered]
-    late = [f for f in _turn_updates(frames, session_id) if f.seq > answered]
+    replayed = [f for f in _turn_updates(frames, back.session_id) if f.seq < answered]
+    late = [f for f in _turn_updates(frames, back.session_id) if f.seq > answered]
     if late:
         return failed("history updates arrived after the answer", [f.show() for f in late])
-    scope = "a new connection" if where is not conn else "the same connection only"
     if not replayed:
-        return warned(f"loaded on {scope}, but replayed nothing of a conversation with a turn", got)
-    return passed(f"loaded on {scope}; {len(replayed)} update(s) replayed before the answer")
+        return warned(
+            f"loaded on {back.scope}, but replayed nothing of a conversation with a turn", got
+        )
+    return passed(f"loaded on {back.scope}; {len(replayed)} update(s) replayed before the answer")
 
 
 @case(
@@ -335,20 +359,14 @@ async def session_load(ctx: Context) -> Outcome:
     fix="Answer session/resume without sending the conversation again (that is session/load).",
 )
 async def session_resume(ctx: Context) -> Outcome:
-    conn = await ctx.shared()
-    if not _advertised(conn, "resume"):
-        return skipped("sessionCapabilities.resume is not advertised")
-    session_id = await ctx.new_session(conn)
-    await ctx.turn(conn, session_id)
-    reply, where, frames = await _reattach(ctx, "session/resume", conn, session_id)
-    got = ctx.show(where, reply)
-    if reply.status != "result":
-        return failed(f"session/resume got {reply.describe()}", got)
-    replayed = _turn_updates(frames, session_id)
+    back = await _reattach_after_turn(ctx, "session/resume", "resume", "sessionCapabilities.resume")
+    got = ctx.show(back.where, back.reply)
+    if back.reply.status != "result":
+        return failed(f"session/resume got {back.reply.describe()}", got)
+    replayed = _turn_updates(back.frames, back.session_id)
     if replayed:
         return failed("replayed history on resume", [f.show() for f in replayed][:8])
-    scope = "a new connection" if where is not conn else "the same connection only"
-    return passed(f"resumed on {scope} without replay")
+    return passed(f"resumed on {back.scope} without replay")
 
 
 @case(

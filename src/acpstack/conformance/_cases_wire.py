@@ -3,7 +3,7 @@ connection without client capabilities), and report known deviations as warnings
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._client_sim import NO_CAPABILITIES
@@ -18,6 +18,11 @@ MAX_SHOWN = 25
 def _agent_frames(ctx: Context) -> Iterator[Frame]:
     for log in ctx.logs:
         yield from (f for f in log.frames if f.direction == "in")
+
+
+def _shown_agent_frames(ctx: Context, keep: Callable[[Frame], bool]) -> list[str]:
+    """The agent's frames that `keep` picks, as a case shows them."""
+    return [frame.show(200) for frame in _agent_frames(ctx) if keep(frame)]
 
 
 def _results(ctx: Context) -> Iterator[tuple[Frame, dict[str, object]]]:
@@ -190,13 +195,13 @@ async def env_var_auth(ctx: Context) -> Outcome:
     fix="Prefix your own methods with `_` (e.g. `_myagent/status`).",
 )
 async def custom_methods(ctx: Context) -> Outcome:
-    found = []
-    for frame in _agent_frames(ctx):
+    def unprefixed(frame: Frame) -> bool:
         method = frame.method
         if method is None or method.startswith(("_", "$/")):
-            continue
-        if not ctx.validator.known_method(method):
-            found.append(frame.show(200))
+            return False
+        return not ctx.validator.known_method(method)
+
+    found = _shown_agent_frames(ctx, unprefixed)
     return _deviation(found, "non-ACP methods without a `_` prefix", "unprefixed custom method")
 
 
@@ -211,9 +216,10 @@ async def custom_methods(ctx: Context) -> Outcome:
     fix='Wrap textual output, e.g. {"output": "..."}, or send it as tool call content.',
 )
 async def string_raw_output(ctx: Context) -> Outcome:
-    found = []
-    for frame in _agent_frames(ctx):
-        update = frame.params.get("update") if frame.update_kind else None
-        if isinstance(update, dict) and isinstance(update.get("rawOutput"), str):
-            found.append(frame.show(200))
+    found = _shown_agent_frames(ctx, _has_string_raw_output)
     return _deviation(found, "tool calls with a string rawOutput", "string rawOutput")
+
+
+def _has_string_raw_output(frame: Frame) -> bool:
+    update = frame.params.get("update") if frame.update_kind else None
+    return isinstance(update, dict) and isinstance(update.get("rawOutput"), str)

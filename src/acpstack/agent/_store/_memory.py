@@ -6,6 +6,12 @@ import threading
 from collections.abc import Iterator
 from typing import Unpack
 
+from acpstack.agent._store._paging import (
+    EventRow,
+    cut_page,
+    events_in_batches,
+    wanted_archived,
+)
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -24,7 +30,6 @@ from acpstack.agent._store._rows import (
     check_id,
     check_list_args,
     decode_cursor,
-    encode_cursor,
     fork_record,
     from_row,
     prepare_new,
@@ -112,19 +117,16 @@ class MemorySessionStore(ClosingStore, SessionStore):
 
     def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
         # Same contract as the SQLite store: batches taken under the lock, nothing held
-        # while the caller consumes them. StoredEvent payloads are immutable bytes; each
-        # event is copied so callers cannot alter the stored history.
-        last = after_seq
-        while True:
+        # while the caller consumes them. Each event comes back as a new StoredEvent (its
+        # payload is immutable bytes), so callers cannot alter the stored history.
+        def fetch(last: int) -> list[EventRow]:
             with self._lock:
                 self._check_open()
                 log = self._events.get(session_id)
                 batch = [] if log is None else log[last : last + EVENT_BATCH]
-            for ev in batch:
-                yield StoredEvent(ev.seq, ev.kind, ev.payload, ev.created_at)
-            if len(batch) < EVENT_BATCH:
-                return
-            last = batch[-1].seq
+            return [(ev.seq, ev.kind, ev.payload, ev.created_at) for ev in batch]
+
+        return events_in_batches(fetch, after_seq)
 
     def list_sessions(
         self,
@@ -136,6 +138,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         """One page of sessions, newest first, and the cursor of the next page (None
         on the last); see `SessionStore.list_sessions`."""
         check_list_args(cwd, limit, archived)
+        flag = wanted_archived(archived)
         after = decode_cursor(cursor) if cursor is not None else None
         with self._lock:
             self._check_open()
@@ -143,15 +146,11 @@ class MemorySessionStore(ClosingStore, SessionStore):
                 r
                 for r in self._rows.values()
                 if (cwd is None or r.cwd == cwd)
-                and (archived == "include" or bool(r.archived) == (archived == "only"))
+                and (flag is None or bool(r.archived) == flag)
                 and (after is None or (r.updated_at, r.session_id) < after)
             ]
         rows.sort(key=lambda r: (r.updated_at, r.session_id), reverse=True)
-        page = [from_row(r) for r in rows[:limit]]
-        next_cursor = None
-        if len(rows) > limit:
-            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
-        return page, next_cursor
+        return cut_page(rows, limit, from_row)
 
     def delete(self, session_id: str) -> None:
         """Remove the session and its events (an unknown session is a no-op)."""

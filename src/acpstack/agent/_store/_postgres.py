@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from acpstack.agent._store import _pg_schema
+from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -48,8 +49,6 @@ from acpstack.agent._store._rows import (
     check_event_args,
     check_id,
     check_list_args,
-    decode_cursor,
-    encode_cursor,
     fork_record,
     from_row,
     prepare_new,
@@ -288,21 +287,16 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return self._iter_events(session_id, after_seq)
 
     def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
-        # Batches, each its own short query: nothing is held while the caller consumes.
-        last = after_seq
-        while True:
+        def fetch(last: int) -> list[Any]:
             with self._conn() as conn:
-                rows = conn.execute(
+                return conn.execute(
                     f"SELECT seq, kind, payload, {_ts('created_at')} FROM acpstack_events "
                     "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
                     (session_id, last, EVENT_BATCH),
                     prepare=True,
                 ).fetchall()
-            for seq, kind, payload, created_at in rows:
-                yield StoredEvent(seq, kind, bytes(payload), created_at)
-            if len(rows) < EVENT_BATCH:
-                return
-            last = rows[-1][0]
+
+        return events_in_batches(fetch, after_seq)
 
     def list_sessions(
         self,
@@ -313,30 +307,18 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
     ) -> tuple[list[SessionRecord], str | None]:
         """A page of sessions, most recently updated first, and the cursor of the next."""
         check_list_args(cwd, limit, archived)
-        where: list[str] = []
-        params: list[Any] = []
-        if archived != "include":
-            where.append("archived = %s")
-            params.append(archived == "only")
-        if cwd is not None:
-            where.append("cwd = %s")
-            params.append(cwd)
-        if cursor is not None:
-            after_updated, after_id = decode_cursor(cursor)
-            where.append("(updated_at, session_id) < (%s::timestamptz, %s)")
-            params += [after_updated, after_id]
-        sql = f"SELECT {_ROW} FROM acpstack_sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, session_id DESC LIMIT %s"
-        params.append(limit + 1)  # one extra row tells whether there is a next page
+        sql, params = list_query(
+            f"SELECT {_ROW} FROM acpstack_sessions",
+            cwd,
+            cursor,
+            limit,
+            archived,
+            mark="%s",
+            timestamp="::timestamptz",
+        )
         with self._conn() as conn:
             rows = conn.execute(sql, params).fetchall()
-        page = [self._record(r) for r in rows[:limit]]
-        next_cursor = None
-        if len(rows) > limit:
-            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
-        return page, next_cursor
+        return cut_page(rows, limit, self._record)
 
     def delete(self, session_id: str) -> None:
         """Remove the session, unless another live node has it (`SessionBusy`)."""

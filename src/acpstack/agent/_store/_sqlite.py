@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Unpack
 
+from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -31,8 +32,6 @@ from acpstack.agent._store._rows import (
     check_event_args,
     check_id,
     check_list_args,
-    decode_cursor,
-    encode_cursor,
     fork_record,
     from_row,
     prepare_new,
@@ -316,21 +315,17 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         return self._iter_events(session_id, after_seq)
 
     def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
-        # Fetched in batches, each a short read under the lock; no transaction or lock is
-        # held while the caller consumes events, so it may append/update meanwhile. Events
-        # appended during iteration may or may not be included; none is seen twice.
-        last = after_seq
-        while True:
-            rows = self._read_all(
+        # Each batch a short read under the lock; no transaction or lock is held while the
+        # caller consumes events, so it may append/update meanwhile. Events appended
+        # during iteration may or may not be included; none is seen twice.
+        def fetch(last: int) -> list[tuple[Any, ...]]:
+            return self._read_all(
                 "SELECT seq, kind, payload, created_at FROM events "
                 "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (session_id, last, EVENT_BATCH),
             )
-            for seq, kind, payload, created_at in rows:
-                yield StoredEvent(seq, kind, bytes(payload), created_at)
-            if len(rows) < EVENT_BATCH:
-                return
-            last = rows[-1][0]
+
+        return events_in_batches(fetch, after_seq)
 
     def list_sessions(
         self,
@@ -342,29 +337,11 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         """One page of sessions, newest first, and the cursor of the next page (None
         on the last); see `SessionStore.list_sessions`."""
         check_list_args(cwd, limit, archived)
-        where: list[str] = []
-        params: list[Any] = []
-        if archived != "include":
-            where.append("archived = ?")
-            params.append(1 if archived == "only" else 0)
-        if cwd is not None:
-            where.append("cwd = ?")
-            params.append(cwd)
-        if cursor is not None:
-            after_updated, after_id = decode_cursor(cursor)
-            where.append("(updated_at, session_id) < (?, ?)")
-            params += [after_updated, after_id]
-        sql = f"SELECT {ROW_COLUMNS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"
-        params.append(limit + 1)  # one extra row tells us whether there is a next page
+        sql, params = list_query(
+            f"SELECT {ROW_COLUMNS} FROM sessions", cwd, cursor, limit, archived, mark="?"
+        )
         rows = self._read_all(sql, tuple(params))
-        page = [from_row(StoredRow._make(r)) for r in rows[:limit]]
-        next_cursor = None
-        if len(rows) > limit:
-            next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
-        return page, next_cursor
+        return cut_page(rows, limit, lambda row: from_row(StoredRow._make(row)))
 
     def delete(self, session_id: str) -> None:
         """Remove the session and its events (an unknown session is a no-op)."""

@@ -1,0 +1,83 @@
+"""Paging that every store shares: which sessions `list_sessions` keeps, where a page ends
+and the cursor of the next, and a history read in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from acpstack.agent._store._records import EVENT_BATCH, ArchiveFilter, SessionRecord, StoredEvent
+from acpstack.agent._store._rows import decode_cursor, encode_cursor
+
+Row = TypeVar("Row")
+EventRow = tuple[int, str, bytes | memoryview, str]  # seq, kind, payload, created_at
+
+
+def wanted_archived(archived: ArchiveFilter) -> bool | None:
+    """The `archived` flag a listed session must have, or None when either will do."""
+    return None if archived == "include" else archived == "only"
+
+
+def list_query(
+    select: str,
+    cwd: str | None,
+    cursor: str | None,
+    limit: int,
+    archived: ArchiveFilter,
+    *,
+    mark: str,
+    timestamp: str = "",
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one `list_sessions` page: `select` (the columns and the
+    table) filtered, newest first, one row over `limit` to tell whether a next page exists.
+
+    `mark` is the driver's placeholder; `timestamp` is appended to the cursor's time
+    placeholder (a cast, where the column is not text).
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    flag = wanted_archived(archived)
+    if flag is not None:
+        where.append(f"archived = {mark}")
+        params.append(flag)
+    if cwd is not None:
+        where.append(f"cwd = {mark}")
+        params.append(cwd)
+    if cursor is not None:
+        after_updated, after_id = decode_cursor(cursor)
+        where.append(f"(updated_at, session_id) < ({mark}{timestamp}, {mark})")
+        params += [after_updated, after_id]
+    sql = select
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY updated_at DESC, session_id DESC LIMIT {mark}"
+    params.append(limit + 1)
+    return sql, params
+
+
+def cut_page(
+    rows: Sequence[Row], limit: int, to_record: Callable[[Row], SessionRecord]
+) -> tuple[list[SessionRecord], str | None]:
+    """The first `limit` of `rows` (newest first) as records, and the cursor of the next
+    page (None when `rows` has no more)."""
+    page = [to_record(row) for row in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        next_cursor = encode_cursor(page[-1].updated_at, page[-1].session_id)
+    return page, next_cursor
+
+
+def events_in_batches(
+    fetch: Callable[[int], Sequence[EventRow]], after_seq: int
+) -> Iterator[StoredEvent]:
+    """Events after `after_seq`, in order: `fetch(last)` gives up to `EVENT_BATCH` rows with
+    seq > last. Each batch is its own short read, so nothing is held while the caller
+    consumes events (payloads come back as bytes)."""
+    last = after_seq
+    while True:
+        rows = fetch(last)
+        for seq, kind, payload, created_at in rows:
+            yield StoredEvent(seq, kind, bytes(payload), created_at)
+        if len(rows) < EVENT_BATCH:
+            return
+        last = rows[-1][0]
