@@ -30,28 +30,27 @@ def url_for(base: str, profile: str) -> str:
     return base if profile == "http" else "ws" + base[4:]
 
 
-def in_process_agent(db: Path) -> Any:
-    from command_agent import CommandAgent
-
-    from acpstack.agent import SqliteSessionStore
-
-    def make() -> Any:
-        agent = CommandAgent(store=SqliteSessionStore(str(db)), modes=[("code", "Code")])
-        agent.protocol_versions = (1, 2)
-        return agent
-
-    return make
-
-
 @pytest.fixture(params=["in-process", "stdio"])
 async def base(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     if request.param == "in-process":
-        app = AgentServer(in_process_agent(tmp_path / "sessions.db"))
+        from command_agent import CommandAgent
+
+        from acpstack.agent import SqliteSessionStore
+
+        def make() -> Any:
+            agent = CommandAgent(store=store, modes=[("code", "Code")])
+            agent.protocol_versions = (1, 2)
+            return agent
+
+        with SqliteSessionStore(str(tmp_path / "sessions.db")) as store:
+            app = AgentServer(make)
+            async with running(app) as url:
+                yield url
     else:
         argv, env = command_agent(tmp_path / "sessions.db", "1,2")
         app = AgentServer(argv, env={**os.environ, **env})
-    async with running(app) as url:
-        yield url
+        async with running(app) as url:
+            yield url
     assert app.connections == {}, "every connection ends with its client"
 
 
