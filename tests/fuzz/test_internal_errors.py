@@ -23,7 +23,8 @@ for line in sys.stdin:
     where = "second" if request["method"].endswith("2") else "first"
     sys.stderr.write("WARNING:acpstack.wire:a bad line\n")
     sys.stderr.write(
-        f"ERROR:acpstack.rpc:handler for {request['method']} failed (correlation id c0ffee{n:02x})\n"
+        ("ERROR:acpstack.rpc:" if n % 2 else "acpstack agent: ERROR acpstack.rpc: ")
+        + f"handler for {request['method']} failed (correlation id c0ffee{n:02x})\n"
         "Traceback (most recent call last):\n"
         f'  File "/x/handlers.py", line {n * 10}, in {where}\n'
         "    boom()\n"
@@ -31,7 +32,7 @@ for line in sys.stdin:
         "    raise KeyError('k')\n"
         "KeyError: 'k'\n"
     )
-    sys.stderr.write("INFO:acpstack.rpc:next\n")
+    sys.stderr.write("INFO:acpstack.rpc:next\n" if n % 2 else "acpstack agent: INFO x: next\n")
     sys.stderr.flush()
     error = {"code": -32603, "message": "Internal error", "data": {"correlationId": f"c0ffee{n:02x}"}}
     print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}), flush=True)

@@ -16,8 +16,9 @@ from typing import Any
 
 INTERNAL_ERROR = -32603
 _CORRELATION = re.compile(r"correlation id ([0-9a-f]+)")
-# A new log record (logging's default format, and our own "acpstack: " one) ends a traceback.
-_RECORD_START = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):|^acpstack: ")
+# A new log record ends a traceback: logging's default format ("ERROR:name:..."), and ours
+# ("acpstack agent: ERROR name: ...", "acpstack: name: ...").
+_RECORD_START = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):|^acpstack[ \w]*: ")
 _KEEP_TRACEBACKS = 1000
 _KEEP_LINE_BYTES = 2000
 
@@ -27,12 +28,13 @@ class InternalError:
     rid: Any
     correlation: str | None
     line: bytes | None  # what we sent with that id, when we can tell
+    error: str  # the error object as answered
     traceback: list[str] = field(default_factory=list)
 
     def cause(self) -> str:
         """The innermost frame and the exception: what groups errors of one cause."""
         if not self.traceback:
-            return "(no traceback logged)"
+            return f"(no traceback logged) {self.error}"
         frames = [t.strip() for t in self.traceback if t.lstrip().startswith('File "')]
         return (frames[-1] if frames else "") + " -> " + self.traceback[-1].strip()
 
@@ -60,7 +62,8 @@ class InternalErrorLog:
         data = message["error"].get("data")
         correlation = data.get("correlationId") if isinstance(data, dict) else None
         kept = line[:_KEEP_LINE_BYTES] if line is not None else None
-        self.errors.append(InternalError(message["id"], correlation, kept))
+        error = json.dumps(message["error"], ensure_ascii=False)[:_KEEP_LINE_BYTES]
+        self.errors.append(InternalError(message["id"], correlation, kept, error))
 
     def resolve(self) -> None:
         """Attach the tracebacks (call after the target's stderr was read to its end)."""
