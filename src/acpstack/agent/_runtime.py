@@ -3,7 +3,8 @@
 The author subclasses it and implements `prompt(turn)`. Sessions persist in a
 `SessionStore` (SQLite by default): `session/load` replays the history, `resume` does
 not, `list` pages newest first, `close` cancels and frees, `delete` is idempotent,
-unstable `fork` copies the history. One turn runs at a time per session; a second
+unstable `fork` copies the history; load, resume, close, delete and archive of one
+session run one at a time (`_lifecycle.py`). One turn runs at a time per session; a second
 concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_request`
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
 
