@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.fuzz._internal_errors import INTERNAL_ERROR, InternalErrorLog
 from tools.fuzz._mutate import strict_parse
 
 
@@ -57,6 +58,7 @@ class Target:
         cwd: str,
         env: dict[str, str] | None = None,
         hang_seconds: float = 10.0,
+        internal_errors: InternalErrorLog | None = None,
     ) -> None:
         self.argv = list(argv)
         self.cwd = cwd
@@ -74,6 +76,7 @@ class Target:
         self.on_request: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self.on_answer: Callable[[dict[str, Any]], None] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=40)
+        self.internal_errors = internal_errors  # when set, every -32603 is recorded
         self._reader: asyncio.Task[None] | None = None
         self._stderr: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
@@ -141,7 +144,10 @@ class Target:
             line = await self.proc.stderr.readline()
             if not line:
                 return
-            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+            text = line.decode("utf-8", "replace").rstrip()
+            self.stderr_tail.append(text)
+            if self.internal_errors is not None:
+                self.internal_errors.note_stderr(text)
 
     def _died(self, why: str, line: bytes = b"") -> None:
         if not any(v.kind == "death" for v in self.violations):
@@ -177,6 +183,8 @@ class Target:
         if "error" in message:
             code = message["error"]["code"]
             self.stats.error_codes[code] = self.stats.error_codes.get(code, 0) + 1
+            if code == INTERNAL_ERROR and self.internal_errors is not None:
+                self.internal_errors.note_answer(message, self._sent_line(rid))
         if rid is None:
             # An error about a line that could not be identified, or the answer to a
             # request whose id was null (valid in JSON-RPC and in ACP's RequestId).
@@ -207,6 +215,18 @@ class Target:
         self.stats.answers += 1
         if self.on_answer is not None:
             self.on_answer(message)
+
+    def _sent_line(self, rid: Any) -> bytes | None:
+        """The line we sent with this id, when we still know it."""
+        if rid is None:
+            return None
+        key = _key(rid)
+        if key in self.required:
+            return self.required[key][1]
+        if key in self.allowed:
+            return self.allowed[key]
+        token = json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return next((line for line in reversed(self.recent) if token in line), None)
 
     def _in_recent_damage(self, rid: Any) -> bool:
         if _key(rid) in self.our_response_ids:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tools.fuzz._agent_side import AgentFuzzer
 from tools.fuzz._harness import Stats, Target, Violation
+from tools.fuzz._internal_errors import InternalErrorLog
 
 HERE = Path(__file__).resolve().parent
 README = "# Fuzz workspace\n\nA line the agent may edit: fuzz.\n"
@@ -73,8 +74,11 @@ async def fuzz(
     agent_command: Sequence[str] | None = None,
     hang_seconds: float = 10.0,
     env: dict[str, str] | None = None,
+    internal_errors: Path | None = None,
 ) -> Report:
-    """Fuzz `target` ("agent" or "client") with `inputs` inputs from `seed`."""
+    """Fuzz `target` ("agent" or "client") with `inputs` inputs from `seed`; with
+    `internal_errors`, write every -32603 answer there (input line, traceback, cause)."""
+    recorder = InternalErrorLog() if internal_errors is not None else None
     with tempfile.TemporaryDirectory(prefix="acpstack-fuzz-") as tmp:
         root = Path(tmp)
         workspace = make_workspace(root)
@@ -84,18 +88,30 @@ async def fuzz(
             argv = (
                 list(agent_command) if agent_command else reference_agent(root / "sessions.sqlite3")
             )
-            process = Target(argv, cwd=str(workspace), env=env, hang_seconds=hang_seconds)
+            process = Target(
+                argv,
+                cwd=str(workspace),
+                env=env,
+                hang_seconds=hang_seconds,
+                internal_errors=recorder,
+            )
             await process.start()
             await AgentFuzzer(process, rng, workspace).run(inputs)
         else:
             from tools.fuzz._client_side import ClientFuzzer
 
             process = Target(
-                client_under_test(workspace), cwd=str(workspace), env=env, hang_seconds=hang_seconds
+                client_under_test(workspace),
+                cwd=str(workspace),
+                env=env,
+                hang_seconds=hang_seconds,
+                internal_errors=recorder,
             )
             await process.start()
             await ClientFuzzer(process, rng, workspace).run(inputs)
         code = await process.close()
+        if recorder is not None and internal_errors is not None:
+            recorder.write(internal_errors)
         return Report(
             target,
             seed,

@@ -3,7 +3,8 @@
 The author subclasses it and implements `prompt(turn)`. Sessions persist in a
 `SessionStore` (SQLite by default): `session/load` replays the history, `resume` does
 not, `list` pages newest first, `close` cancels and frees, `delete` is idempotent,
-unstable `fork` copies the history. One turn runs at a time per session; a second
+unstable `fork` copies the history; load, resume, close, delete and archive of one
+session run one at a time (`_lifecycle.py`). One turn runs at a time per session; a second
 concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_request`
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
 
@@ -31,6 +32,7 @@ from acpstack._version import __version__
 from acpstack.agent._auth import AuthMethods
 from acpstack.agent._config import ConfigOptionMethods
 from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
+from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
@@ -111,6 +113,7 @@ class SessionAgent(
             raise ValueError(f"fallback must be 'local' or 'refuse', not {fallback!r}")
         self.fallback: Fallback = fallback
         self._local: dict[str, LocalAccess] = {}  # per active session, made on first prompt
+        self._lifecycle = SessionLocks()  # load, resume, close, delete, archive: one at a time
         self.store: SessionStore = store if store is not None else SqliteSessionStore()
         self.modes: list[tuple[str, str]] = list(modes)
         self.extra_config_options: list[acp.SessionConfigOption] = list(config_options)
@@ -304,12 +307,13 @@ class SessionAgent(
         return acp.CloseSessionResponse()
 
     async def _close(self, session_id: str) -> None:
-        session = self.sessions.pop(session_id, None)
-        if session is None:
-            if self.store.get(session_id) is None:
-                raise self._not_found(session_id)
-            return
-        await self._stop(session)
+        async with self._lifecycle.exclusive(session_id):
+            session = self.sessions.pop(session_id, None)
+            if session is None:
+                if self.store.get(session_id) is None:
+                    raise self._not_found(session_id)
+                return
+            await self._stop(session)
 
     def _not_found(self, session_id: str) -> RequestError:
         if self.client.protocol_version == 2:
@@ -323,11 +327,12 @@ class SessionAgent(
         return acp.DeleteSessionResponse()
 
     async def _delete(self, session_id: str) -> None:
-        session = self.sessions.pop(session_id, None)
-        if session is not None:
-            await self._stop(session)
-        with refused_as_busy(session_id):
-            self.store.delete(session_id)
+        async with self._lifecycle.exclusive(session_id):
+            session = self.sessions.pop(session_id, None)
+            if session is not None:
+                await self._stop(session)
+            with refused_as_busy(session_id):
+                self.store.delete(session_id)
 
     async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
@@ -359,29 +364,30 @@ class SessionAgent(
         system_prompt: dict[str, str] | None = None,
     ) -> Session:
         check_absolute(cwd, "cwd")
-        record = self.store.get(session_id)
-        if record is None:
-            raise self._not_found(session_id)
-        hold(self.store, session_id)  # before the old copy lets go: no other process slips in
-        try:
-            old = self.sessions.pop(session_id, None)
-            if old is not None:
-                await self._stop(old)
-            # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
-            changes: SessionChanges = {
-                "cwd": cwd,
-                "additional_directories": dirs(additional),
-                "mcp_servers": [self.stored_mcp_server(s) for s in servers],
-            }
-            if system_prompt:
-                changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
-            record = self.store.update(session_id, **changes)
-        except BaseException:
-            let_go(self.store, session_id)
-            raise
-        session = self._session_of(record)
-        await self._activate(session, servers)
-        return session
+        async with self._lifecycle.exclusive(session_id):
+            record = self.store.get(session_id)
+            if record is None:
+                raise self._not_found(session_id)
+            hold(self.store, session_id)  # before the old copy lets go: no other process slips in
+            try:
+                old = self.sessions.pop(session_id, None)
+                if old is not None:
+                    await self._stop(old)
+                # Each request carries the complete list of roots (ACP-INVENTORY §6.3.34).
+                changes: SessionChanges = {
+                    "cwd": cwd,
+                    "additional_directories": dirs(additional),
+                    "mcp_servers": [self.stored_mcp_server(s) for s in servers],
+                }
+                if system_prompt:
+                    changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
+                record = self.store.update(session_id, **changes)
+            except BaseException:
+                let_go(self.store, session_id)
+                raise
+            session = self._session_of(record)
+            await self._activate(session, servers)
+            return session
 
     async def _activate(self, session: Session, servers: Sequence[Any]) -> None:
         self.sessions[session.session_id] = session

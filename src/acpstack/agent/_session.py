@@ -135,13 +135,23 @@ class Session:
 
 
 async def permission_answer(session_id: str, request: Awaitable[T]) -> T | None:
-    """The client's answer to `session/request_permission`, or None when it has no handler
-    for it (-32601): the base `Client` answers so because it never approves, and agents
-    take it as a refusal (any other error still fails the turn)."""
+    """The client's answer to `session/request_permission`, or None (a refusal) when it
+    answered with an error: -32601 from a client without a permission handler (the base
+    `Client` answers so because it never approves), or any other error or an invalid
+    result. The user was not asked, so nothing is approved; the turn goes on (relaying
+    the client's own error as the answer to its `session/prompt` helped nobody)."""
     try:
         return await request
     except RequestError as err:
-        if err.code != METHOD_NOT_FOUND:
-            raise
-        log.info("session %s: the client has no permission handler (-32601): a refusal", session_id)
+        if err.code == METHOD_NOT_FOUND:
+            log.info(
+                "session %s: the client has no permission handler (-32601): a refusal", session_id
+            )
+        else:
+            log.warning(
+                "session %s: the client answered session/request_permission with an error "
+                "(%s): a refusal",
+                session_id,
+                err,
+            )
         return None

@@ -306,8 +306,9 @@ class Turn(TurnExtras):
         tool: ToolCallHandle | acp.ToolCallUpdate,
         options: Sequence[acp.PermissionOption] = STANDARD_OPTIONS,
     ) -> PermissionDecision:
-        """Ask the user. Only a selected option of an allow kind counts as approval; a
-        client without a permission handler (it answers -32601) refuses."""
+        """Ask the user. Only a selected option of an allow kind counts as approval; an
+        error answer (-32601 from a client without a permission handler, or any other)
+        or an invalid one is a refusal ("reject"), logged as a warning."""
         tool_call = tool.as_update() if isinstance(tool, ToolCallHandle) else tool
         outcome = await self.session.ask_permission(tool_call, list(options))
         if isinstance(outcome, acp.SelectedPermissionOutcome):

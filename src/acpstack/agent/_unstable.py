@@ -16,6 +16,7 @@ from msgspec import UNSET
 
 from acpstack.agent._agent import Agent
 from acpstack.agent._leases import refused_as_busy
+from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._store import ARCHIVE_FILTERS, SessionRecord, SessionStore
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
@@ -61,6 +62,7 @@ class UnstableSessionMethods(Agent):
     authenticated: bool
     providers: ProviderSettings | None
     system_prompt_modes: tuple[str, ...]
+    _lifecycle: SessionLocks
     _reported_auth: str | None = None
 
     async def _stop(self, session: Session) -> None:
@@ -108,12 +110,13 @@ class UnstableSessionMethods(Agent):
         `session/list` unless archived sessions are asked for."""
         from acpstack.schema import v1_unstable as acpu
 
-        self._record(params.session_id)
-        session = self.sessions.pop(params.session_id, None)
-        if session is not None:  # as if session/close: the turn is cancelled, resources freed
-            await self._stop(session)
-        with refused_as_busy(params.session_id):
-            self.store.update(params.session_id, archived=True)
+        async with self._lifecycle.exclusive(params.session_id):
+            self._record(params.session_id)
+            session = self.sessions.pop(params.session_id, None)
+            if session is not None:  # as if session/close: the turn is cancelled, resources freed
+                await self._stop(session)
+            with refused_as_busy(params.session_id):
+                self.store.update(params.session_id, archived=True)
         return acpu.ArchiveSessionResponse()
 
     async def session_unarchive(
