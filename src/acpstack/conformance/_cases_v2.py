@@ -88,7 +88,8 @@ def _judge_turn(ctx: Context, turn: V2Turn) -> Outcome | None:
         )
     late = [f for f in turn.late if f.update_kind in TURN_CONTENT or state_of(f) is not None]
     if late:
-        return failed(f"{len(late)} update(s) of the turn after its idle", show_all(late) + got[:4])
+        shown = [*show_all(late), "the whole turn:", *got]
+        return failed(f"{len(late)} update(s) of the turn after its idle", shown)
     return None
 
 

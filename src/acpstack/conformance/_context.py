@@ -145,7 +145,7 @@ class Context:
                 if "error -32022" in str(exc):
                     self.failed_init = (
                         "the agent does not speak protocol version 1 (-32022): the v1 cases "
-                        "cannot run, and no v2 conversation cases are written yet"
+                        "cannot run (the v2 group checks a v2 conversation)"
                     )
                 raise CaseSkip(self.failed_init) from None
             self._shared = conn
