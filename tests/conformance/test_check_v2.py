@@ -77,6 +77,7 @@ async def test_the_v2_cases_run_between_cancel_and_robustness() -> None:
         ("ignores-cancel", {**ALL_PASS, "v2.cancel": "fail"}),
         ("bad-ack", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("stranger", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
+        ("no-running", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
     ],
 )
 async def test_each_defect_gets_its_verdict(mode: str, expected: dict[str, str]) -> None:

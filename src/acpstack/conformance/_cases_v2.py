@@ -63,7 +63,7 @@ async def session_new(ctx: Context) -> Outcome:
 
 
 def _judge_turn(ctx: Context, turn: V2Turn) -> Outcome | None:
-    """What is wrong with a turn in any v2 turn (None: nothing)."""
+    """What is wrong with a v2 turn, cancelled or not (None: nothing)."""
     got = show_all(turn.frames(), limit=16)
     if turn.reply.status != "result":
         return failed(f"session/prompt got {turn.reply.describe()}", got)

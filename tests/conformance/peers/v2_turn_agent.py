@@ -11,6 +11,7 @@ waits for session/cancel) and ends with `state_update` idle and the stop reason.
 - `late` (broken): a message chunk after the idle;
 - `ignores-cancel` (broken): session/cancel ends the turn with stopReason end_turn;
 - `bad-ack` (broken): the acknowledgement has no `messageId` (it says `id`);
+- `no-running` (broken): the turn reports no running state before its idle;
 - `stranger` (broken): the turn also sends an update for a session nobody opened.
 """
 
@@ -51,7 +52,8 @@ class V2TurnAgent(RawAgent):
             session_id,
             {"sessionUpdate": "user_message", "messageId": message_id, "content": prompt},
         )
-        self.state(session_id, "running")
+        if MODE != "no-running":
+            self.state(session_id, "running")
         self.cancels[session_id].clear()
         # the task starts after this answer is written: the turn goes on after it
         task = asyncio.get_running_loop().create_task(self.v2_turn(session_id, text))
