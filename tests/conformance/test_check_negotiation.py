@@ -128,10 +128,13 @@ async def test_failures_say_what_was_expected_and_show_the_answer() -> None:
 
 
 async def test_a_v2_only_agent_skips_the_v1_cases_and_says_why() -> None:
-    options = CheckOptions(timeout=8.0, settle=0.2, eof_grace=2.0, only=("init", "session.new"))
+    # session.new shares the group's connection; the others open their own
+    only = ("init", "session.new", "cancel.session-cancel", "caps.client-gates")
+    options = CheckOptions(timeout=8.0, settle=0.2, eof_grace=2.0, only=only)
     report = await check_agent(AgentTarget(command=(sys.executable, str(PEER))), options)
     result = {r.id: r for r in report.results}
     assert result["init.protocol-v1"].verdict.value == "pass"
-    skipped = result["session.new"]
-    assert skipped.verdict.value == "skip"
-    assert "does not speak protocol version 1 (-32022)" in skipped.message
+    for case in ("session.new", "init.before-initialize", "init.eof-exit", *only[2:]):
+        skipped = result[case]
+        assert skipped.verdict.value == "skip", case
+        assert "does not speak protocol version 1 (-32022)" in skipped.message, case

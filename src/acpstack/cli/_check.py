@@ -62,7 +62,9 @@ def add_parser(sub: Any) -> None:
         help="a prompt that keeps the agent busy long enough to be cancelled",
     )
     agent.add_argument(
-        "--auth", metavar="METHOD_ID", help="call authenticate with this method after initialize"
+        "--auth",
+        metavar="METHOD_ID",
+        help="call authenticate (auth/login on v2) with this method after initialize",
     )
     client = kinds.add_parser(
         "client",

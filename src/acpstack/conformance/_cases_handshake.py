@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from acpstack.conformance._catalog import case
-from acpstack.conformance._context import Context
+from acpstack.conformance._context import NO_V1, UNSUPPORTED, Context
 from acpstack.conformance._frames import obj
 from acpstack.conformance._model import (
     DOCS,
+    CaseSkip,
     Outcome,
     failed,
     passed,
@@ -41,6 +42,8 @@ async def before_initialize(ctx: Context) -> Outcome:
         return failed(f"session/new before initialize got {early.describe()}", got)
     reply = await ctx.initialize(conn)
     got += ctx.show(conn, reply)
+    if reply.status == "error" and reply.code == UNSUPPORTED:
+        raise CaseSkip(NO_V1)
     if reply.status != "result":
         return failed(f"initialize after the early request got {reply.describe()}", got)
     if early.status == "result":

@@ -75,9 +75,7 @@ async def _ask(ctx: Context, requested: int) -> tuple[Reply, list[str]]:
     info = reply.result.get("agentInfo") if isinstance(reply.result, dict) else None
     if ctx.agent_info is None and isinstance(info, dict):
         ctx.agent_info = info
-    # V2 HOOK: when the agent answered 2, `conn` speaks protocol v2; the v2 conversation
-    # cases (turns with state updates, upserts, auth/login, resume with replayFrom) would
-    # run on it. Only the negotiation is checked so far.
+    # A v2 conversation is checked by the v2 group (_cases_v2.py) on connections of its own.
     sent = f"-> initialize with protocolVersion {requested}, in v{min(requested, 2)}'s shape"
     return reply, [sent, *ctx.show(conn, reply)]
 

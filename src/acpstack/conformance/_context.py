@@ -31,6 +31,11 @@ TURN_UPDATES = frozenset(
         "plan",
     }
 )
+UNSUPPORTED = -32022
+NO_V1 = (
+    "the agent does not speak protocol version 1 (-32022): the v1 cases cannot run "
+    "(the v2 group checks a v2 conversation)"
+)
 README = "# Scratch workspace\n\nMade by `acpstack check agent`; removed when the check ends.\n"
 
 
@@ -53,7 +58,7 @@ class CheckOptions:
     only: tuple[str, ...] = ()
     """Run only these cases: ids, id prefixes or group names."""
     auth_method: str | None = None
-    """Authenticate with this method id after `initialize`."""
+    """Authenticate with this method id after `initialize` (`auth/login` in the v2 cases)."""
 
 
 @dataclass
@@ -140,19 +145,19 @@ class Context:
             conn = await self.open()
             try:
                 await self.handshake(conn)
+            except CaseSkip as exc:
+                self.failed_init = str(exc)
+                raise
             except CaseFail as exc:
                 self.failed_init = f"the agent did not complete initialize: {exc}"
-                if "error -32022" in str(exc):
-                    self.failed_init = (
-                        "the agent does not speak protocol version 1 (-32022): the v1 cases "
-                        "cannot run, and no v2 conversation cases are written yet"
-                    )
                 raise CaseSkip(self.failed_init) from None
             self._shared = conn
         return self._shared
 
     async def handshake(self, conn: Connection, protocol_version: Any = 1) -> Reply:
         reply = await self.initialize(conn, protocol_version)
+        if reply.status == "error" and reply.code == UNSUPPORTED and protocol_version == 1:
+            raise CaseSkip(NO_V1)
         if reply.status != "result" or not isinstance(reply.result, dict):
             raise CaseFail(f"initialize got {reply.describe()}", self.show(conn, reply))
         conn.initialize = reply.result
