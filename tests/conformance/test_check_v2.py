@@ -78,6 +78,7 @@ async def test_the_v2_cases_run_between_cancel_and_robustness() -> None:
         ("bad-ack", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("stranger", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("no-running", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
+        ("no-echo", {**ALL_PASS, "v2.turn": "fail"}),
     ],
 )
 async def test_each_defect_gets_its_verdict(mode: str, expected: dict[str, str]) -> None:
@@ -103,6 +104,10 @@ async def test_failures_say_what_was_expected_and_show_the_frames() -> None:
     text = found(report, "v2.turn")
     assert text.startswith("1 update(s) of the turn after its idle\n<- ")
     assert "one more thing" in text.splitlines()[1]
+    report = await check(sys.executable, str(PEER), "no-echo")
+    turn = next(r for r in report.results if r.id == "v2.turn")
+    assert turn.message.startswith("no user_message update with the acknowledged messageId '")
+    assert turn.expected.startswith("session/update user_message {messageId:")
     report = await check(sys.executable, str(PEER), "ignores-cancel")
     assert found(report, "v2.cancel").startswith(
         "the turn ended with stopReason 'end_turn' after session/cancel"

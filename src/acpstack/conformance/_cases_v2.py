@@ -12,7 +12,7 @@ from typing import Any
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import Context
-from acpstack.conformance._frames import obj, show_all
+from acpstack.conformance._frames import Frame, obj, show_all
 from acpstack.conformance._model import DOCS, Outcome, failed, passed, skipped, warned
 from acpstack.conformance._target import Connection
 from acpstack.conformance._v2_turn import (
@@ -28,9 +28,10 @@ from acpstack.conformance._v2_turn import (
 LIFECYCLE = f"{DOCS}/v2/prompt-lifecycle"
 SETUP = f"{DOCS}/v2/session-setup#creating-a-session"
 TURN_FIX = (
-    "Answer session/prompt at once with {messageId}; then send state_update running, the "
-    "turn's output, and state_update idle with the stopReason, all with the prompt's "
-    "sessionId, and nothing of the turn after the idle."
+    "Answer session/prompt at once with {messageId}; echo the prompt as a user_message "
+    "update with that messageId; send state_update running, the turn's output, and "
+    "state_update idle with the stopReason, all with the prompt's sessionId, and nothing "
+    "of the turn after the idle."
 )
 
 
@@ -98,11 +99,14 @@ def _judge_turn(ctx: Context, turn: V2Turn) -> Outcome | None:
     "v2: a prompt is acknowledged, then reported running, its output, and idle",
     group="v2",
     rule="v2: session/prompt is answered with PromptResponse {messageId} (an "
-    "acknowledgement); the agent MUST report running when foreground work starts and idle "
-    "when it ends, and SHOULD put the stop reason on that idle update.",
-    source=f"{LIFECYCLE}; schema v2 $defs/PromptResponse, $defs/StateUpdate, $defs/IdleStateUpdate",
-    expected="{messageId}, then state_update running, the output, state_update idle with a "
-    "stopReason; every message valid v2, all for the prompt's session, nothing after idle",
+    "acknowledgement) and the agent MUST echo the user's message with that messageId; it "
+    "MUST report running when foreground work starts and idle when it ends, and SHOULD put "
+    "the stop reason on that idle update.",
+    source=f"{LIFECYCLE}; schema v2 $defs/PromptResponse (messageId), $defs/UserMessage, "
+    "$defs/StateUpdate, $defs/IdleStateUpdate",
+    expected="{messageId}, the prompt echoed as user_message with that messageId, "
+    "state_update running, the output, state_update idle with a stopReason; every message "
+    "valid v2, all for the prompt's session, nothing after idle",
     fix=TURN_FIX,
 )
 async def turn(ctx: Context) -> Outcome:
@@ -120,10 +124,25 @@ async def turn(ctx: Context) -> Outcome:
             got,
             "state_update idle with stopReason (end_turn, cancelled, error, ...)",
         )
+    if not any(_echoes(frame, found.message_id) for frame in found.during):
+        return failed(
+            f"no user_message update with the acknowledged messageId {found.message_id!r}",
+            got,
+            "session/update user_message {messageId: <the acknowledgement's>, content: "
+            "<the prompt>} during the turn (before or after the acknowledgement)",
+        )
     output = [f for f in found.during if f.update_kind in TURN_CONTENT]
     if not output:
         return warned(f"the turn ended {stop} without any output", got)
-    return passed(f"{stop} after {len(output)} output update(s)")
+    return passed(f"{stop} after {len(output)} output update(s), the prompt echoed")
+
+
+def _echoes(frame: Frame, message_id: Any) -> bool:
+    """Whether `frame` is the echo of the user's message the acknowledgement named."""
+    if frame.update_kind not in ("user_message", "user_message_chunk"):
+        return False
+    echoed: Any = obj(obj(frame.params).get("update")).get("messageId")
+    return bool(echoed == message_id)
 
 
 @case(

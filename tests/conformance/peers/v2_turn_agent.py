@@ -12,6 +12,7 @@ waits for session/cancel) and ends with `state_update` idle and the stop reason.
 - `ignores-cancel` (broken): session/cancel ends the turn with stopReason end_turn;
 - `bad-ack` (broken): the acknowledgement has no `messageId` (it says `id`);
 - `no-running` (broken): the turn reports no running state before its idle;
+- `no-echo` (broken): the user's message is not echoed as a `user_message` update;
 - `stranger` (broken): the turn also sends an update for a session nobody opened.
 """
 
@@ -48,10 +49,11 @@ class V2TurnAgent(RawAgent):
         prompt = params.get("prompt") if isinstance(params.get("prompt"), list) else []
         text = " ".join(b.get("text", "") for b in prompt if b.get("type") == "text").strip()
         message_id = uuid.uuid4().hex
-        self.update(
-            session_id,
-            {"sessionUpdate": "user_message", "messageId": message_id, "content": prompt},
-        )
+        if MODE != "no-echo":
+            self.update(
+                session_id,
+                {"sessionUpdate": "user_message", "messageId": message_id, "content": prompt},
+            )
         if MODE != "no-running":
             self.state(session_id, "running")
         self.cancels[session_id].clear()
