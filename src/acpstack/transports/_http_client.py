@@ -3,7 +3,9 @@
 - The first message must be `initialize`: POSTed alone, answered 200 with the JSON reply
   and the `Acp-Connection-Id` header. Then the connection's SSE stream is opened.
 - A session's SSE stream is opened before the first message that names the session is
-  POSTed (and as soon as a reply carries a new `sessionId`). A server that does not know
+  POSTed (and as soon as a reply carries a new `sessionId`); the streams of the sessions
+  that the next queued messages name are opened with it, side by side (a failover
+  resumes every session at once). A server that does not know
   the session yet (404) gets the POST without `Acp-Session-Id`; the stream is tried again
   once a reply about that session arrived.
 - Every POST of a session's message carries `Acp-Session-Id`, and so does every reply to
