@@ -238,3 +238,42 @@ async def test_closing_leaves_no_task_behind_on_either_side(profile: str) -> Non
         except TimeoutError:
             pass
         assert not leftover, [t.get_coro() for t in leftover]
+
+
+class RequestLog:
+    """ASGI middleware: records each request that names a session, in the order it came."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: list[tuple[str, str]] = []  # (method, session id)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            session = dict(scope["headers"]).get(b"acp-session-id")
+            if session is not None:
+                self.seen.append((scope["method"], session.decode()))
+        await self.app(scope, receive, send)
+
+
+async def test_the_streams_of_sessions_reattached_at_once_open_side_by_side() -> None:
+    """A failover resumes many sessions at once: their streams open together, not one
+    per POST (each a new TCP connection, through a proxy: seconds for a few dozen)."""
+    app = AgentServer(load_scripted().PersistentAgent)
+    gate = RequestLog(app)
+    async with running(gate, lifespan_app=app) as base:  # type: ignore[arg-type]
+        first = Recorder()
+        async with connect_remote(base, first.runtime):
+            await first.runtime.initialize()
+            sessions = [(await first.runtime.new_session("/tmp")).session_id for _ in range(3)]
+        gate.seen.clear()
+        again = Recorder()
+        async with connect_remote(base, again.runtime):
+            await again.runtime.initialize()
+            await asyncio.gather(*(again.runtime.resume_session(s, "/tmp") for s in sessions))
+    streams = {s for method, s in gate.seen if method == "GET"}
+    posts = [i for i, (method, _) in enumerate(gate.seen) if method == "POST"]
+    assert streams == set(sessions), gate.seen
+    # Every stream was asked for before the second session's POST went out.
+    assert len(posts) == 3 and all(
+        i < posts[1] for i, (method, _) in enumerate(gate.seen) if method == "GET"
+    ), gate.seen

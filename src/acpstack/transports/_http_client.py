@@ -3,7 +3,9 @@
 - The first message must be `initialize`: POSTed alone, answered 200 with the JSON reply
   and the `Acp-Connection-Id` header. Then the connection's SSE stream is opened.
 - A session's SSE stream is opened before the first message that names the session is
-  POSTed (and as soon as a reply carries a new `sessionId`). A server that does not know
+  POSTed (and as soon as a reply carries a new `sessionId`); the streams of the sessions
+  that the next queued messages name are opened with it, side by side (a failover
+  resumes every session at once). A server that does not know
   the session yet (404) gets the POST without `Acp-Session-Id`; the stream is tried again
   once a reply about that session arrived.
 - Every POST of a session's message carries `Acp-Session-Id`, and so does every reply to
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import ssl
 from collections.abc import Mapping
 from http.cookiejar import CookieJar
@@ -51,6 +54,7 @@ from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, HANDSHAKE_METHODS, INTERNAL_
 FATAL_STATUSES = frozenset({401, 403, 404, 410, 502, 503, 504})
 REATTACH_METHODS = frozenset({"session/load", "session/resume"})
 ERROR_BODY_LIMIT = 8 * 1024
+LOOK_AHEAD = 64  # queued messages whose sessions' streams are opened ahead of their POST
 OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
 
 
@@ -240,7 +244,21 @@ class HttpClientTransport(MessageTransport):
         opened = self._streams.get(session)
         if opened is None:
             opened = self._open_session_stream(session)
+            self._open_streams_ahead()
         return await asyncio.shield(opened)
+
+    def _open_streams_ahead(self) -> None:
+        """Open the streams of the sessions that the next queued messages name, so that
+        they open side by side, not one per POST (a failover's many session/resume)."""
+        for message in itertools.islice(self._outbox, LOOK_AHEAD):
+            try:
+                session = peek_envelope(message).session_id
+            except msgspec.DecodeError:
+                continue
+            if isinstance(session, str) and not (
+                session in self._streams or session in self._unknown or session in self._failed
+            ):
+                self._open_session_stream(session)
 
     def _open_session_stream(self, session: str) -> asyncio.Future[str]:
         opened: asyncio.Future[str] = asyncio.get_running_loop().create_future()
