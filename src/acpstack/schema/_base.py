@@ -141,7 +141,7 @@ def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
             if target is not None and type(target) is not tuple:
                 setattr(obj, name, msgspec.convert(value, target))
                 continue
-        elif value is None or value is UNSET or isinstance(value, Struct):
+        elif isinstance(value, Struct) or value is None or value is UNSET:
             continue
         converted = coerce_union(value, spec, many=many)
         if converted is not value:
