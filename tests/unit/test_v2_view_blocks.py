@@ -9,8 +9,8 @@ import msgspec
 import pytest
 
 from acpstack.client import _v2_view as view
-from acpstack.schema import v2
 from acpstack.schema import v1 as acp
+from acpstack.schema import v2
 
 
 @pytest.mark.parametrize(
