@@ -68,6 +68,8 @@ def _convert(value: Any, tp: Any) -> Any:
 def block(value: Any) -> Any:
     """A content block (the same five kinds in both versions); an unknown kind is kept
     as its JSON object."""
+    if type(value) is v2.TextContent and value.annotations is UNSET and value.meta is UNSET:
+        return acp.TextContent(text=value.text)  # most blocks: no round trip through JSON
     try:
         return _convert(value, acp.ContentBlock)
     except msgspec.ValidationError:

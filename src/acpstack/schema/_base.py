@@ -38,6 +38,17 @@ UnionSpec = tuple[str | None, dict[str, Any], tuple[Any, ...], Any]
 
 
 def _coerce_one(value: Any, spec: UnionSpec) -> Any:
+    if type(value) is dict:  # decoded JSON whose tag names a known variant: most of them
+        tag = value.get(spec[0]) if spec[0] is not None else None
+        target = spec[1].get(tag) if type(tag) is str else None
+        if target is not None and type(target) is not tuple:
+            return msgspec.convert(value, target)
+    elif isinstance(value, Struct):
+        return value  # built in code with its variant
+    return _coerce_general(value, spec)
+
+
+def _coerce_general(value: Any, spec: UnionSpec) -> Any:
     tag_field, tagged, ordered, keep_unknown = spec
     if value is None or value is UNSET:
         return value
@@ -95,11 +106,46 @@ def coerce_union(
     return {key: _coerce_one(item, spec) for key, item in value.items()}
 
 
+# Per struct class: its custom-union fields as (name, tag field, tag -> variant, spec,
+# many), made once. A class always gets the same `unions` (those of the module whose
+# __post_init__ it runs).
+_Plan = tuple[tuple[str, str | None, dict[str, Any], UnionSpec, Any], ...]
+_plans: dict[type, _Plan] = {}
+
+
+def _plan(cls: type, unions: dict[str, Any]) -> _Plan:
+    specs: dict[str, tuple[str, Any]] = getattr(cls, "__acp_unions__")  # noqa: B009 (a generated ClassVar)
+    plan = tuple(
+        (name, unions[union][0], unions[union][1], unions[union], many)
+        for name, (union, many) in specs.items()
+    )
+    _plans[cls] = plan
+    return plan
+
+
 def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
     """Convert every custom-union field of a freshly built struct (see `__acp_unions__`)."""
-    specs: dict[str, tuple[str, Any]] = getattr(obj, "__acp_unions__")  # noqa: B009 (a generated ClassVar)
-    for name, (union, many) in specs.items():
-        setattr(obj, name, coerce_union(getattr(obj, name), unions[union], many=many))
+    plan = _plans.get(type(obj))
+    if plan is None:
+        plan = _plan(type(obj), unions)
+    # Inline fast paths (this runs for every decoded or built struct that has such a field):
+    # a JSON object whose tag names a plain variant, and a value already typed or absent.
+    for name, tag_field, tagged, spec, many in plan:
+        value = getattr(obj, name)
+        if type(value) is dict and not many:
+            tag = value.get(tag_field) if tag_field is not None else None
+            target = tagged.get(tag) if type(tag) is str else None
+            if type(target) is tuple:  # a variant that is itself a tagged union (v2 state)
+                inner = value.get(target[0]) if target[0] is not None else None
+                target = target[1].get(inner) if type(inner) is str else None
+            if target is not None and type(target) is not tuple:
+                setattr(obj, name, msgspec.convert(value, target))
+                continue
+        elif isinstance(value, Struct) or value is None or value is UNSET:
+            continue
+        converted = coerce_union(value, spec, many=many)
+        if converted is not value:
+            setattr(obj, name, converted)
 
 
 def check_arms(obj: Struct) -> None:
