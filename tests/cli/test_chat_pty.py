@@ -37,16 +37,9 @@ def chat(tmp_path: Path) -> Iterator[Tmux]:
     term.close()
 
 
-def prompt_count(screen: str) -> int:
-    return sum(1 for line in screen.splitlines() if line.startswith(">"))
-
-
 def send(term: Tmux, line: str) -> str:
     """Type a prompt, Enter, and wait for the next prompt; returns the screen."""
-    before = prompt_count(term.screen())
-    term.type(line)
-    term.keys("Enter")
-    return term.wait_for(lambda s: prompt_count(s) > before and s.rstrip().endswith(">"))
+    return term.submit(line)
 
 
 def test_the_agents_help_and_the_built_in_help(chat: Tmux) -> None:

@@ -57,16 +57,9 @@ def start(tmp_path: Path) -> Iterator[Start]:
         term.close()
 
 
-def prompt_count(screen: str) -> int:
-    return sum(1 for line in screen.splitlines() if line.startswith(">"))
-
-
 def send(term: Tmux, line: str) -> str:
     """Type a line, Enter; returns what the screen shows after it once the prompt is back."""
-    before = prompt_count(term.screen())
-    term.type(line)
-    term.keys("Enter")
-    screen = term.wait_for(lambda s: prompt_count(s) > before and s.rstrip().endswith(">"))
+    screen = term.submit(line)
     return screen[screen.rindex(f"> {line}") :].rstrip()
 
 

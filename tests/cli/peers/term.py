@@ -98,6 +98,14 @@ class Tmux:
                 raise AssertionError(f"{what!r} not on the screen within {timeout} s:\n{screen}")
             time.sleep(0.05)
 
+    def submit(self, line: str) -> str:
+        """Type `line` and Enter at the chat's prompt; the screen once the next prompt is
+        there (a new line starting with ">" and the screen ending with one)."""
+        before = prompt_count(self.screen())
+        self.type(line)
+        self.keys("Enter")
+        return self.wait_for(lambda s: prompt_count(s) > before and s.rstrip().endswith(">"))
+
     def exit_code(self, timeout: float = 20) -> int:
         deadline = time.monotonic() + timeout
         while not (self.exit_file.exists() and self.exit_file.read_text().strip()):
@@ -108,3 +116,8 @@ class Tmux:
 
     def close(self) -> None:
         self._tmux("kill-server", check=False)
+
+
+def prompt_count(screen: str) -> int:
+    """How many lines of the screen start with the chat's prompt, ">"."""
+    return sum(1 for line in screen.splitlines() if line.startswith(">"))
