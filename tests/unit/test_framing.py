@@ -154,31 +154,28 @@ def test_frames_are_bytes_even_for_bytearray_input() -> None:
     [b'{"a":1}\r\n', b"   \n", b"\n", b"", b'{"a":1}\n{"b":2}\n', b'{"a":1}', b"x" * 11 + b"\n"],
     ids=["crlf", "blank", "empty-line", "empty", "two-lines", "no-newline", "oversized"],
 )
-def test_feed_line_declines_anything_but_one_ordinary_line(chunk: bytes) -> None:
+def test_whole_line_declines_anything_but_one_line_within_the_limit(chunk: bytes) -> None:
     dec = FrameDecoder(10, "ndjson")
     # (whole_line takes a CR LF line and a blank line: a JSON decoder skips both as
     # whitespace, and feed makes the same of them.)
     assert dec.whole_line(chunk) == (chunk in (b'{"a":1}\r\n', b"   \n"))
-    assert dec.feed_line(chunk) is None
     assert dec.buffered == 0  # nothing consumed: feed sees the chunk as if fresh
     assert dec.feed(chunk) + dec.feed_eof() == run([chunk], framing="ndjson", max_message_size=10)
 
 
-def test_feed_line_takes_a_line_only_when_nothing_is_buffered_before_it() -> None:
+def test_whole_line_only_when_nothing_is_buffered_before_it() -> None:
     dec = FrameDecoder(10, "ndjson")
-    assert dec.feed_line(b'{"a":1}\n') == b'{"a":1}'
+    assert dec.whole_line(b'{"a":1}\n')
     assert dec.feed(b'{"b":') == []
-    assert dec.feed_line(b"2}\n") is None  # it ends a pending line
+    assert not dec.whole_line(b"2}\n")  # it ends a pending line
     assert dec.feed(b"2}\n") == [b'{"b":2}']
     assert dec.feed(b"y" * 20) == []  # discarding an oversized line
-    assert dec.feed_line(b"1\n") is None
+    assert not dec.whole_line(b"1\n")
     assert dec.feed(b"1\n") == [Oversized(b"y" * 20 + b"1", 21)]
-    assert dec.feed_line(b"2\n") == b"2"
+    assert dec.whole_line(b"2\n")
     # Not before the framing is known, never for content-length, only for bytes.
-    assert FrameDecoder(framing="auto").feed_line(b'{"a":1}\n') is None
-    assert FrameDecoder(framing="content-length").feed_line(b'{"a":1}\n') is None
-    assert FrameDecoder(framing="ndjson").feed_line(bytearray(b'{"a":1}\n')) is None  # type: ignore[arg-type]
     assert not FrameDecoder(framing="auto").whole_line(b'{"a":1}\n')
+    assert not FrameDecoder(framing="content-length").whole_line(b'{"a":1}\n')
     assert not FrameDecoder(framing="ndjson").whole_line(bytearray(b'{"a":1}\n'))  # type: ignore[arg-type]
 
 

@@ -69,10 +69,6 @@ _AUTO_WS_LIMIT: Final = 4096
 _NON_WS: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
 
-def _no_line(data: bytes | bytearray | memoryview) -> None:
-    return None  # not NDJSON (yet): every chunk goes through `feed`
-
-
 def _not_whole(data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
     return False  # not NDJSON (yet): every chunk goes through `feed`
 
@@ -81,13 +77,8 @@ class FrameDecoder:
     """Incremental, sans-IO splitter of a byte stream into messages: the reader of the
     stream's framing, chosen up front or (``"auto"``) from the stream's first bytes."""
 
-    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "feed_line", "whole_line")
+    __slots__ = ("_max", "_framing", "_reader", "_auto_buf", "whole_line")
 
-    #: The common chunk, fast: if ``data`` is exactly one whole, plain NDJSON line and
-    #: nothing is buffered before it, consume it and return the message; otherwise consume
-    #: nothing and return None (then call `feed`). Once the framing is NDJSON this is the
-    #: reader's own method: one call per message on the hot path.
-    feed_line: Callable[[bytes | bytearray | memoryview], bytes | None]
     #: Without taking anything: True when ``data`` is one whole line (within the limit,
     #: nothing buffered before it), of which `feed` would make one message at most: the
     #: JSON value of ``data`` as it is, newline included (see `NdjsonReader.whole_line`).
@@ -103,7 +94,6 @@ class FrameDecoder:
         self._max = max_message_size
         self._framing = "auto"
         self._reader: NdjsonReader | ContentLengthReader | None = None
-        self.feed_line = _no_line
         self.whole_line = _not_whole
         self._auto_buf = b""
         if framing != "auto":
@@ -158,7 +148,6 @@ class FrameDecoder:
         if framing == "ndjson":
             ndjson = NdjsonReader(self._max)
             self._reader = ndjson
-            self.feed_line = ndjson.take_line
             self.whole_line = ndjson.whole_line
             return ndjson
         reader = ContentLengthReader(self._max)

@@ -65,14 +65,6 @@ class NdjsonReader:
             and data.find(b"\n", 0, end) < 0
         )
 
-    def take_line(self, data: bytes | bytearray | memoryview) -> bytes | None:
-        """`whole_line` for a plain line (see `plain_line`): the message, or None having
-        consumed nothing."""
-        if not self.whole_line(data):
-            return None
-        line = data[:-1]
-        return line if plain_line(line, self._max) else None
-
     def feed(self, data: bytes) -> list[FrameEvent]:
         out: list[FrameEvent] = []
         nl = data.find(b"\n")
