@@ -167,8 +167,13 @@ def test_protocol_v2_loads_only_for_a_v2_connection() -> None:
         assert out.strip() == f"{version} {loaded!r}"
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def from_imports(path: Path) -> list[str]:
-    """The modules a file imports from, absolute `from X import ...` and `import X` alike."""
+    """The modules a file imports from, absolute `from X import ...` and `import X` alike,
+    and the private modules it takes from a package (`from acpstack.wire import _codec`)."""
     tree = ast.parse(path.read_text(), str(path))
     names: list[str] = []
     for node in ast.walk(tree):
@@ -176,7 +181,19 @@ def from_imports(path: Path) -> list[str]:
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names if _private(a.name)]
     return names
+
+
+def test_every_import_is_absolute() -> None:
+    # A relative import would hide an arrow from the checks below (ruff's TID252 says the same).
+    relative = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    assert relative == []
 
 
 def package_modules() -> list[Path]:
