@@ -170,13 +170,13 @@ class StructEmitter(TypeMapper):
         lines.append(f'    """{sd.doc or sd.name}"""')
         lines.append("")
         lenient = {
-            f.py_name: (f.default_on_error, f.skip_invalid)
+            f.py_name: (f.default_on_error, f.skip_invalid, f.default_on_null)
             for f in sd.fields
-            if f.default_on_error or f.skip_invalid
+            if f.default_on_error or f.skip_invalid or f.default_on_null
         }
         if lenient or parent is not None:  # a subclass must not inherit the stable parent's marks
             lines.append(
-                f"    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {lenient!r}"
+                f"    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {lenient!r}"
             )
         if sd.arms_check is not None:
             lines.append(

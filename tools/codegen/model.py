@@ -17,6 +17,7 @@ class Field:
     default_on_error: bool
     skip_invalid: bool
     description: str
+    default_on_null: bool = False  # null reads as the type's empty value ([] or {})
     custom_union: str | None = None  # name of a custom union this field holds
     custom_many: bool = False
 

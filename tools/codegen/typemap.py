@@ -29,6 +29,7 @@ class TypeMapper:
             "title",
             "x-deserialize-default-on-error",
             "x-deserialize-skip-invalid-items",
+            "x-deserialize-default-on-null",
             "default",
         }:
             return self.ref_annotation(ref)

@@ -97,6 +97,11 @@ class _Server:
     tools: list[McpTool] | None = None
 
 
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class McpConnections:
     """The MCP servers of one session: start them, list and call their tools, stop them."""
 
@@ -132,6 +137,9 @@ class McpConnections:
         started: list[_Server] = []
         for config in servers:
             server = _Server(config.name, config, loop.create_future())
+            # Read here too: a start abandoned by its caller (the session/new was cancelled,
+            # the connection ended) must not log "exception was never retrieved".
+            server.ready.add_done_callback(_retrieve)
             self._servers[config.name] = server
             server.task = loop.create_task(self._own(server), name=f"mcp-{config.name}")
             started.append(server)

@@ -284,9 +284,9 @@ else:
 class AgentAuthCapabilities(AcpStruct):
     """Authentication-related capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "logout": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "logout": (True, False, False),
+        "meta": (True, False, False),
     }
     logout: LogoutCapabilities | None | UnsetType = UNSET
     """Whether the agent supports the logout method."""
@@ -297,13 +297,13 @@ class AgentAuthCapabilities(AcpStruct):
 class AgentCapabilities(AcpStruct):
     """Capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "load_session": (True, False),
-        "prompt_capabilities": (True, False),
-        "mcp_capabilities": (True, False),
-        "session_capabilities": (True, False),
-        "auth": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "load_session": (True, False, False),
+        "prompt_capabilities": (True, False, False),
+        "mcp_capabilities": (True, False, False),
+        "session_capabilities": (True, False, False),
+        "auth": (True, False, False),
+        "meta": (True, False, False),
     }
     load_session: bool | UnsetType = field(default=UNSET, name="loadSession")
     """Whether the agent supports `session/load`."""
@@ -326,9 +326,9 @@ class AgentCapabilities(AcpStruct):
 class ContentChunk(AcpStruct):
     """A streamed item of content"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "message_id": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "message_id": (True, False, False),
+        "meta": (True, False, False),
     }
     content: ContentBlock
     """A single item of content"""
@@ -353,11 +353,11 @@ class AgentThoughtChunk(ContentChunk, tag="agent_thought_chunk", tag_field="sess
 class Annotations(AcpStruct):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "audience": (True, True),
-        "last_modified": (True, False),
-        "priority": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "audience": (True, True, False),
+        "last_modified": (True, False, False),
+        "priority": (True, False, False),
+        "meta": (True, False, False),
     }
     audience: list[Role] | None | UnsetType = UNSET
     """Intended recipients for this content, such as the user or assistant."""
@@ -372,9 +372,9 @@ class Annotations(AcpStruct):
 class AudioContent(AcpStruct, tag="audio", tag_field="type"):
     """Audio provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -389,9 +389,9 @@ class AudioContent(AcpStruct, tag="audio", tag_field="type"):
 class AuthCapabilities(AcpStruct):
     """Authentication capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "terminal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "terminal": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal: bool | UnsetType = UNSET
     """Whether the client supports `terminal` authentication methods."""
@@ -402,9 +402,9 @@ class AuthCapabilities(AcpStruct):
 class AuthMethodAgent(AcpStruct):
     """Agent handles authentication itself through `authenticate`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     id: AuthMethodId
     """Unique identifier for this authentication method."""
@@ -419,9 +419,11 @@ class AuthMethodAgent(AcpStruct):
 class AuthMethodTerminal(AcpStruct, tag="terminal", tag_field="type"):
     """Terminal-based authentication method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
     }
     id: AuthMethodId
     """Unique identifier for this authentication method."""
@@ -440,7 +442,7 @@ class AuthMethodTerminal(AcpStruct, tag="terminal", tag_field="type"):
 class AuthenticateRequest(AcpStruct):
     """Request parameters for the authenticate method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method_id: AuthMethodId = field(name="methodId")
     """The ID of the authentication method to use. Must be one of the methods advertised in the initialize response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -450,7 +452,7 @@ class AuthenticateRequest(AcpStruct):
 class AuthenticateResponse(AcpStruct):
     """Response to the `authenticate` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -461,9 +463,9 @@ class AvailableCommand(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "input": ("AvailableCommandInput", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "input": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "input": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Command name (e.g., `create_plan`, `research_codebase`)."""
@@ -483,9 +485,9 @@ class AvailableCommandsUpdate(
 ):
     """Available commands are ready or have changed"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     available_commands: list[AvailableCommand] = field(name="availableCommands")
     """Commands the agent can execute"""
@@ -496,9 +498,9 @@ class AvailableCommandsUpdate(
 class BlobResourceContents(AcpStruct):
     """Binary resource contents."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
@@ -513,7 +515,7 @@ class BlobResourceContents(AcpStruct):
 class BooleanConfigOptionCapabilities(AcpStruct):
     """Capabilities for boolean session configuration options."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -521,11 +523,11 @@ class BooleanConfigOptionCapabilities(AcpStruct):
 class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
     """Schema for boolean properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -540,7 +542,7 @@ class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
 class CancelNotification(AcpStruct):
     """Notification to cancel ongoing operations for a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to cancel operations for."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -550,7 +552,7 @@ class CancelNotification(AcpStruct):
 class CancelRequestNotification(AcpStruct):
     """Notification to cancel an ongoing request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     request_id: RequestId = field(name="requestId")
     """The ID of the request to cancel."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -564,13 +566,13 @@ class CancelledRequestPermissionOutcome(AcpStruct, tag="cancelled", tag_field="o
 class ClientCapabilities(AcpStruct):
     """Capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "fs": (True, False),
-        "terminal": (True, False),
-        "session": (True, False),
-        "auth": (True, False),
-        "elicitation": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "fs": (True, False, False),
+        "terminal": (True, False, False),
+        "session": (True, False, False),
+        "auth": (True, False, False),
+        "elicitation": (True, False, False),
+        "meta": (True, False, False),
     }
     fs: FileSystemCapabilities | UnsetType = UNSET
     """File system capabilities supported by the client. Determines which file operations the agent can request."""
@@ -589,11 +591,11 @@ class ClientCapabilities(AcpStruct):
 class ClientSessionCapabilities(AcpStruct):
     """Session-related capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "compaction": (True, False),
-        "config_options": (True, False),
-        "notices": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "compaction": (True, False, False),
+        "config_options": (True, False, False),
+        "notices": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction: CompactionCapabilities | None | UnsetType = UNSET
     """Support for ID-addressed context compaction updates. Omitted or `null` means unsupported. `{}` advertises the complete compaction contract."""
@@ -610,7 +612,7 @@ class ClientSessionCapabilities(AcpStruct):
 class CloseSessionRequest(AcpStruct):
     """Request parameters for closing an active session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to close."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -620,7 +622,7 @@ class CloseSessionRequest(AcpStruct):
 class CloseSessionResponse(AcpStruct):
     """Response from closing a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -628,7 +630,7 @@ class CloseSessionResponse(AcpStruct):
 class CompactionSummaryChunk(AcpStruct, tag="compaction_summary_chunk", tag_field="sessionUpdate"):
     """A content block appended to a compaction's summary. A first-seen ID creates an in-progress compaction. Chunks append in receive order. Agents MUST only send this update when the Client advertised the `session.compaction` Client capability."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     compaction_id: CompactionId = field(name="compactionId")
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
@@ -640,10 +642,10 @@ class CompactionSummaryChunk(AcpStruct, tag="compaction_summary_chunk", tag_fiel
 class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpdate"):
     """A context compaction upsert. The first notification fixes the compaction's timeline position. Later updates with the same ID patch that entity in place. Agents MUST only send this update when the Client advertised the `session.compaction` Client capability."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "summary": (True, True),
-        "error": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "summary": (True, True, False),
+        "error": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction_id: CompactionId = field(name="compactionId")
     """The Agent-owned ID of this compaction, unique within the session."""
@@ -660,7 +662,7 @@ class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpd
 class CompleteElicitationNotification(AcpStruct):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     elicitation_id: ElicitationId = field(name="elicitationId")
     """The ID of the elicitation that completed."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -670,9 +672,9 @@ class CompleteElicitationNotification(AcpStruct):
 class ConfigOptionUpdate(AcpStruct, tag="config_option_update", tag_field="sessionUpdate"):
     """Session configuration options have been updated."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -683,7 +685,7 @@ class ConfigOptionUpdate(AcpStruct, tag="config_option_update", tag_field="sessi
 class Content(AcpStruct, tag="content", tag_field="type"):
     """Standard content block (text, images, resources)."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: ContentBlock
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -693,7 +695,7 @@ class Content(AcpStruct, tag="content", tag_field="type"):
 class Cost(AcpStruct):
     """Cost information for a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     amount: float
     """Total cumulative cost for session."""
     currency: str
@@ -705,9 +707,9 @@ class Cost(AcpStruct):
 class CreateElicitationRequest(AcpStruct):
     """Request from the agent to elicit structured user input."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "meta": (True, False),
-        "tool_call_id": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "meta": (True, False, False),
+        "tool_call_id": (True, False, False),
     }
     message: str
     """A human-readable message describing what input is needed."""
@@ -731,7 +733,7 @@ class CreateElicitationRequest(AcpStruct):
 class CreateElicitationResponse(AcpStruct):
     """Response from the client to an elicitation request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
     action: str | UnsetType = UNSET
@@ -742,7 +744,11 @@ class CreateElicitationResponse(AcpStruct):
 class CreateTerminalRequest(AcpStruct):
     """Request to create a new terminal and execute a command."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     command: str
@@ -764,7 +770,7 @@ class CreateTerminalRequest(AcpStruct):
 class CreateTerminalResponse(AcpStruct):
     """Response containing the ID of the created terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The unique identifier for the created terminal."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -774,7 +780,7 @@ class CreateTerminalResponse(AcpStruct):
 class CurrentModeUpdate(AcpStruct, tag="current_mode_update", tag_field="sessionUpdate"):
     """The current mode of the session has changed"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     current_mode_id: SessionModeId = field(name="currentModeId")
     """The ID of the current mode"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -784,7 +790,7 @@ class CurrentModeUpdate(AcpStruct, tag="current_mode_update", tag_field="session
 class DeleteSessionRequest(AcpStruct):
     """Request parameters for deleting an existing session from `session/list`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to delete."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -794,7 +800,7 @@ class DeleteSessionRequest(AcpStruct):
 class DeleteSessionResponse(AcpStruct):
     """Response from deleting a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -802,9 +808,9 @@ class DeleteSessionResponse(AcpStruct):
 class Diff(AcpStruct, tag="diff", tag_field="type"):
     """A diff representing file modifications."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "old_text": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "old_text": (True, False, False),
+        "meta": (True, False, False),
     }
     path: str
     """The absolute file path being modified."""
@@ -826,10 +832,10 @@ class ElicitationAcceptAction(AcpStruct):
 class ElicitationCapabilities(AcpStruct):
     """Elicitation capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "form": (True, False),
-        "url": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "form": (True, False, False),
+        "url": (True, False, False),
+        "meta": (True, False, False),
     }
     form: ElicitationFormCapabilities | None | UnsetType = UNSET
     """Whether the client supports form-based elicitation."""
@@ -842,7 +848,7 @@ class ElicitationCapabilities(AcpStruct):
 class ElicitationFormCapabilities(AcpStruct):
     """Form-based elicitation capabilities."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -850,7 +856,9 @@ class ElicitationFormCapabilities(AcpStruct):
 class ElicitationFormMode(AcpStruct):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -881,11 +889,11 @@ class ElicitationSchema(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "properties": ("ElicitationPropertySchema", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "type": (True, False),
-        "title": (True, False),
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "type": (True, False, False),
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     type: ElicitationSchemaType | UnsetType = UNSET
     """Type discriminator. Always `"object"`."""
@@ -907,7 +915,9 @@ class ElicitationSchema(AcpStruct):
 class ElicitationSessionScope(AcpStruct):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     session_id: SessionId = field(name="sessionId")
     """The session this elicitation is tied to."""
     tool_call_id: ToolCallId | None | UnsetType = field(default=UNSET, name="toolCallId")
@@ -917,7 +927,7 @@ class ElicitationSessionScope(AcpStruct):
 class ElicitationUrlCapabilities(AcpStruct):
     """URL-based elicitation capabilities."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -925,7 +935,9 @@ class ElicitationUrlCapabilities(AcpStruct):
 class ElicitationUrlMode(AcpStruct):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -951,9 +963,9 @@ class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "resource": ("EmbeddedResourceResource", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
@@ -969,9 +981,9 @@ class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
 class EnumOption(AcpStruct):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     const: str
     """The constant value for this option."""
@@ -986,7 +998,7 @@ class EnumOption(AcpStruct):
 class EnvVariable(AcpStruct):
     """An environment variable to set when launching an MCP server."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the environment variable."""
     value: str
@@ -998,7 +1010,7 @@ class EnvVariable(AcpStruct):
 class Error(AcpStruct):
     """JSON-RPC error object."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"data": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"data": (True, False, False)}
     code: ErrorCode
     """A number indicating the error type that occurred. This must be an integer as defined in the JSON-RPC specification."""
     message: str
@@ -1010,10 +1022,10 @@ class Error(AcpStruct):
 class FileSystemCapabilities(AcpStruct):
     """File system capabilities that a client may support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "read_text_file": (True, False),
-        "write_text_file": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "read_text_file": (True, False, False),
+        "write_text_file": (True, False, False),
+        "meta": (True, False, False),
     }
     read_text_file: bool | UnsetType = field(default=UNSET, name="readTextFile")
     """Whether the Client supports `fs/read_text_file` requests."""
@@ -1026,7 +1038,7 @@ class FileSystemCapabilities(AcpStruct):
 class HttpHeader(AcpStruct):
     """An HTTP header to set when making requests to the MCP server."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the HTTP header."""
     value: str
@@ -1038,10 +1050,10 @@ class HttpHeader(AcpStruct):
 class ImageContent(AcpStruct, tag="image", tag_field="type"):
     """An image provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "uri": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "uri": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -1058,9 +1070,9 @@ class ImageContent(AcpStruct, tag="image", tag_field="type"):
 class Implementation(AcpStruct):
     """Metadata about the implementation of the client or agent. Describes the name and version of an ACP implementation, with an optional title for UI representation."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Intended for programmatic or logical use, but can be used as a display name fallback if title isn't present."""
@@ -1075,10 +1087,10 @@ class Implementation(AcpStruct):
 class InitializeRequest(AcpStruct):
     """Request parameters for the initialize method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "client_capabilities": (True, False),
-        "client_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "client_capabilities": (True, False, False),
+        "client_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The latest protocol version supported by the client."""
@@ -1096,11 +1108,11 @@ class InitializeResponse(AcpStruct):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "agent_capabilities": (True, False),
-        "auth_methods": (True, True),
-        "agent_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "agent_capabilities": (True, False, False),
+        "auth_methods": (True, True, False),
+        "agent_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The protocol version the client specified if supported by the agent, or the latest protocol version supported by the agent."""
@@ -1122,11 +1134,11 @@ class InitializeResponse(AcpStruct):
 class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
     """Schema for integer properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1151,7 +1163,7 @@ class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
 class KillTerminalRequest(AcpStruct):
     """Request to kill a terminal without releasing it."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -1163,7 +1175,7 @@ class KillTerminalRequest(AcpStruct):
 class KillTerminalResponse(AcpStruct):
     """Response to `terminal/kill` method"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1171,7 +1183,7 @@ class KillTerminalResponse(AcpStruct):
 class ListSessionsRequest(AcpStruct):
     """Request parameters for listing existing sessions."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cwd: str | None | UnsetType = UNSET
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: str | None | UnsetType = UNSET
@@ -1183,10 +1195,10 @@ class ListSessionsRequest(AcpStruct):
 class ListSessionsResponse(AcpStruct):
     """Response from listing sessions."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sessions": (True, True),
-        "next_cursor": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sessions": (True, True, False),
+        "next_cursor": (True, False, False),
+        "meta": (True, False, False),
     }
     sessions: list[SessionInfo]
     """Array of session information objects"""
@@ -1200,7 +1212,11 @@ class LoadSessionRequest(AcpStruct):
     """Request parameters for loading an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mcp_servers": (False, False, True),
+        "additional_directories": (False, False, True),
+        "meta": (True, False, False),
+    }
     mcp_servers: list[McpServer] = field(name="mcpServers")
     """List of MCP servers to connect to for this session."""
     cwd: str
@@ -1221,10 +1237,10 @@ class LoadSessionRequest(AcpStruct):
 class LoadSessionResponse(AcpStruct):
     """Response from loading an existing session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     modes: SessionModeState | None | UnsetType = UNSET
     """Initial mode state if supported by the Agent"""
@@ -1239,7 +1255,7 @@ class LoadSessionResponse(AcpStruct):
 class LogoutCapabilities(AcpStruct):
     """Logout capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1247,7 +1263,7 @@ class LogoutCapabilities(AcpStruct):
 class LogoutRequest(AcpStruct):
     """Request parameters for the logout method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1255,7 +1271,7 @@ class LogoutRequest(AcpStruct):
 class LogoutResponse(AcpStruct):
     """Response to the `logout` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1263,10 +1279,10 @@ class LogoutResponse(AcpStruct):
 class McpCapabilities(AcpStruct):
     """MCP capabilities supported by the agent"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "http": (True, False),
-        "sse": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "http": (True, False, False),
+        "sse": (True, False, False),
+        "meta": (True, False, False),
     }
     http: bool | UnsetType = UNSET
     """Agent supports `http` MCP servers."""
@@ -1279,7 +1295,10 @@ class McpCapabilities(AcpStruct):
 class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
     """HTTP transport configuration for MCP."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1293,7 +1312,10 @@ class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
 class McpServerSse(AcpStruct, tag="sse", tag_field="type"):
     """SSE transport configuration for MCP."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1307,7 +1329,11 @@ class McpServerSse(AcpStruct, tag="sse", tag_field="type"):
 class McpServerStdio(AcpStruct):
     """Stdio transport configuration for MCP."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     command: str
@@ -1324,11 +1350,11 @@ class MultiSelectPropertySchema(AcpStruct, tag="array", tag_field="type"):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"items": ("MultiSelectItems", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, True, False),
+        "meta": (True, False, False),
     }
     items: MultiSelectItems
     """The items definition describing allowed values."""
@@ -1353,7 +1379,11 @@ class NewSessionRequest(AcpStruct):
     """Request parameters for creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     cwd: str
     """The working directory for this session. Must be an absolute path."""
     mcp_servers: list[McpServer] = field(name="mcpServers")
@@ -1372,10 +1402,10 @@ class NewSessionRequest(AcpStruct):
 class NewSessionResponse(AcpStruct):
     """Response from creating a new session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the created session."""
@@ -1392,9 +1422,9 @@ class NewSessionResponse(AcpStruct):
 class Notice(AcpStruct, tag="notice", tag_field="sessionUpdate"):
     """Fire-and-forget information for the user."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     severity: NoticeSeverity
     """Presentation severity hint."""
@@ -1409,11 +1439,11 @@ class Notice(AcpStruct, tag="notice", tag_field="sessionUpdate"):
 class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1432,7 +1462,7 @@ class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
 class PermissionOption(AcpStruct):
     """An option presented to the user when requesting permission."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """Unique identifier for this permission option."""
     name: str
@@ -1446,9 +1476,9 @@ class PermissionOption(AcpStruct):
 class Plan(AcpStruct, tag="plan", tag_field="sessionUpdate"):
     """An execution plan for accomplishing complex tasks."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "entries": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "entries": (True, True, False),
+        "meta": (True, False, False),
     }
     entries: list[PlanEntry]
     """The list of tasks to be accomplished."""
@@ -1459,7 +1489,7 @@ class Plan(AcpStruct, tag="plan", tag_field="sessionUpdate"):
 class PlanEntry(AcpStruct):
     """A single entry in the execution plan."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Human-readable description of what this task aims to accomplish."""
     priority: PlanEntryPriority
@@ -1473,11 +1503,11 @@ class PlanEntry(AcpStruct):
 class PromptCapabilities(AcpStruct):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "image": (True, False),
-        "audio": (True, False),
-        "embedded_context": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "image": (True, False, False),
+        "audio": (True, False, False),
+        "embedded_context": (True, False, False),
+        "meta": (True, False, False),
     }
     image: bool | UnsetType = UNSET
     """Agent supports `image` content blocks."""
@@ -1492,7 +1522,7 @@ class PromptCapabilities(AcpStruct):
 class PromptRequest(AcpStruct):
     """Request parameters for sending a user prompt to the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to send this user message to"""
     prompt: list[ContentBlock]
@@ -1504,7 +1534,7 @@ class PromptRequest(AcpStruct):
 class PromptResponse(AcpStruct):
     """Response from processing a user prompt."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     stop_reason: StopReason = field(name="stopReason")
     """Indicates why the agent stopped processing the turn."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1514,7 +1544,7 @@ class PromptResponse(AcpStruct):
 class ReadTextFileRequest(AcpStruct):
     """Request to read content from a text file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     path: str
@@ -1530,7 +1560,7 @@ class ReadTextFileRequest(AcpStruct):
 class ReadTextFileResponse(AcpStruct):
     """Response containing the contents of a text file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Content payload returned by this response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1540,7 +1570,7 @@ class ReadTextFileResponse(AcpStruct):
 class ReleaseTerminalRequest(AcpStruct):
     """Request to release a terminal and free its resources."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -1552,7 +1582,7 @@ class ReleaseTerminalRequest(AcpStruct):
 class ReleaseTerminalResponse(AcpStruct):
     """Response to terminal/release method"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1560,7 +1590,7 @@ class ReleaseTerminalResponse(AcpStruct):
 class RequestPermissionRequest(AcpStruct):
     """Request for user permission to execute a tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     tool_call: ToolCallUpdate = field(name="toolCall")
@@ -1574,7 +1604,7 @@ class RequestPermissionRequest(AcpStruct):
 class RequestPermissionResponse(AcpStruct):
     """Response to a permission request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1584,13 +1614,13 @@ class RequestPermissionResponse(AcpStruct):
 class ResourceLink(AcpStruct, tag="resource_link", tag_field="type"):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "description": (True, False),
-        "mime_type": (True, False),
-        "size": (True, False),
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "description": (True, False, False),
+        "mime_type": (True, False, False),
+        "size": (True, False, False),
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Human-readable name shown for this protocol object."""
@@ -1616,7 +1646,11 @@ class ResumeSessionRequest(AcpStruct):
     """Request parameters for resuming an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to resume."""
     cwd: str
@@ -1637,10 +1671,10 @@ class ResumeSessionRequest(AcpStruct):
 class ResumeSessionResponse(AcpStruct):
     """Response from resuming an existing session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     modes: SessionModeState | None | UnsetType = UNSET
     """Initial mode state if supported by the Agent"""
@@ -1655,7 +1689,7 @@ class ResumeSessionResponse(AcpStruct):
 class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
     """The user selected one of the provided options."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """The ID of the option the user selected."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1665,7 +1699,7 @@ class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
 class SessionAdditionalDirectoriesCapabilities(AcpStruct):
     """Capabilities for additional session directories support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1673,13 +1707,13 @@ class SessionAdditionalDirectoriesCapabilities(AcpStruct):
 class SessionCapabilities(AcpStruct):
     """Session capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "list": (True, False),
-        "delete": (True, False),
-        "additional_directories": (True, False),
-        "resume": (True, False),
-        "close": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "list": (True, False, False),
+        "delete": (True, False, False),
+        "additional_directories": (True, False, False),
+        "resume": (True, False, False),
+        "close": (True, False, False),
+        "meta": (True, False, False),
     }
     list: SessionListCapabilities | None | UnsetType = UNSET
     """Whether the agent supports `session/list`."""
@@ -1700,7 +1734,7 @@ class SessionCapabilities(AcpStruct):
 class SessionCloseCapabilities(AcpStruct):
     """Capabilities for the `session/close` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1718,10 +1752,10 @@ class SessionConfigOption(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "category": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "category": (True, False, False),
+        "meta": (True, False, False),
     }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["currentValue", "options", "type"], {"type": "select"}),
@@ -1753,9 +1787,9 @@ class SessionConfigOption(AcpStruct):
 class SessionConfigOptionsCapabilities(AcpStruct):
     """Session configuration option capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "boolean": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "boolean": (True, False, False),
+        "meta": (True, False, False),
     }
     boolean: BooleanConfigOptionCapabilities | None | UnsetType = UNSET
     """Whether the client supports boolean session configuration options."""
@@ -1781,9 +1815,9 @@ class SessionConfigSelect(AcpStruct):
 class SessionConfigSelectGroup(AcpStruct):
     """A group of possible values for a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "options": (True, True, False),
+        "meta": (True, False, False),
     }
     group: SessionConfigGroupId
     """Unique identifier for this group."""
@@ -1798,9 +1832,9 @@ class SessionConfigSelectGroup(AcpStruct):
 class SessionConfigSelectOption(AcpStruct):
     """A possible value for a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     value: SessionConfigValueId
     """Unique identifier for this option value."""
@@ -1815,7 +1849,7 @@ class SessionConfigSelectOption(AcpStruct):
 class SessionDeleteCapabilities(AcpStruct):
     """Capabilities for the `session/delete` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1823,11 +1857,11 @@ class SessionDeleteCapabilities(AcpStruct):
 class SessionInfo(AcpStruct):
     """Information about a session returned by session/list"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "additional_directories": (True, True),
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (True, True, False),
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the session"""
@@ -1848,10 +1882,10 @@ class SessionInfo(AcpStruct):
 class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="sessionUpdate"):
     """Update to session metadata. All fields are optional to support partial updates."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Human-readable title for the session. Set to null to clear."""
@@ -1864,7 +1898,7 @@ class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="session
 class SessionListCapabilities(AcpStruct):
     """Capabilities for the `session/list` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1872,9 +1906,9 @@ class SessionListCapabilities(AcpStruct):
 class SessionMode(AcpStruct):
     """A mode the agent can operate in."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     id: SessionModeId
     """Stable identifier used to refer to this protocol object in later messages."""
@@ -1889,9 +1923,9 @@ class SessionMode(AcpStruct):
 class SessionModeState(AcpStruct):
     """The set of modes and the one currently active."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_modes": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_modes": (True, True, False),
+        "meta": (True, False, False),
     }
     current_mode_id: SessionModeId = field(name="currentModeId")
     """The current mode the Agent is in."""
@@ -1904,7 +1938,7 @@ class SessionModeState(AcpStruct):
 class SessionNotification(AcpStruct):
     """Notification containing a session update from the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session this update pertains to."""
     update: SessionUpdate
@@ -1916,7 +1950,7 @@ class SessionNotification(AcpStruct):
 class SessionResumeCapabilities(AcpStruct):
     """Capabilities for the `session/resume` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1924,16 +1958,16 @@ class SessionResumeCapabilities(AcpStruct):
 class ToolCallUpdate(AcpStruct):
     """An update to an existing tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "kind": (True, False),
-        "status": (True, False),
-        "title": (True, False),
-        "name": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "title": (True, False, False),
+        "name": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the tool call being updated."""
@@ -1968,7 +2002,7 @@ class SessionUpdateToolCallUpdate(
 class SetSessionConfigOptionRequest(AcpStruct):
     """Request parameters for setting a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["type", "value"], {"type": "boolean"}),
         (["value"], {}),
@@ -1990,9 +2024,9 @@ class SetSessionConfigOptionRequest(AcpStruct):
 class SetSessionConfigOptionResponse(AcpStruct):
     """Response to `session/set_config_option` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -2003,7 +2037,7 @@ class SetSessionConfigOptionResponse(AcpStruct):
 class SetSessionModeRequest(AcpStruct):
     """Request parameters for setting a session mode."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to set the mode for."""
     mode_id: SessionModeId = field(name="modeId")
@@ -2015,7 +2049,7 @@ class SetSessionModeRequest(AcpStruct):
 class SetSessionModeResponse(AcpStruct):
     """Response to `session/set_mode` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2023,7 +2057,7 @@ class SetSessionModeResponse(AcpStruct):
 class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
     """String item schema for multi-select enum properties."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     enum: list[str]
     """Allowed enum values."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2033,11 +2067,11 @@ class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
 class StringPropertySchema(AcpStruct, tag="string", tag_field="type"):
     """Schema for string properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -2068,7 +2102,7 @@ class StringPropertySchema(AcpStruct, tag="string", tag_field="type"):
 class Terminal(AcpStruct, tag="terminal", tag_field="type"):
     """Embed a terminal created with `terminal/create` by its id."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """Identifier of the terminal instance to embed in the content stream."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2078,10 +2112,10 @@ class Terminal(AcpStruct, tag="terminal", tag_field="type"):
 class TerminalExitStatus(AcpStruct):
     """Exit status of a terminal command."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="exitCode"
@@ -2096,7 +2130,7 @@ class TerminalExitStatus(AcpStruct):
 class TerminalOutputRequest(AcpStruct):
     """Request to get the current output and status of a terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -2108,9 +2142,9 @@ class TerminalOutputRequest(AcpStruct):
 class TerminalOutputResponse(AcpStruct):
     """Response containing the terminal output and exit status."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_status": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_status": (True, False, False),
+        "meta": (True, False, False),
     }
     output: str
     """The terminal output captured so far."""
@@ -2125,9 +2159,9 @@ class TerminalOutputResponse(AcpStruct):
 class TextContent(AcpStruct, tag="text", tag_field="type"):
     """Text provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -2140,9 +2174,9 @@ class TextContent(AcpStruct, tag="text", tag_field="type"):
 class TextResourceContents(AcpStruct):
     """Text-based resource contents."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -2157,7 +2191,7 @@ class TextResourceContents(AcpStruct):
 class TitledMultiSelectItems(AcpStruct):
     """Items definition for titled multi-select enum properties."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     any_of: list[EnumOption] = field(name="anyOf")
     """Titled enum options."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2167,15 +2201,15 @@ class TitledMultiSelectItems(AcpStruct):
 class ToolCall(AcpStruct, tag="tool_call", tag_field="sessionUpdate"):
     """Represents a tool call that the language model has requested."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "name": (True, False),
-        "kind": (True, False),
-        "status": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "name": (True, False, False),
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """Unique identifier for this tool call within the session."""
@@ -2202,9 +2236,9 @@ class ToolCall(AcpStruct, tag="tool_call", tag_field="sessionUpdate"):
 class ToolCallLocation(AcpStruct):
     """A file location being accessed or modified by a tool."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "line": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "line": (True, False, False),
+        "meta": (True, False, False),
     }
     path: str
     """The absolute file path being accessed or modified."""
@@ -2217,7 +2251,7 @@ class ToolCallLocation(AcpStruct):
 class UnstructuredCommandInput(AcpStruct):
     """All text that was typed after the command name is provided as input."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     hint: str
     """A hint to display when the input hasn't been provided yet"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2227,9 +2261,9 @@ class UnstructuredCommandInput(AcpStruct):
 class UsageUpdate(AcpStruct, tag="usage_update", tag_field="sessionUpdate"):
     """Context window and cost update for a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cost": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cost": (True, False, False),
+        "meta": (True, False, False),
     }
     used: Annotated[int, Meta(ge=0)]
     """Tokens currently in context."""
@@ -2250,7 +2284,7 @@ class UserMessageChunk(ContentChunk, tag="user_message_chunk", tag_field="sessio
 class WaitForTerminalExitRequest(AcpStruct):
     """Request to wait for a terminal command to exit."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -2262,10 +2296,10 @@ class WaitForTerminalExitRequest(AcpStruct):
 class WaitForTerminalExitResponse(AcpStruct):
     """Response containing the exit status of a terminal command."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="exitCode"
@@ -2280,7 +2314,7 @@ class WaitForTerminalExitResponse(AcpStruct):
 class WriteTextFileRequest(AcpStruct):
     """Request to write content to a text file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     path: str
@@ -2294,7 +2328,7 @@ class WriteTextFileRequest(AcpStruct):
 class WriteTextFileResponse(AcpStruct):
     """Response to `fs/write_text_file`"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 

@@ -110,7 +110,7 @@ TextDocumentSyncKind = Literal["full", "incremental"]
 class AcceptNesNotification(AcpStruct):
     """Notification sent when a suggestion is accepted."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
     id: NesSuggestionId
@@ -123,16 +123,16 @@ class AgentCapabilities(_v1.AgentCapabilities):
     """Capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "load_session": (True, False),
-        "prompt_capabilities": (True, False),
-        "mcp_capabilities": (True, False),
-        "session_capabilities": (True, False),
-        "auth": (True, False),
-        "providers": (True, False),
-        "meta": (True, False),
-        "nes": (True, False),
-        "position_encoding": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "load_session": (True, False, False),
+        "prompt_capabilities": (True, False, False),
+        "mcp_capabilities": (True, False, False),
+        "session_capabilities": (True, False, False),
+        "auth": (True, False, False),
+        "providers": (True, False, False),
+        "meta": (True, False, False),
+        "nes": (True, False, False),
+        "position_encoding": (True, False, False),
     }
     load_session: bool | UnsetType = field(default=UNSET, name="loadSession")
     """Whether the agent supports `session/load`."""
@@ -164,17 +164,17 @@ class ClientCapabilities(_v1.ClientCapabilities):
     """Capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "fs": (True, False),
-        "terminal": (True, False),
-        "session": (True, False),
-        "subagents": (True, False),
-        "plan": (True, False),
-        "auth": (True, False),
-        "elicitation": (True, False),
-        "meta": (True, False),
-        "nes": (True, False),
-        "position_encodings": (True, True),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "fs": (True, False, False),
+        "terminal": (True, False, False),
+        "session": (True, False, False),
+        "subagents": (True, False, False),
+        "plan": (True, False, False),
+        "auth": (True, False, False),
+        "elicitation": (True, False, False),
+        "meta": (True, False, False),
+        "nes": (True, False, False),
+        "position_encodings": (True, True, False),
     }
     fs: FileSystemCapabilities | UnsetType = UNSET
     """File system capabilities supported by the client. Determines which file operations the agent can request."""
@@ -203,11 +203,11 @@ class ClientCapabilities(_v1.ClientCapabilities):
 class ClientNesCapabilities(AcpStruct):
     """NES capabilities advertised by the client during initialization."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "jump": (True, False),
-        "rename": (True, False),
-        "search_and_replace": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "jump": (True, False, False),
+        "rename": (True, False, False),
+        "search_and_replace": (True, False, False),
+        "meta": (True, False, False),
     }
     jump: NesJumpCapabilities | None | UnsetType = UNSET
     """Whether the client supports the `jump` suggestion kind."""
@@ -224,7 +224,7 @@ class ClientNesCapabilities(AcpStruct):
 class CloseNesRequest(AcpStruct):
     """Request to close an NES session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the NES session to close."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -234,7 +234,7 @@ class CloseNesRequest(AcpStruct):
 class CloseNesResponse(AcpStruct):
     """Response from closing an NES session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -242,9 +242,9 @@ class CloseNesResponse(AcpStruct):
 class DidChangeDocumentNotification(AcpStruct):
     """Notification sent when a file is edited."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content_changes": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content_changes": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
@@ -261,7 +261,7 @@ class DidChangeDocumentNotification(AcpStruct):
 class DidCloseDocumentNotification(AcpStruct):
     """Notification sent when a file is closed."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
     uri: str
@@ -273,7 +273,7 @@ class DidCloseDocumentNotification(AcpStruct):
 class DidFocusDocumentNotification(AcpStruct):
     """Notification sent when a file becomes the active editor tab."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
     uri: str
@@ -291,7 +291,7 @@ class DidFocusDocumentNotification(AcpStruct):
 class DidOpenDocumentNotification(AcpStruct):
     """Notification sent when a file is opened in the editor."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
     uri: str
@@ -309,7 +309,7 @@ class DidOpenDocumentNotification(AcpStruct):
 class DidSaveDocumentNotification(AcpStruct):
     """Notification sent when a file is saved."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
     uri: str
@@ -322,10 +322,10 @@ class InitializeRequest(_v1.InitializeRequest):
     """Request parameters for the initialize method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "client_capabilities": (True, False),
-        "client_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "client_capabilities": (True, False, False),
+        "client_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The latest protocol version supported by the client."""
@@ -343,11 +343,11 @@ class InitializeResponse(_v1.InitializeResponse):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "agent_capabilities": (True, False),
-        "auth_methods": (True, True),
-        "agent_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "agent_capabilities": (True, False, False),
+        "auth_methods": (True, True, False),
+        "agent_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The protocol version the client specified if supported by the agent, or the latest protocol version supported by the agent."""
@@ -369,10 +369,10 @@ class InitializeResponse(_v1.InitializeResponse):
 class NesCapabilities(AcpStruct):
     """NES capabilities advertised by the agent during initialization."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "events": (True, False),
-        "context": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "events": (True, False, False),
+        "context": (True, False, False),
+        "meta": (True, False, False),
     }
     events: NesEventCapabilities | None | UnsetType = UNSET
     """Events the agent wants to receive."""
@@ -385,14 +385,14 @@ class NesCapabilities(AcpStruct):
 class NesContextCapabilities(AcpStruct):
     """Context capabilities the agent wants attached to each suggestion request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "recent_files": (True, False),
-        "related_snippets": (True, False),
-        "edit_history": (True, False),
-        "user_actions": (True, False),
-        "open_files": (True, False),
-        "diagnostics": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "recent_files": (True, False, False),
+        "related_snippets": (True, False, False),
+        "edit_history": (True, False, False),
+        "user_actions": (True, False, False),
+        "open_files": (True, False, False),
+        "diagnostics": (True, False, False),
+        "meta": (True, False, False),
     }
     recent_files: NesRecentFilesCapabilities | None | UnsetType = field(
         default=UNSET, name="recentFiles"
@@ -421,7 +421,7 @@ class NesContextCapabilities(AcpStruct):
 class NesDiagnostic(AcpStruct):
     """A diagnostic (error, warning, etc.)."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     uri: str
     """The URI of the file containing the diagnostic."""
     range: Range
@@ -437,7 +437,7 @@ class NesDiagnostic(AcpStruct):
 class NesDiagnosticsCapabilities(AcpStruct):
     """Capabilities for diagnostics context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -445,7 +445,7 @@ class NesDiagnosticsCapabilities(AcpStruct):
 class NesDocumentDidChangeCapabilities(AcpStruct):
     """Capabilities for `document/didChange` events."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     sync_kind: TextDocumentSyncKind = field(name="syncKind")
     """The sync kind the agent wants: `"full"` or `"incremental"`."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -455,7 +455,7 @@ class NesDocumentDidChangeCapabilities(AcpStruct):
 class NesDocumentDidCloseCapabilities(AcpStruct):
     """Marker for `document/didClose` capability support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -463,7 +463,7 @@ class NesDocumentDidCloseCapabilities(AcpStruct):
 class NesDocumentDidFocusCapabilities(AcpStruct):
     """Marker for `document/didFocus` capability support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -471,7 +471,7 @@ class NesDocumentDidFocusCapabilities(AcpStruct):
 class NesDocumentDidOpenCapabilities(AcpStruct):
     """Marker for `document/didOpen` capability support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -479,7 +479,7 @@ class NesDocumentDidOpenCapabilities(AcpStruct):
 class NesDocumentDidSaveCapabilities(AcpStruct):
     """Marker for `document/didSave` capability support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -487,13 +487,13 @@ class NesDocumentDidSaveCapabilities(AcpStruct):
 class NesDocumentEventCapabilities(AcpStruct):
     """Document event capabilities the agent wants to receive."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "did_open": (True, False),
-        "did_change": (True, False),
-        "did_close": (True, False),
-        "did_save": (True, False),
-        "did_focus": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "did_open": (True, False, False),
+        "did_change": (True, False, False),
+        "did_close": (True, False, False),
+        "did_save": (True, False, False),
+        "did_focus": (True, False, False),
+        "meta": (True, False, False),
     }
     did_open: NesDocumentDidOpenCapabilities | None | UnsetType = field(
         default=UNSET, name="didOpen"
@@ -522,9 +522,9 @@ class NesDocumentEventCapabilities(AcpStruct):
 class NesEditHistoryCapabilities(AcpStruct):
     """Capabilities for edit history context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "max_count": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "max_count": (True, False, False),
+        "meta": (True, False, False),
     }
     max_count: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="maxCount"
@@ -537,7 +537,7 @@ class NesEditHistoryCapabilities(AcpStruct):
 class NesEditHistoryEntry(AcpStruct):
     """An entry in the edit history."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     uri: str
     """The URI of the edited file."""
     diff: str
@@ -549,9 +549,9 @@ class NesEditHistoryEntry(AcpStruct):
 class NesEditSuggestion(AcpStruct, tag="edit", tag_field="kind"):
     """A text edit suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cursor_position": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cursor_position": (True, False, False),
+        "meta": (True, False, False),
     }
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
@@ -568,9 +568,9 @@ class NesEditSuggestion(AcpStruct, tag="edit", tag_field="kind"):
 class NesEventCapabilities(AcpStruct):
     """Event capabilities the agent can consume."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "document": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "document": (True, False, False),
+        "meta": (True, False, False),
     }
     document: NesDocumentEventCapabilities | None | UnsetType = UNSET
     """Document event capabilities."""
@@ -581,7 +581,7 @@ class NesEventCapabilities(AcpStruct):
 class NesExcerpt(AcpStruct):
     """A code excerpt from a file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     start_line: Annotated[int, Meta(ge=0, le=4294967295)] = field(name="startLine")
     """The start line of the excerpt (zero-based)."""
     end_line: Annotated[int, Meta(ge=0, le=4294967295)] = field(name="endLine")
@@ -595,7 +595,7 @@ class NesExcerpt(AcpStruct):
 class NesJumpCapabilities(AcpStruct):
     """Marker for jump suggestion support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -603,7 +603,7 @@ class NesJumpCapabilities(AcpStruct):
 class NesJumpSuggestion(AcpStruct, tag="jump", tag_field="kind"):
     """A jump-to-location suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
     uri: str
@@ -617,10 +617,10 @@ class NesJumpSuggestion(AcpStruct, tag="jump", tag_field="kind"):
 class NesOpenFile(AcpStruct):
     """An open file in the editor."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "visible_range": (True, False),
-        "last_focused_ms": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "visible_range": (True, False, False),
+        "last_focused_ms": (True, False, False),
+        "meta": (True, False, False),
     }
     uri: str
     """The URI of the file."""
@@ -639,7 +639,7 @@ class NesOpenFile(AcpStruct):
 class NesOpenFilesCapabilities(AcpStruct):
     """Capabilities for open files context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -647,7 +647,7 @@ class NesOpenFilesCapabilities(AcpStruct):
 class NesRecentFile(AcpStruct):
     """A recently accessed file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     uri: str
     """The URI of the file."""
     language_id: str = field(name="languageId")
@@ -661,9 +661,9 @@ class NesRecentFile(AcpStruct):
 class NesRecentFilesCapabilities(AcpStruct):
     """Capabilities for recent files context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "max_count": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "max_count": (True, False, False),
+        "meta": (True, False, False),
     }
     max_count: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="maxCount"
@@ -676,7 +676,7 @@ class NesRecentFilesCapabilities(AcpStruct):
 class NesRelatedSnippet(AcpStruct):
     """A related code snippet from a file."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     uri: str
     """The URI of the file containing the snippets."""
     excerpts: list[NesExcerpt]
@@ -688,7 +688,7 @@ class NesRelatedSnippet(AcpStruct):
 class NesRelatedSnippetsCapabilities(AcpStruct):
     """Capabilities for related snippets context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -696,7 +696,7 @@ class NesRelatedSnippetsCapabilities(AcpStruct):
 class NesRenameCapabilities(AcpStruct):
     """Marker for rename suggestion support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -704,7 +704,7 @@ class NesRenameCapabilities(AcpStruct):
 class NesRenameSuggestion(AcpStruct, tag="rename", tag_field="kind"):
     """A rename symbol suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
     uri: str
@@ -720,7 +720,7 @@ class NesRenameSuggestion(AcpStruct, tag="rename", tag_field="kind"):
 class NesRepository(AcpStruct):
     """Repository metadata for an NES session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The repository name."""
     owner: str
@@ -734,7 +734,7 @@ class NesRepository(AcpStruct):
 class NesSearchAndReplaceCapabilities(AcpStruct):
     """Marker for search and replace suggestion support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -742,7 +742,7 @@ class NesSearchAndReplaceCapabilities(AcpStruct):
 class NesSearchAndReplaceSuggestion(AcpStruct, tag="searchAndReplace", tag_field="kind"):
     """A search-and-replace suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
     uri: str
@@ -760,7 +760,7 @@ class NesSearchAndReplaceSuggestion(AcpStruct, tag="searchAndReplace", tag_field
 class NesSuggestContext(AcpStruct):
     """Context attached to a suggestion request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     recent_files: list[NesRecentFile] | None | UnsetType = field(default=UNSET, name="recentFiles")
     """Recently accessed files."""
     related_snippets: list[NesRelatedSnippet] | None | UnsetType = field(
@@ -784,7 +784,7 @@ class NesSuggestContext(AcpStruct):
 class NesTextEdit(AcpStruct):
     """A text edit within a suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     range: Range
     """The range to replace."""
     new_text: str = field(name="newText")
@@ -796,7 +796,7 @@ class NesTextEdit(AcpStruct):
 class NesUserAction(AcpStruct):
     """A user action (typing, cursor movement, etc.)."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     action: str
     """The kind of action (e.g., "insertChar", "cursorMovement")."""
     uri: str
@@ -812,9 +812,9 @@ class NesUserAction(AcpStruct):
 class NesUserActionsCapabilities(AcpStruct):
     """Capabilities for user actions context."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "max_count": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "max_count": (True, False, False),
+        "meta": (True, False, False),
     }
     max_count: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="maxCount"
@@ -827,7 +827,7 @@ class NesUserActionsCapabilities(AcpStruct):
 class Position(AcpStruct):
     """A zero-based position in a text document."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     line: Annotated[int, Meta(ge=0, le=4294967295)]
     """Zero-based line number."""
     character: Annotated[int, Meta(ge=0, le=4294967295)]
@@ -839,7 +839,7 @@ class Position(AcpStruct):
 class Range(AcpStruct):
     """A range in a text document, expressed as start and end positions."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     start: Position
     """The start position (inclusive)."""
     end: Position
@@ -851,9 +851,9 @@ class Range(AcpStruct):
 class RejectNesNotification(AcpStruct):
     """Notification sent when a suggestion is rejected."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "reason": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "reason": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this notification."""
@@ -868,10 +868,10 @@ class RejectNesNotification(AcpStruct):
 class StartNesRequest(AcpStruct):
     """Request to start an NES session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "workspace_uri": (True, False),
-        "repository": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "workspace_uri": (True, False, False),
+        "repository": (True, False, False),
+        "meta": (True, False, False),
     }
     workspace_uri: str | None | UnsetType = field(default=UNSET, name="workspaceUri")
     """The root URI of the workspace."""
@@ -888,7 +888,7 @@ class StartNesRequest(AcpStruct):
 class StartNesResponse(AcpStruct):
     """Response to `nes/start`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for the newly started NES session."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -898,7 +898,7 @@ class StartNesResponse(AcpStruct):
 class SuggestNesRequest(AcpStruct):
     """Request for a code suggestion."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     uri: str
@@ -920,7 +920,7 @@ class SuggestNesRequest(AcpStruct):
 class SuggestNesResponse(AcpStruct):
     """Response to `nes/suggest`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     suggestions: list[NesSuggestion]
     """The list of suggestions."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -930,7 +930,7 @@ class SuggestNesResponse(AcpStruct):
 class TextDocumentContentChangeEvent(AcpStruct):
     """A content change event for a document."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     text: str
     """The new text for the range, or the full document content if `range` is `None`."""
     range: Range | None | UnsetType = UNSET
@@ -942,7 +942,7 @@ class TextDocumentContentChangeEvent(AcpStruct):
 class WorkspaceFolder(AcpStruct):
     """A workspace folder."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     uri: str
     """The URI of the folder."""
     name: str

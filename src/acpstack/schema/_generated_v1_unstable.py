@@ -382,10 +382,10 @@ class AgentAuthCapabilities(_v1.AgentAuthCapabilities):
     """Authentication-related capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "status": (True, False),
-        "logout": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "status": (True, False, False),
+        "logout": (True, False, False),
+        "meta": (True, False, False),
     }
     status: AuthStatusCapabilities | None | UnsetType = UNSET
     """**UNSTABLE**"""
@@ -399,14 +399,14 @@ class AgentCapabilities(_v1.AgentCapabilities):
     """Capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "load_session": (True, False),
-        "prompt_capabilities": (True, False),
-        "mcp_capabilities": (True, False),
-        "session_capabilities": (True, False),
-        "auth": (True, False),
-        "providers": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "load_session": (True, False, False),
+        "prompt_capabilities": (True, False, False),
+        "mcp_capabilities": (True, False, False),
+        "session_capabilities": (True, False, False),
+        "auth": (True, False, False),
+        "providers": (True, False, False),
+        "meta": (True, False, False),
     }
     load_session: bool | UnsetType = field(default=UNSET, name="loadSession")
     """Whether the agent supports `session/load`."""
@@ -432,9 +432,9 @@ class ContentChunk(_v1.ContentChunk):
     """A streamed item of content"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "message_id": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "message_id": (True, False, False),
+        "meta": (True, False, False),
     }
     content: ContentBlock
     """A single item of content"""
@@ -450,7 +450,7 @@ class AgentMessageChunk(
     """`SessionUpdate` variant `sessionUpdate: "agent_message_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -460,7 +460,7 @@ class AgentThoughtChunk(
     """`SessionUpdate` variant `sessionUpdate: "agent_thought_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -468,11 +468,11 @@ class Annotations(_v1.Annotations):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "audience": (True, True),
-        "last_modified": (True, False),
-        "priority": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "audience": (True, True, False),
+        "last_modified": (True, False, False),
+        "priority": (True, False, False),
+        "meta": (True, False, False),
     }
     audience: list[Role] | None | UnsetType = UNSET
     """Intended recipients for this content, such as the user or assistant."""
@@ -487,7 +487,7 @@ class Annotations(_v1.Annotations):
 class ArchiveSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to archive."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -497,7 +497,7 @@ class ArchiveSessionRequest(AcpStruct):
 class ArchiveSessionResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -506,9 +506,9 @@ class AudioContent(_v1.AudioContent, tag="audio", tag_field="type"):
     """Audio provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -523,12 +523,12 @@ class AudioContent(_v1.AudioContent, tag="audio", tag_field="type"):
 class AuthAccount(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "active": (True, False),
-        "name": (True, False),
-        "email": (True, False),
-        "organization": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "active": (True, False, False),
+        "name": (True, False, False),
+        "email": (True, False, False),
+        "organization": (True, False, False),
+        "meta": (True, False, False),
     }
     label: str
     """Human-readable name for the account, suitable for display on its own, for example `Claude Max`, `OpenAI API key`, or `Vertex AI`."""
@@ -548,9 +548,9 @@ class AuthCapabilities(_v1.AuthCapabilities):
     """Authentication capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "terminal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "terminal": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal: bool | UnsetType = UNSET
     """Whether the client supports `terminal` authentication methods."""
@@ -562,9 +562,9 @@ class AuthMethodAgent(_v1.AuthMethodAgent):
     """Agent handles authentication itself through `authenticate`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     id: AuthMethodId
     """Unique identifier for this authentication method."""
@@ -580,9 +580,11 @@ class AuthMethodTerminal(_v1.AuthMethodTerminal, tag="terminal", tag_field="type
     """Terminal-based authentication method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
     }
     id: AuthMethodId
     """Unique identifier for this authentication method."""
@@ -601,7 +603,7 @@ class AuthMethodTerminal(_v1.AuthMethodTerminal, tag="terminal", tag_field="type
 class AuthStatusCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -609,7 +611,7 @@ class AuthStatusCapabilities(AcpStruct):
 class AuthStatusRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -617,9 +619,9 @@ class AuthStatusRequest(AcpStruct):
 class AuthStatusResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "accounts": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "accounts": (True, True, False),
+        "meta": (True, False, False),
     }
     state: AuthState
     """Whether the agent can start sessions without the user signing in first."""
@@ -632,9 +634,9 @@ class AuthStatusResponse(AcpStruct):
 class AuthStatusUpdateNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "accounts": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "accounts": (True, True, False),
+        "meta": (True, False, False),
     }
     state: AuthState
     """Whether the agent can start sessions without the user signing in first."""
@@ -648,7 +650,7 @@ class AuthenticateRequest(_v1.AuthenticateRequest):
     """Request parameters for the authenticate method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method_id: AuthMethodId = field(name="methodId")
     """The ID of the authentication method to use. Must be one of the methods advertised in the initialize response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -659,7 +661,7 @@ class AuthenticateResponse(_v1.AuthenticateResponse):
     """Response to the `authenticate` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -670,9 +672,9 @@ class AvailableCommand(_v1.AvailableCommand):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "input": ("AvailableCommandInput", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "input": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "input": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Command name (e.g., `create_plan`, `research_codebase`)."""
@@ -693,9 +695,9 @@ class AvailableCommandsUpdate(
     """Available commands are ready or have changed"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     available_commands: list[AvailableCommand] = field(name="availableCommands")
     """Commands the agent can execute"""
@@ -707,9 +709,9 @@ class BlobResourceContents(_v1.BlobResourceContents):
     """Binary resource contents."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
@@ -725,7 +727,7 @@ class BooleanConfigOptionCapabilities(_v1.BooleanConfigOptionCapabilities):
     """Capabilities for boolean session configuration options."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -734,11 +736,11 @@ class BooleanPropertySchema(_v1.BooleanPropertySchema, tag="boolean", tag_field=
     """Schema for boolean properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -754,7 +756,7 @@ class CancelNotification(_v1.CancelNotification):
     """Notification to cancel ongoing operations for a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to cancel operations for."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -765,7 +767,7 @@ class CancelRequestNotification(_v1.CancelRequestNotification):
     """Notification to cancel an ongoing request."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     request_id: RequestId = field(name="requestId")
     """The ID of the request to cancel."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -778,22 +780,22 @@ class CancelledRequestPermissionOutcome(
     """The prompt turn was cancelled before the user responded."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
 
 
 class ClientCapabilities(_v1.ClientCapabilities):
     """Capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "fs": (True, False),
-        "terminal": (True, False),
-        "session": (True, False),
-        "subagents": (True, False),
-        "plan": (True, False),
-        "auth": (True, False),
-        "elicitation": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "fs": (True, False, False),
+        "terminal": (True, False, False),
+        "session": (True, False, False),
+        "subagents": (True, False, False),
+        "plan": (True, False, False),
+        "auth": (True, False, False),
+        "elicitation": (True, False, False),
+        "meta": (True, False, False),
     }
     fs: FileSystemCapabilities | UnsetType = UNSET
     """File system capabilities supported by the client. Determines which file operations the agent can request."""
@@ -817,11 +819,11 @@ class ClientSessionCapabilities(_v1.ClientSessionCapabilities):
     """Session-related capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "compaction": (True, False),
-        "config_options": (True, False),
-        "notices": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "compaction": (True, False, False),
+        "config_options": (True, False, False),
+        "notices": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction: CompactionCapabilities | None | UnsetType = UNSET
     """Support for ID-addressed context compaction updates. Omitted or `null` means unsupported. `{}` advertises the complete compaction contract."""
@@ -839,7 +841,7 @@ class CloseSessionRequest(_v1.CloseSessionRequest):
     """Request parameters for closing an active session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to close."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -850,7 +852,7 @@ class CloseSessionResponse(_v1.CloseSessionResponse):
     """Response from closing a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -861,7 +863,7 @@ class CompactionSummaryChunk(
     """A content block appended to a compaction's summary. A first-seen ID creates an in-progress compaction. Chunks append in receive order. Agents MUST only send this update when the Client advertised the `session.compaction` Client capability."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     compaction_id: CompactionId = field(name="compactionId")
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
@@ -874,10 +876,10 @@ class CompactionUpdate(_v1.CompactionUpdate, tag="compaction_update", tag_field=
     """A context compaction upsert. The first notification fixes the compaction's timeline position. Later updates with the same ID patch that entity in place. Agents MUST only send this update when the Client advertised the `session.compaction` Client capability."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "summary": (True, True),
-        "error": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "summary": (True, True, False),
+        "error": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction_id: CompactionId = field(name="compactionId")
     """The Agent-owned ID of this compaction, unique within the session."""
@@ -895,7 +897,7 @@ class CompleteElicitationNotification(_v1.CompleteElicitationNotification):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     elicitation_id: ElicitationId = field(name="elicitationId")
     """The ID of the elicitation that completed."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -908,9 +910,9 @@ class ConfigOptionUpdate(
     """Session configuration options have been updated."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -922,7 +924,7 @@ class Content(_v1.Content, tag="content", tag_field="type"):
     """Standard content block (text, images, resources)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: ContentBlock
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -933,7 +935,7 @@ class Cost(_v1.Cost):
     """Cost information for a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     amount: float
     """Total cumulative cost for session."""
     currency: str
@@ -946,9 +948,9 @@ class CreateElicitationRequest(_v1.CreateElicitationRequest):
     """Request from the agent to elicit structured user input."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "meta": (True, False),
-        "tool_call_id": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "meta": (True, False, False),
+        "tool_call_id": (True, False, False),
     }
     message: str
     """A human-readable message describing what input is needed."""
@@ -973,7 +975,7 @@ class CreateElicitationResponse(_v1.CreateElicitationResponse):
     """Response from the client to an elicitation request."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
     action: str | UnsetType = UNSET
@@ -985,7 +987,11 @@ class CreateTerminalRequest(_v1.CreateTerminalRequest):
     """Request to create a new terminal and execute a command."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     command: str
@@ -1008,7 +1014,7 @@ class CreateTerminalResponse(_v1.CreateTerminalResponse):
     """Response containing the ID of the created terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The unique identifier for the created terminal."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1021,7 +1027,7 @@ class CurrentModeUpdate(
     """The current mode of the session has changed"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     current_mode_id: SessionModeId = field(name="currentModeId")
     """The ID of the current mode"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1032,7 +1038,7 @@ class DeleteSessionRequest(_v1.DeleteSessionRequest):
     """Request parameters for deleting an existing session from `session/list`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to delete."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1043,7 +1049,7 @@ class DeleteSessionResponse(_v1.DeleteSessionResponse):
     """Response from deleting a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1052,9 +1058,9 @@ class Diff(_v1.Diff, tag="diff", tag_field="type"):
     """A diff representing file modifications."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "old_text": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "old_text": (True, False, False),
+        "meta": (True, False, False),
     }
     path: str
     """The absolute file path being modified."""
@@ -1069,7 +1075,7 @@ class Diff(_v1.Diff, tag="diff", tag_field="type"):
 class DisableProviderRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     provider_id: ProviderId = field(name="providerId")
     """Provider ID to disable."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1079,7 +1085,7 @@ class DisableProviderRequest(AcpStruct):
 class DisableProviderResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1088,7 +1094,7 @@ class ElicitationAcceptAction(_v1.ElicitationAcceptAction):
     """The user accepted the elicitation and provided content."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     content: dict[str, ElicitationContentValue] | None | UnsetType = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
 
@@ -1097,10 +1103,10 @@ class ElicitationCapabilities(_v1.ElicitationCapabilities):
     """Elicitation capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "form": (True, False),
-        "url": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "form": (True, False, False),
+        "url": (True, False, False),
+        "meta": (True, False, False),
     }
     form: ElicitationFormCapabilities | None | UnsetType = UNSET
     """Whether the client supports form-based elicitation."""
@@ -1114,7 +1120,7 @@ class ElicitationFormCapabilities(_v1.ElicitationFormCapabilities):
     """Form-based elicitation capabilities."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1123,7 +1129,9 @@ class ElicitationFormMode(_v1.ElicitationFormMode):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1145,7 +1153,7 @@ class ElicitationRequestScope(_v1.ElicitationRequestScope):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session (e.g., during auth/configuration phases before any session is started)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     request_id: RequestId = field(name="requestId")
     """The request this elicitation is tied to."""
 
@@ -1156,11 +1164,11 @@ class ElicitationSchema(_v1.ElicitationSchema):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "properties": ("ElicitationPropertySchema", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "type": (True, False),
-        "title": (True, False),
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "type": (True, False, False),
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     type: ElicitationSchemaType | UnsetType = UNSET
     """Type discriminator. Always `"object"`."""
@@ -1183,7 +1191,9 @@ class ElicitationSessionScope(_v1.ElicitationSessionScope):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     session_id: SessionId = field(name="sessionId")
     """The session this elicitation is tied to."""
     tool_call_id: ToolCallId | None | UnsetType = field(default=UNSET, name="toolCallId")
@@ -1194,7 +1204,7 @@ class ElicitationUrlCapabilities(_v1.ElicitationUrlCapabilities):
     """URL-based elicitation capabilities."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1203,7 +1213,9 @@ class ElicitationUrlMode(_v1.ElicitationUrlMode):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1229,9 +1241,9 @@ class EmbeddedResource(_v1.EmbeddedResource, tag="resource", tag_field="type"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "resource": ("EmbeddedResourceResource", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
@@ -1248,9 +1260,9 @@ class EnumOption(_v1.EnumOption):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     const: str
     """The constant value for this option."""
@@ -1266,7 +1278,7 @@ class EnvVariable(_v1.EnvVariable):
     """An environment variable to set when launching an MCP server."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the environment variable."""
     value: str
@@ -1279,7 +1291,7 @@ class Error(_v1.Error):
     """JSON-RPC error object."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"data": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"data": (True, False, False)}
     code: ErrorCode
     """A number indicating the error type that occurred. This must be an integer as defined in the JSON-RPC specification."""
     message: str
@@ -1291,7 +1303,7 @@ class Error(_v1.Error):
 class ErrorStopReason(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"error": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"error": (True, False, False)}
     error: Error | None | UnsetType = UNSET
     """The failure, as a JSON-RPC error object."""
 
@@ -1300,10 +1312,10 @@ class FileSystemCapabilities(_v1.FileSystemCapabilities):
     """File system capabilities that a client may support."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "read_text_file": (True, False),
-        "write_text_file": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "read_text_file": (True, False, False),
+        "write_text_file": (True, False, False),
+        "meta": (True, False, False),
     }
     read_text_file: bool | UnsetType = field(default=UNSET, name="readTextFile")
     """Whether the Client supports `fs/read_text_file` requests."""
@@ -1317,7 +1329,11 @@ class ForkSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to fork."""
     cwd: str
@@ -1340,10 +1356,10 @@ class ForkSessionRequest(AcpStruct):
 class ForkSessionResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the newly created forked session."""
@@ -1361,7 +1377,7 @@ class HttpHeader(_v1.HttpHeader):
     """An HTTP header to set when making requests to the MCP server."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the HTTP header."""
     value: str
@@ -1373,11 +1389,11 @@ class HttpHeader(_v1.HttpHeader):
 class IdleStateUpdate(AcpStruct, tag="idle", tag_field="state"):
     """The child is ready to process another prompt."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "usage": (True, False),
-        "meta": (True, False),
-        "stop_reason": (True, False),
-        "error": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "usage": (True, False, False),
+        "meta": (True, False, False),
+        "stop_reason": (True, False, False),
+        "error": (True, False, False),
     }
     usage: Usage | None | UnsetType = UNSET
     """**UNSTABLE** Token usage for completed foreground work."""
@@ -1393,10 +1409,10 @@ class ImageContent(_v1.ImageContent, tag="image", tag_field="type"):
     """An image provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "uri": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "uri": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -1414,9 +1430,9 @@ class Implementation(_v1.Implementation):
     """Metadata about the implementation of the client or agent. Describes the name and version of an ACP implementation, with an optional title for UI representation."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Intended for programmatic or logical use, but can be used as a display name fallback if title isn't present."""
@@ -1432,10 +1448,10 @@ class InitializeRequest(_v1.InitializeRequest):
     """Request parameters for the initialize method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "client_capabilities": (True, False),
-        "client_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "client_capabilities": (True, False, False),
+        "client_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The latest protocol version supported by the client."""
@@ -1453,11 +1469,11 @@ class InitializeResponse(_v1.InitializeResponse):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "agent_capabilities": (True, False),
-        "auth_methods": (True, True),
-        "agent_info": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "agent_capabilities": (True, False, False),
+        "auth_methods": (True, True, False),
+        "agent_info": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The protocol version the client specified if supported by the agent, or the latest protocol version supported by the agent."""
@@ -1480,11 +1496,11 @@ class IntegerPropertySchema(_v1.IntegerPropertySchema, tag="integer", tag_field=
     """Schema for integer properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1510,7 +1526,7 @@ class KillTerminalRequest(_v1.KillTerminalRequest):
     """Request to kill a terminal without releasing it."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -1523,7 +1539,7 @@ class KillTerminalResponse(_v1.KillTerminalResponse):
     """Response to `terminal/kill` method"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1531,7 +1547,7 @@ class KillTerminalResponse(_v1.KillTerminalResponse):
 class ListProvidersRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1539,7 +1555,7 @@ class ListProvidersRequest(AcpStruct):
 class ListProvidersResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     providers: list[ProviderInfo]
     """Configurable providers with current routing info suitable for UI display."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1550,7 +1566,7 @@ class ListSessionsRequest(_v1.ListSessionsRequest):
     """Request parameters for listing existing sessions."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cwd: str | None | UnsetType = UNSET
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: str | None | UnsetType = UNSET
@@ -1565,10 +1581,10 @@ class ListSessionsResponse(_v1.ListSessionsResponse):
     """Response from listing sessions."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sessions": (True, True),
-        "next_cursor": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sessions": (True, True, False),
+        "next_cursor": (True, False, False),
+        "meta": (True, False, False),
     }
     sessions: list[SessionInfo]
     """Array of session information objects"""
@@ -1582,7 +1598,11 @@ class LoadSessionRequest(_v1.LoadSessionRequest):
     """Request parameters for loading an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mcp_servers": (False, False, True),
+        "additional_directories": (False, False, True),
+        "meta": (True, False, False),
+    }
     mcp_servers: list[McpServer] = field(name="mcpServers")
     """List of MCP servers to connect to for this session."""
     cwd: str
@@ -1606,10 +1626,10 @@ class LoadSessionResponse(_v1.LoadSessionResponse):
     """Response from loading an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     modes: SessionModeState | None | UnsetType = UNSET
     """Initial mode state if supported by the Agent"""
@@ -1625,7 +1645,7 @@ class LogoutCapabilities(_v1.LogoutCapabilities):
     """Logout capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1634,7 +1654,7 @@ class LogoutRequest(_v1.LogoutRequest):
     """Request parameters for the logout method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1643,7 +1663,7 @@ class LogoutResponse(_v1.LogoutResponse):
     """Response to the `logout` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1652,11 +1672,11 @@ class McpCapabilities(_v1.McpCapabilities):
     """MCP capabilities supported by the agent"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "http": (True, False),
-        "sse": (True, False),
-        "acp": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "http": (True, False, False),
+        "sse": (True, False, False),
+        "acp": (True, False, False),
+        "meta": (True, False, False),
     }
     http: bool | UnsetType = UNSET
     """Agent supports `http` MCP servers."""
@@ -1682,7 +1702,7 @@ class McpError(AcpStruct):
 class McpServerAcp(AcpStruct, tag="acp", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """Human-readable name identifying this MCP server."""
     server_id: McpServerAcpId = field(name="serverId")
@@ -1695,7 +1715,10 @@ class McpServerHttp(_v1.McpServerHttp, tag="http", tag_field="type"):
     """HTTP transport configuration for MCP."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1710,7 +1733,10 @@ class McpServerSse(_v1.McpServerSse, tag="sse", tag_field="type"):
     """SSE transport configuration for MCP."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1725,7 +1751,11 @@ class McpServerStdio(_v1.McpServerStdio):
     """Stdio transport configuration for MCP."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     command: str
@@ -1741,7 +1771,7 @@ class McpServerStdio(_v1.McpServerStdio):
 class MessageMcpNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     server_id: McpServerAcpId = field(name="serverId")
     """The declared ACP MCP server handling the associated request."""
     request_id: McpRequestId = field(name="requestId")
@@ -1757,7 +1787,7 @@ class MessageMcpNotification(AcpStruct):
 class MessageMcpRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     server_id: McpServerAcpId = field(name="serverId")
     """The declared ACP MCP server receiving this request."""
     request_id: McpRequestId = field(name="requestId")
@@ -1773,7 +1803,7 @@ class MessageMcpRequest(AcpStruct):
 class MessageMcpResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["result"], {}),
         (["error"], {}),
@@ -1793,11 +1823,11 @@ class MultiSelectPropertySchema(_v1.MultiSelectPropertySchema, tag="array", tag_
     """Schema for multi-select (array) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"items": ("MultiSelectItems", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, True, False),
+        "meta": (True, False, False),
     }
     items: MultiSelectItems
     """The items definition describing allowed values."""
@@ -1822,7 +1852,11 @@ class NewSessionRequest(_v1.NewSessionRequest):
     """Request parameters for creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     cwd: str
     """The working directory for this session. Must be an absolute path."""
     mcp_servers: list[McpServer] = field(name="mcpServers")
@@ -1844,10 +1878,10 @@ class NewSessionResponse(_v1.NewSessionResponse):
     """Response from creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the created session."""
@@ -1865,9 +1899,9 @@ class Notice(_v1.Notice, tag="notice", tag_field="sessionUpdate"):
     """Fire-and-forget information for the user."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     severity: NoticeSeverity
     """Presentation severity hint."""
@@ -1883,11 +1917,11 @@ class NumberPropertySchema(_v1.NumberPropertySchema, tag="number", tag_field="ty
     """Schema for number (floating-point) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1907,7 +1941,7 @@ class PermissionOption(_v1.PermissionOption):
     """An option presented to the user when requesting permission."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """Unique identifier for this permission option."""
     name: str
@@ -1922,9 +1956,9 @@ class Plan(_v1.Plan, tag="plan", tag_field="sessionUpdate"):
     """An execution plan for accomplishing complex tasks."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "entries": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "entries": (True, True, False),
+        "meta": (True, False, False),
     }
     entries: list[PlanEntry]
     """The list of tasks to be accomplished."""
@@ -1935,7 +1969,7 @@ class Plan(_v1.Plan, tag="plan", tag_field="sessionUpdate"):
 class PlanCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -1944,7 +1978,7 @@ class PlanEntry(_v1.PlanEntry):
     """A single entry in the execution plan."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Human-readable description of what this task aims to accomplish."""
     priority: PlanEntryPriority
@@ -1958,7 +1992,7 @@ class PlanEntry(_v1.PlanEntry):
 class PlanFile(AcpStruct, tag="file", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
     uri: str
@@ -1970,9 +2004,9 @@ class PlanFile(AcpStruct, tag="file", tag_field="type"):
 class PlanItems(AcpStruct, tag="items", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "entries": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "entries": (True, True, False),
+        "meta": (True, False, False),
     }
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
@@ -1985,7 +2019,7 @@ class PlanItems(AcpStruct, tag="items", tag_field="type"):
 class PlanMarkdown(AcpStruct, tag="markdown", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
     content: str
@@ -1997,7 +2031,7 @@ class PlanMarkdown(AcpStruct, tag="markdown", tag_field="type"):
 class PlanRemoved(AcpStruct, tag="plan_removed", tag_field="sessionUpdate"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to remove."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2007,7 +2041,7 @@ class PlanRemoved(AcpStruct, tag="plan_removed", tag_field="sessionUpdate"):
 class PlanUpdate(AcpStruct, tag="plan_update", tag_field="sessionUpdate"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan: PlanUpdateContent
     """The updated plan content."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2018,11 +2052,11 @@ class PromptCapabilities(_v1.PromptCapabilities):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "image": (True, False),
-        "audio": (True, False),
-        "embedded_context": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "image": (True, False, False),
+        "audio": (True, False, False),
+        "embedded_context": (True, False, False),
+        "meta": (True, False, False),
     }
     image: bool | UnsetType = UNSET
     """Agent supports `image` content blocks."""
@@ -2038,7 +2072,7 @@ class PromptRequest(_v1.PromptRequest):
     """Request parameters for sending a user prompt to the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to send this user message to"""
     prompt: list[ContentBlock]
@@ -2051,9 +2085,9 @@ class PromptResponse(_v1.PromptResponse):
     """Response from processing a user prompt."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "usage": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "usage": (True, False, False),
+        "meta": (True, False, False),
     }
     stop_reason: StopReason = field(name="stopReason")
     """Indicates why the agent stopped processing the turn."""
@@ -2066,7 +2100,7 @@ class PromptResponse(_v1.PromptResponse):
 class ProviderCurrentConfig(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     api_type: LlmProtocol = field(name="apiType")
     """Protocol currently used by this provider."""
     base_url: str = field(name="baseUrl")
@@ -2078,9 +2112,9 @@ class ProviderCurrentConfig(AcpStruct):
 class ProviderInfo(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "supported": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "supported": (True, True, False),
+        "meta": (True, False, False),
     }
     provider_id: ProviderId = field(name="providerId")
     """Provider identifier, for example "main" or "openai"."""
@@ -2097,7 +2131,7 @@ class ProviderInfo(AcpStruct):
 class ProvidersCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2105,7 +2139,7 @@ class ProvidersCapabilities(AcpStruct):
 class ProxySuccessorNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method: str
     """Method name of the wrapped notification."""
     params: Any | UnsetType = UNSET
@@ -2117,7 +2151,7 @@ class ProxySuccessorNotification(AcpStruct):
 class ProxySuccessorRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method: str
     """Method name of the wrapped request."""
     params: Any | UnsetType = UNSET
@@ -2130,7 +2164,7 @@ class ReadTextFileRequest(_v1.ReadTextFileRequest):
     """Request to read content from a text file."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     path: str
@@ -2147,7 +2181,7 @@ class ReadTextFileResponse(_v1.ReadTextFileResponse):
     """Response containing the contents of a text file."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Content payload returned by this response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2158,7 +2192,7 @@ class ReleaseTerminalRequest(_v1.ReleaseTerminalRequest):
     """Request to release a terminal and free its resources."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -2171,7 +2205,7 @@ class ReleaseTerminalResponse(_v1.ReleaseTerminalResponse):
     """Response to terminal/release method"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2180,7 +2214,7 @@ class RequestPermissionRequest(_v1.RequestPermissionRequest):
     """Request for user permission to execute a tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     tool_call: ToolCallUpdate = field(name="toolCall")
@@ -2195,7 +2229,7 @@ class RequestPermissionResponse(_v1.RequestPermissionResponse):
     """Response to a permission request."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2205,7 +2239,7 @@ class RequestPermissionResponse(_v1.RequestPermissionResponse):
 class RequiresActionStateUpdate(AcpStruct, tag="requires_action", tag_field="state"):
     """Foreground work is blocked on user action."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP for additional metadata. Implementations MUST NOT make assumptions about values at these keys. Optional. Omitted and `null` mean no metadata for this state snapshot."""
 
@@ -2214,13 +2248,13 @@ class ResourceLink(_v1.ResourceLink, tag="resource_link", tag_field="type"):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "description": (True, False),
-        "mime_type": (True, False),
-        "size": (True, False),
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "description": (True, False, False),
+        "mime_type": (True, False, False),
+        "size": (True, False, False),
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Human-readable name shown for this protocol object."""
@@ -2246,7 +2280,11 @@ class ResumeSessionRequest(_v1.ResumeSessionRequest):
     """Request parameters for resuming an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to resume."""
     cwd: str
@@ -2270,10 +2308,10 @@ class ResumeSessionResponse(_v1.ResumeSessionResponse):
     """Response from resuming an existing session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "modes": (True, False),
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "modes": (True, False, False),
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     modes: SessionModeState | None | UnsetType = UNSET
     """Initial mode state if supported by the Agent"""
@@ -2288,7 +2326,7 @@ class ResumeSessionResponse(_v1.ResumeSessionResponse):
 class RunningStateUpdate(AcpStruct, tag="running", tag_field="state"):
     """Foreground work is in progress."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP for additional metadata. Implementations MUST NOT make assumptions about values at these keys. Optional. Omitted and `null` mean no metadata for this state snapshot."""
 
@@ -2297,7 +2335,7 @@ class SelectedPermissionOutcome(_v1.SelectedPermissionOutcome, tag="selected", t
     """The user selected one of the provided options."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """The ID of the option the user selected."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2308,7 +2346,7 @@ class SessionAdditionalDirectoriesCapabilities(_v1.SessionAdditionalDirectoriesC
     """Capabilities for additional session directories support."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2316,7 +2354,7 @@ class SessionAdditionalDirectoriesCapabilities(_v1.SessionAdditionalDirectoriesC
 class SessionArchiveCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2324,7 +2362,7 @@ class SessionArchiveCapabilities(AcpStruct):
 class SessionCancelCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2333,18 +2371,18 @@ class SessionCapabilities(_v1.SessionCapabilities):
     """Session capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "list": (True, False),
-        "delete": (True, False),
-        "additional_directories": (True, False),
-        "system_prompt": (True, False),
-        "fork": (True, False),
-        "archive": (True, False),
-        "status": (True, False),
-        "title": (True, False),
-        "resume": (True, False),
-        "close": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "list": (True, False, False),
+        "delete": (True, False, False),
+        "additional_directories": (True, False, False),
+        "system_prompt": (True, False, False),
+        "fork": (True, False, False),
+        "archive": (True, False, False),
+        "status": (True, False, False),
+        "title": (True, False, False),
+        "resume": (True, False, False),
+        "close": (True, False, False),
+        "meta": (True, False, False),
     }
     list: SessionListCapabilities | None | UnsetType = UNSET
     """Whether the agent supports `session/list`."""
@@ -2378,7 +2416,7 @@ class SessionCloseCapabilities(_v1.SessionCloseCapabilities):
     """Capabilities for the `session/close` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2387,7 +2425,7 @@ class SessionConfigBoolean(_v1.SessionConfigBoolean):
     """A boolean on/off toggle session configuration option payload."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     current_value: bool = field(name="currentValue")
     """The current value of the boolean option."""
 
@@ -2398,10 +2436,10 @@ class SessionConfigOption(_v1.SessionConfigOption):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "category": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "category": (True, False, False),
+        "meta": (True, False, False),
     }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["currentValue", "options", "type"], {"type": "select"}),
@@ -2434,9 +2472,9 @@ class SessionConfigOptionsCapabilities(_v1.SessionConfigOptionsCapabilities):
     """Session configuration option capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "boolean": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "boolean": (True, False, False),
+        "meta": (True, False, False),
     }
     boolean: BooleanConfigOptionCapabilities | None | UnsetType = UNSET
     """Whether the client supports boolean session configuration options."""
@@ -2450,7 +2488,7 @@ class SessionConfigSelect(_v1.SessionConfigSelect):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     current_value: SessionConfigValueId = field(name="currentValue")
     """The currently selected value."""
     options: SessionConfigSelectOptions
@@ -2464,9 +2502,9 @@ class SessionConfigSelectGroup(_v1.SessionConfigSelectGroup):
     """A group of possible values for a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "options": (True, True, False),
+        "meta": (True, False, False),
     }
     group: SessionConfigGroupId
     """Unique identifier for this group."""
@@ -2482,9 +2520,9 @@ class SessionConfigSelectOption(_v1.SessionConfigSelectOption):
     """A possible value for a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     value: SessionConfigValueId
     """Unique identifier for this option value."""
@@ -2500,7 +2538,7 @@ class SessionDeleteCapabilities(_v1.SessionDeleteCapabilities):
     """Capabilities for the `session/delete` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2508,7 +2546,7 @@ class SessionDeleteCapabilities(_v1.SessionDeleteCapabilities):
 class SessionForkCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2517,12 +2555,12 @@ class SessionInfo(_v1.SessionInfo):
     """Information about a session returned by session/list"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "additional_directories": (True, True),
-        "title": (True, False),
-        "updated_at": (True, False),
-        "archived": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (True, True, False),
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "archived": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the session"""
@@ -2548,10 +2586,10 @@ class SessionInfoUpdate(
     """Update to session metadata. All fields are optional to support partial updates."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Human-readable title for the session. Set to null to clear."""
@@ -2565,7 +2603,7 @@ class SessionListCapabilities(_v1.SessionListCapabilities):
     """Capabilities for the `session/list` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2573,13 +2611,13 @@ class SessionListCapabilities(_v1.SessionListCapabilities):
 class SessionMessage(AcpStruct, tag="session_message", tag_field="sessionUpdate"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sender_session_id": (True, False),
-        "recipient_session_id": (True, False),
-        "sender_message_id": (True, False),
-        "recipient_message_id": (True, False),
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sender_session_id": (True, False, False),
+        "recipient_session_id": (True, False, False),
+        "sender_message_id": (True, False, False),
+        "recipient_message_id": (True, False, False),
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """Identifier of this message within the enclosing session's transcript."""
@@ -2604,7 +2642,7 @@ class SessionMessage(AcpStruct, tag="session_message", tag_field="sessionUpdate"
 class SessionMessageChunk(AcpStruct, tag="session_message_chunk", tag_field="sessionUpdate"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """Identifier of this message within the enclosing session's transcript."""
     content: ContentBlock
@@ -2617,9 +2655,9 @@ class SessionMode(_v1.SessionMode):
     """A mode the agent can operate in."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     id: SessionModeId
     """Stable identifier used to refer to this protocol object in later messages."""
@@ -2635,9 +2673,9 @@ class SessionModeState(_v1.SessionModeState):
     """The set of modes and the one currently active."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_modes": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_modes": (True, True, False),
+        "meta": (True, False, False),
     }
     current_mode_id: SessionModeId = field(name="currentModeId")
     """The current mode the Agent is in."""
@@ -2651,7 +2689,7 @@ class SessionNotification(_v1.SessionNotification):
     """Notification containing a session update from the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session this update pertains to."""
     update: SessionUpdate
@@ -2664,7 +2702,7 @@ class SessionResumeCapabilities(_v1.SessionResumeCapabilities):
     """Capabilities for the `session/resume` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2672,7 +2710,7 @@ class SessionResumeCapabilities(_v1.SessionResumeCapabilities):
 class SessionStatusCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2680,7 +2718,7 @@ class SessionStatusCapabilities(AcpStruct):
 class SessionStatusRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to check."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2690,7 +2728,7 @@ class SessionStatusRequest(AcpStruct):
 class SessionStatusResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     status: SessionStatus
     """Whether the Agent has the session in memory."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2700,9 +2738,9 @@ class SessionStatusResponse(AcpStruct):
 class SessionSystemPromptCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mode": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mode": (True, False, False),
+        "meta": (True, False, False),
     }
     mode: SessionSystemPromptModeCapabilities | None | UnsetType = UNSET
     """Delivery modes the agent supports in addition to `append`."""
@@ -2713,9 +2751,9 @@ class SessionSystemPromptCapabilities(AcpStruct):
 class SessionSystemPromptModeCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "override": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "override": (True, False, False),
+        "meta": (True, False, False),
     }
     override: SessionSystemPromptOverrideCapabilities | None | UnsetType = UNSET
     """Whether the agent supports `override` mode."""
@@ -2726,7 +2764,7 @@ class SessionSystemPromptModeCapabilities(AcpStruct):
 class SessionSystemPromptOverrideCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2734,7 +2772,7 @@ class SessionSystemPromptOverrideCapabilities(AcpStruct):
 class SessionTitleCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2743,16 +2781,16 @@ class ToolCallUpdate(_v1.ToolCallUpdate):
     """An update to an existing tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "kind": (True, False),
-        "status": (True, False),
-        "title": (True, False),
-        "name": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "title": (True, False, False),
+        "name": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the tool call being updated."""
@@ -2785,14 +2823,14 @@ class SessionUpdateToolCallUpdate(
     """`SessionUpdate` variant `sessionUpdate: "tool_call_update"` (payload: `ToolCallUpdate`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
 class SetProviderRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     provider_id: ProviderId = field(name="providerId")
     """Provider ID to configure."""
     api_type: LlmProtocol = field(name="apiType")
@@ -2808,7 +2846,7 @@ class SetProviderRequest(AcpStruct):
 class SetProviderResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2817,7 +2855,7 @@ class SetSessionConfigOptionRequest(_v1.SetSessionConfigOptionRequest):
     """Request parameters for setting a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["type", "value"], {"type": "boolean"}),
         (["value"], {}),
@@ -2840,9 +2878,9 @@ class SetSessionConfigOptionResponse(_v1.SetSessionConfigOptionResponse):
     """Response to `session/set_config_option` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -2854,7 +2892,7 @@ class SetSessionModeRequest(_v1.SetSessionModeRequest):
     """Request parameters for setting a session mode."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to set the mode for."""
     mode_id: SessionModeId = field(name="modeId")
@@ -2867,7 +2905,7 @@ class SetSessionModeResponse(_v1.SetSessionModeResponse):
     """Response to `session/set_mode` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2875,7 +2913,7 @@ class SetSessionModeResponse(_v1.SetSessionModeResponse):
 class SetSessionTitleRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to retitle."""
     title: str
@@ -2887,7 +2925,7 @@ class SetSessionTitleRequest(AcpStruct):
 class SetSessionTitleResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     title: str
     """The title the Agent stored."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2898,7 +2936,7 @@ class StringMultiSelectItems(_v1.StringMultiSelectItems, tag="string", tag_field
     """String item schema for multi-select enum properties."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     enum: list[str]
     """Allowed enum values."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2909,11 +2947,11 @@ class StringPropertySchema(_v1.StringPropertySchema, tag="string", tag_field="ty
     """Schema for string properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -2944,7 +2982,7 @@ class StringPropertySchema(_v1.StringPropertySchema, tag="string", tag_field="ty
 class SubagentCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -2952,9 +2990,9 @@ class SubagentCapabilities(AcpStruct):
 class SubagentSessionCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: SessionCancelCapabilities | None | UnsetType = UNSET
     """Permits the client to cancel this child's current work without ending the session. Omitted or `null` means unsupported. An object (including `{}`) means supported."""
@@ -2966,12 +3004,12 @@ class SubagentUpdate(AcpStruct, tag="subagent_update", tag_field="sessionUpdate"
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"state": ("StateUpdate", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "capabilities": (True, False),
-        "state": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "capabilities": (True, False, False),
+        "state": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The opaque session ID identifying the child in all ACP messages."""
@@ -2999,7 +3037,7 @@ class SubagentUpdate(AcpStruct, tag="subagent_update", tag_field="sessionUpdate"
 class SystemPrompt(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     mode: SystemPromptMode
     """How the Agent combines `content` with its own instructions."""
     content: list[ContentBlock]
@@ -3012,7 +3050,7 @@ class Terminal(_v1.Terminal, tag="terminal", tag_field="type"):
     """Embed a terminal created with `terminal/create` by its id."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """Identifier of the terminal instance to embed in the content stream."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3023,10 +3061,10 @@ class TerminalExitStatus(_v1.TerminalExitStatus):
     """Exit status of a terminal command."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="exitCode"
@@ -3042,7 +3080,7 @@ class TerminalOutputRequest(_v1.TerminalOutputRequest):
     """Request to get the current output and status of a terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -3055,9 +3093,9 @@ class TerminalOutputResponse(_v1.TerminalOutputResponse):
     """Response containing the terminal output and exit status."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_status": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_status": (True, False, False),
+        "meta": (True, False, False),
     }
     output: str
     """The terminal output captured so far."""
@@ -3073,9 +3111,9 @@ class TextContent(_v1.TextContent, tag="text", tag_field="type"):
     """Text provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -3089,9 +3127,9 @@ class TextResourceContents(_v1.TextResourceContents):
     """Text-based resource contents."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -3107,7 +3145,7 @@ class TitledMultiSelectItems(_v1.TitledMultiSelectItems):
     """Items definition for titled multi-select enum properties."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     any_of: list[EnumOption] = field(name="anyOf")
     """Titled enum options."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3118,15 +3156,15 @@ class ToolCall(_v1.ToolCall, tag="tool_call", tag_field="sessionUpdate"):
     """Represents a tool call that the language model has requested."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "name": (True, False),
-        "kind": (True, False),
-        "status": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "name": (True, False, False),
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """Unique identifier for this tool call within the session."""
@@ -3154,9 +3192,9 @@ class ToolCallLocation(_v1.ToolCallLocation):
     """A file location being accessed or modified by a tool."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "line": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "line": (True, False, False),
+        "meta": (True, False, False),
     }
     path: str
     """The absolute file path being accessed or modified."""
@@ -3169,7 +3207,7 @@ class ToolCallLocation(_v1.ToolCallLocation):
 class UnarchiveSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to unarchive."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3179,7 +3217,7 @@ class UnarchiveSessionRequest(AcpStruct):
 class UnarchiveSessionResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 
@@ -3187,7 +3225,7 @@ class UnarchiveSessionResponse(AcpStruct):
 class UnknownStateUpdate(AcpStruct, tag="unknown", tag_field="state"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP for additional metadata. Implementations MUST NOT make assumptions about values at these keys. Optional. Omitted and `null` mean no metadata for this state snapshot."""
 
@@ -3196,7 +3234,7 @@ class UnstructuredCommandInput(_v1.UnstructuredCommandInput):
     """All text that was typed after the command name is provided as input."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     hint: str
     """A hint to display when the input hasn't been provided yet"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3206,11 +3244,11 @@ class UnstructuredCommandInput(_v1.UnstructuredCommandInput):
 class Usage(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "thought_tokens": (True, False),
-        "cached_read_tokens": (True, False),
-        "cached_write_tokens": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "thought_tokens": (True, False, False),
+        "cached_read_tokens": (True, False, False),
+        "cached_write_tokens": (True, False, False),
+        "meta": (True, False, False),
     }
     total_tokens: Annotated[int, Meta(ge=0)] = field(name="totalTokens")
     """Sum of all token types across session."""
@@ -3238,9 +3276,9 @@ class UsageUpdate(_v1.UsageUpdate, tag="usage_update", tag_field="sessionUpdate"
     """Context window and cost update for a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cost": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cost": (True, False, False),
+        "meta": (True, False, False),
     }
     used: Annotated[int, Meta(ge=0)]
     """Tokens currently in context."""
@@ -3258,7 +3296,7 @@ class UserMessageChunk(
     """`SessionUpdate` variant `sessionUpdate: "user_message_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -3266,7 +3304,7 @@ class WaitForTerminalExitRequest(_v1.WaitForTerminalExitRequest):
     """Request to wait for a terminal command to exit."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -3279,10 +3317,10 @@ class WaitForTerminalExitResponse(_v1.WaitForTerminalExitResponse):
     """Response containing the exit status of a terminal command."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: Annotated[int, Meta(ge=0, le=4294967295)] | None | UnsetType = field(
         default=UNSET, name="exitCode"
@@ -3298,7 +3336,7 @@ class WriteTextFileRequest(_v1.WriteTextFileRequest):
     """Request to write content to a text file."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
     path: str
@@ -3313,7 +3351,7 @@ class WriteTextFileResponse(_v1.WriteTextFileResponse):
     """Response to `fs/write_text_file`"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Implementations MUST NOT make assumptions about values at these keys."""
 

@@ -403,7 +403,7 @@ else:
 class AgentAuthCapabilities(AcpStruct):
     """Authentication-related extension capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -411,10 +411,10 @@ class AgentAuthCapabilities(AcpStruct):
 class AgentCapabilities(AcpStruct):
     """Capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "session": (True, False),
-        "auth": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "session": (True, False, False),
+        "auth": (True, False, False),
+        "meta": (True, False, False),
     }
     session: SessionCapabilities | None | UnsetType = UNSET
     """Session capabilities supported by the agent."""
@@ -428,9 +428,9 @@ class AgentMessage(AcpStruct, tag="agent_message", tag_field="sessionUpdate"):
     """An agent message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message."""
@@ -447,7 +447,7 @@ class ContentChunk(AcpStruct):
     """A streamed item of message content."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message this chunk belongs to."""
     content: ContentBlock
@@ -469,9 +469,9 @@ class AgentThought(AcpStruct, tag="agent_thought", tag_field="sessionUpdate"):
     """An agent thought or reasoning message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the thought message."""
@@ -493,11 +493,11 @@ class AgentThoughtChunk(ContentChunk, tag="agent_thought_chunk", tag_field="sess
 class Annotations(AcpStruct):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "audience": (True, True),
-        "last_modified": (True, False),
-        "priority": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "audience": (True, True, False),
+        "last_modified": (True, False, False),
+        "priority": (True, False, False),
+        "meta": (True, False, False),
     }
     audience: list[Role] | None | UnsetType = UNSET
     """Intended recipients for this content, such as the user or assistant."""
@@ -512,9 +512,9 @@ class Annotations(AcpStruct):
 class AudioContent(AcpStruct, tag="audio", tag_field="type"):
     """Audio provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -529,9 +529,9 @@ class AudioContent(AcpStruct, tag="audio", tag_field="type"):
 class AuthMethodAgent(AcpStruct, tag="agent", tag_field="type"):
     """Agent handles authentication itself through `auth/login`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     method_id: AuthMethodId = field(name="methodId")
     """Unique identifier for this authentication method."""
@@ -546,9 +546,11 @@ class AuthMethodAgent(AcpStruct, tag="agent", tag_field="type"):
 class AuthMethodTerminal(AcpStruct, tag="terminal", tag_field="type"):
     """Terminal-based authentication method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
     }
     method_id: AuthMethodId = field(name="methodId")
     """Unique identifier for this authentication method."""
@@ -572,9 +574,9 @@ class AvailableCommandsUpdate(
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_commands": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_commands": (False, True, False),
+        "meta": (True, False, False),
     }
     available_commands: list[AvailableCommand] = field(name="availableCommands")
     """Commands the agent can execute."""
@@ -588,7 +590,7 @@ class AvailableCommandsUpdate(
 class BackgroundTerminal(AcpStruct, tag="terminal", tag_field="type"):
     """A listed terminal running in the background."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The ID of the listed terminal."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -598,7 +600,7 @@ class BackgroundTerminal(AcpStruct, tag="terminal", tag_field="type"):
 class BackgroundToolCall(AcpStruct, tag="tool_call", tag_field="type"):
     """A listed tool call whose work continues in the background."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the listed tool call."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -608,9 +610,9 @@ class BackgroundToolCall(AcpStruct, tag="tool_call", tag_field="type"):
 class BlobResourceContents(AcpStruct):
     """Binary resource contents."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
@@ -625,11 +627,11 @@ class BlobResourceContents(AcpStruct):
 class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
     """Schema for boolean properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -644,7 +646,7 @@ class BooleanPropertySchema(AcpStruct, tag="boolean", tag_field="type"):
 class CancelRequestNotification(AcpStruct):
     """Notification to cancel an ongoing request."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     request_id: RequestId = field(name="requestId")
     """The ID of the request to cancel: a request that the sender of this notification issued. Receivers match it only against requests they received from that sender."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -654,7 +656,7 @@ class CancelRequestNotification(AcpStruct):
 class CancelSessionNotification(AcpStruct):
     """Notification to cancel a session's foreground work and its prompts not yet inserted."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to cancel operations for."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -664,7 +666,7 @@ class CancelSessionNotification(AcpStruct):
 class CancelTerminalRequest(AcpStruct):
     """Request parameters for cancelling one terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session that owns the terminal."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -676,7 +678,7 @@ class CancelTerminalRequest(AcpStruct):
 class CancelTerminalResponse(AcpStruct):
     """Response from cancelling a terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -684,7 +686,7 @@ class CancelTerminalResponse(AcpStruct):
 class CancelToolCallRequest(AcpStruct):
     """Request parameters for cancelling one tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session that owns the tool call."""
     tool_call_id: ToolCallId = field(name="toolCallId")
@@ -696,7 +698,7 @@ class CancelToolCallRequest(AcpStruct):
 class CancelToolCallResponse(AcpStruct):
     """Response from cancelling a tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -704,7 +706,7 @@ class CancelToolCallResponse(AcpStruct):
 class CancelledPermissionOutcome(AcpStruct, tag="cancelled", tag_field="outcome"):
     """The request was not approved and no option was selected."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -712,9 +714,9 @@ class CancelledPermissionOutcome(AcpStruct, tag="cancelled", tag_field="outcome"
 class ClientAuthCapabilities(AcpStruct):
     """Authentication capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "terminal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "terminal": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal: TerminalAuthCapabilities | None | UnsetType = UNSET
     """Whether the client supports `terminal` authentication methods."""
@@ -725,10 +727,10 @@ class ClientAuthCapabilities(AcpStruct):
 class ClientCapabilities(AcpStruct):
     """Capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "auth": (True, False),
-        "elicitation": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "auth": (True, False, False),
+        "elicitation": (True, False, False),
+        "meta": (True, False, False),
     }
     auth: ClientAuthCapabilities | None | UnsetType = UNSET
     """Authentication capabilities supported by the client. Determines which authentication method types the agent may include in its `InitializeResponse`."""
@@ -741,7 +743,7 @@ class ClientCapabilities(AcpStruct):
 class CloseSessionRequest(AcpStruct):
     """Request parameters for closing an active session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to close."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -751,7 +753,7 @@ class CloseSessionRequest(AcpStruct):
 class CloseSessionResponse(AcpStruct):
     """Response from closing a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -762,9 +764,9 @@ class Command(AcpStruct, tag="command", tag_field="type"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "input": ("AvailableCommandInput", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "input": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "input": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Command name without the leading `/` (e.g., `create_plan`, `research_codebase`)."""
@@ -782,10 +784,10 @@ class Command(AcpStruct, tag="command", tag_field="type"):
 class CommandPermissionSubject(AcpStruct, tag="command", tag_field="type"):
     """Permission request details for a command."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "tool_call_id": (True, False),
-        "terminal_id": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False),
+        "terminal_id": (True, False, False),
+        "meta": (True, False, False),
     }
     command: str
     """The command that would be run if permission is granted."""
@@ -803,7 +805,7 @@ class CompactionSummaryChunk(AcpStruct, tag="compaction_summary_chunk", tag_fiel
     """A content block appended to a compaction's summary. A first-seen ID creates an in-progress compaction. Chunks append in receive order."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     compaction_id: CompactionId = field(name="compactionId")
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
@@ -819,10 +821,10 @@ class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpd
     """A context compaction upsert. The first notification fixes the compaction's timeline position. Later updates with the same ID patch that entity in place."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"summary": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "summary": (True, True),
-        "error": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "summary": (True, True, False),
+        "error": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction_id: CompactionId = field(name="compactionId")
     """The Agent-owned ID of this compaction, unique within the session."""
@@ -842,7 +844,7 @@ class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpd
 class CompleteElicitationNotification(AcpStruct):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     elicitation_id: ElicitationId = field(name="elicitationId")
     """The ID of the elicitation that completed."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -852,9 +854,9 @@ class CompleteElicitationNotification(AcpStruct):
 class ConfigOptionUpdate(AcpStruct, tag="config_option_update", tag_field="sessionUpdate"):
     """Session configuration options have been updated."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (False, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -866,7 +868,7 @@ class Content(AcpStruct, tag="content", tag_field="type"):
     """Standard content block (text, images, resources)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: ContentBlock
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -879,7 +881,7 @@ class Content(AcpStruct, tag="content", tag_field="type"):
 class Cost(AcpStruct):
     """Cost information for a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     amount: float
     """Total cumulative cost for session."""
     currency: str
@@ -891,9 +893,9 @@ class Cost(AcpStruct):
 class CreateElicitationRequest(AcpStruct):
     """Request from the agent to elicit structured user input."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "meta": (True, False),
-        "tool_call_id": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "meta": (True, False, False),
+        "tool_call_id": (True, False, False),
     }
     message: str
     """A human-readable message describing what input is needed."""
@@ -920,7 +922,7 @@ class CreateElicitationResponse(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "content": ("ElicitationContentValue", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
     action: str | UnsetType = UNSET
@@ -934,7 +936,7 @@ class CreateElicitationResponse(AcpStruct):
 class DeleteSessionRequest(AcpStruct):
     """Request parameters for deleting an existing session from `session/list`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to delete."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -944,7 +946,7 @@ class DeleteSessionRequest(AcpStruct):
 class DeleteSessionResponse(AcpStruct):
     """Response from deleting a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -952,10 +954,10 @@ class DeleteSessionResponse(AcpStruct):
 class Diff(AcpStruct, tag="diff", tag_field="type"):
     """File changes produced by a tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "changes": (False, True),
-        "patch": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "changes": (False, True, False),
+        "patch": (True, False, False),
+        "meta": (True, False, False),
     }
     changes: list[DiffChange]
     """Structured file changes described by this diff."""
@@ -968,10 +970,10 @@ class Diff(AcpStruct, tag="diff", tag_field="type"):
 class DiffChange(AcpStruct):
     """One file-level change described by a `Diff`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "file_type": (True, False),
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "file_type": (True, False, False),
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     file_type: DiffFileType | None | UnsetType = field(default=UNSET, name="fileType")
     """File content kind after the operation (for `delete`, of the deleted file)."""
@@ -989,7 +991,7 @@ class DiffChange(AcpStruct):
 class DiffPatch(AcpStruct):
     """Renderable patch text and its format."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     format: DiffPatchFormat
     """Patch format. The only ACP-defined value is `git_patch`."""
     text: str
@@ -1030,10 +1032,10 @@ class ElicitationAcceptAction(AcpStruct):
 class ElicitationCapabilities(AcpStruct):
     """Elicitation capabilities supported by the client."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "form": (True, False),
-        "url": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "form": (True, False, False),
+        "url": (True, False, False),
+        "meta": (True, False, False),
     }
     form: ElicitationFormCapabilities | None | UnsetType = UNSET
     """Whether the client supports form-based elicitation."""
@@ -1046,7 +1048,7 @@ class ElicitationCapabilities(AcpStruct):
 class ElicitationFormCapabilities(AcpStruct):
     """Form-based elicitation capabilities."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1054,7 +1056,9 @@ class ElicitationFormCapabilities(AcpStruct):
 class ElicitationFormMode(AcpStruct):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1085,10 +1089,10 @@ class ElicitationSchema(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "properties": ("ElicitationPropertySchema", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     type: ElicitationSchemaType
     """Type discriminator. Always `"object"`. Any other value is rejected."""
@@ -1110,7 +1114,9 @@ class ElicitationSchema(AcpStruct):
 class ElicitationSessionScope(AcpStruct):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     session_id: SessionId = field(name="sessionId")
     """The session this elicitation is tied to."""
     tool_call_id: ToolCallId | None | UnsetType = field(default=UNSET, name="toolCallId")
@@ -1120,7 +1126,7 @@ class ElicitationSessionScope(AcpStruct):
 class ElicitationUrlCapabilities(AcpStruct):
     """URL-based elicitation capabilities."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1128,7 +1134,9 @@ class ElicitationUrlCapabilities(AcpStruct):
 class ElicitationUrlMode(AcpStruct):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1154,9 +1162,9 @@ class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "resource": ("EmbeddedResourceResource", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
@@ -1172,9 +1180,9 @@ class EmbeddedResource(AcpStruct, tag="resource", tag_field="type"):
 class EnumOption(AcpStruct):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     const: str
     """The constant value for this option."""
@@ -1189,7 +1197,7 @@ class EnumOption(AcpStruct):
 class EnvVariable(AcpStruct):
     """An environment variable to set when launching a process."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the environment variable."""
     value: str
@@ -1202,7 +1210,7 @@ class Error(AcpStruct):
     """JSON-RPC error object."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"data": ("ErrorData", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"data": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"data": (True, False, False)}
     code: ErrorCode
     """A number indicating the error type that occurred. This must be an integer as defined in the JSON-RPC specification."""
     message: str
@@ -1217,7 +1225,7 @@ class Error(AcpStruct):
 class ErrorStopReason(AcpStruct):
     """Details of a failure that ended active work."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"error": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"error": (True, False, False)}
     error: Error | None | UnsetType = UNSET
     """The failure, as a JSON-RPC error object."""
 
@@ -1225,7 +1233,7 @@ class ErrorStopReason(AcpStruct):
 class HttpHeader(AcpStruct):
     """An HTTP header to set when making requests to the MCP server."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the HTTP header."""
     value: str
@@ -1237,11 +1245,11 @@ class HttpHeader(AcpStruct):
 class Icon(AcpStruct):
     """An optionally-sized icon that can be displayed in a user interface."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "sizes": (True, True),
-        "theme": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "sizes": (True, True, False),
+        "theme": (True, False, False),
+        "meta": (True, False, False),
     }
     src: str
     """A standard URI pointing to an icon resource. MUST be an `https:` or `data:` URI. Clients reject other schemes, fetch without credentials, and do not follow scheme- or origin-changing redirects."""
@@ -1261,11 +1269,11 @@ class IdleStateUpdate(AcpStruct, tag="idle", tag_field="state"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
-        "stop_reason": (True, False),
-        "error": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
+        "stop_reason": (True, False, False),
+        "error": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -1283,10 +1291,10 @@ class IdleStateUpdate(AcpStruct, tag="idle", tag_field="state"):
 class ImageContent(AcpStruct, tag="image", tag_field="type"):
     """An image provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "uri": (True, False),
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "uri": (True, False, False),
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -1303,9 +1311,9 @@ class ImageContent(AcpStruct, tag="image", tag_field="type"):
 class Implementation(AcpStruct):
     """Metadata about the implementation of the client or agent. Describes the name and version of an ACP implementation, with an optional title for UI representation."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Intended for programmatic or logical use, but can be used as a display name fallback if title isn't present."""
@@ -1320,9 +1328,9 @@ class Implementation(AcpStruct):
 class InitializeRequest(AcpStruct):
     """Request parameters for the initialize method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The latest protocol version supported by the client."""
@@ -1338,10 +1346,10 @@ class InitializeResponse(AcpStruct):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "capabilities": (True, False),
-        "auth_methods": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "capabilities": (True, False, False),
+        "auth_methods": (True, True, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The highest protocol version supported by the agent that is at or below the version requested by the client. If no such version exists, initialization fails with error code -32022."""
@@ -1361,11 +1369,11 @@ class InitializeResponse(AcpStruct):
 class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
     """Schema for integer properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1390,7 +1398,7 @@ class IntegerPropertySchema(AcpStruct, tag="integer", tag_field="type"):
 class ListSessionsRequest(AcpStruct):
     """Request parameters for listing existing sessions."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cwd: AbsolutePath | None | UnsetType = UNSET
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: SessionListCursor | None | UnsetType = UNSET
@@ -1402,9 +1410,9 @@ class ListSessionsRequest(AcpStruct):
 class ListSessionsResponse(AcpStruct):
     """Response from listing sessions."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sessions": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sessions": (True, True, False),
+        "meta": (True, False, False),
     }
     sessions: list[SessionInfo]
     """Array of session information objects."""
@@ -1417,7 +1425,7 @@ class ListSessionsResponse(AcpStruct):
 class LoginAuthRequest(AcpStruct):
     """Request parameters for the `auth/login` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method_id: AuthMethodId = field(name="methodId")
     """The ID of the authentication method to use. Must be one of the methods advertised in the initialize response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1427,7 +1435,7 @@ class LoginAuthRequest(AcpStruct):
 class LoginAuthResponse(AcpStruct):
     """Response to the `auth/login` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1435,7 +1443,7 @@ class LoginAuthResponse(AcpStruct):
 class LogoutAuthRequest(AcpStruct):
     """Request parameters for the `auth/logout` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1443,7 +1451,7 @@ class LogoutAuthRequest(AcpStruct):
 class LogoutAuthResponse(AcpStruct):
     """Response to the `auth/logout` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1451,10 +1459,10 @@ class LogoutAuthResponse(AcpStruct):
 class McpCapabilities(AcpStruct):
     """MCP capabilities supported by the agent for session lifecycle requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "stdio": (True, False),
-        "http": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "stdio": (True, False, False),
+        "http": (True, False, False),
+        "meta": (True, False, False),
     }
     stdio: McpStdioCapabilities | None | UnsetType = UNSET
     """Agent supports `stdio` MCP servers."""
@@ -1467,7 +1475,7 @@ class McpCapabilities(AcpStruct):
 class McpHttpCapabilities(AcpStruct):
     """Capabilities for HTTP MCP server transports."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1475,7 +1483,10 @@ class McpHttpCapabilities(AcpStruct):
 class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
     """HTTP transport configuration for MCP."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1489,7 +1500,11 @@ class McpServerHttp(AcpStruct, tag="http", tag_field="type"):
 class McpServerStdio(AcpStruct, tag="stdio", tag_field="type"):
     """Stdio transport configuration for MCP."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     command: AbsolutePath
@@ -1505,7 +1520,7 @@ class McpServerStdio(AcpStruct, tag="stdio", tag_field="type"):
 class McpStdioCapabilities(AcpStruct):
     """Capabilities for stdio MCP server transports."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1514,11 +1529,11 @@ class MultiSelectPropertySchema(AcpStruct, tag="array", tag_field="type"):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"items": ("MultiSelectItems", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, True, False),
+        "meta": (True, False, False),
     }
     items: MultiSelectItems
     """The items definition describing allowed values."""
@@ -1543,7 +1558,11 @@ class NewSessionRequest(AcpStruct):
     """Request parameters for creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     cwd: AbsolutePath
     """The working directory for this session. Must be an absolute path."""
     additional_directories: list[AbsolutePath] | UnsetType = field(
@@ -1565,10 +1584,10 @@ class NewSessionResponse(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the created session."""
@@ -1590,9 +1609,9 @@ class NewSessionResponse(AcpStruct):
 class Notice(AcpStruct, tag="notice", tag_field="sessionUpdate"):
     """Fire-and-forget information for the user."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     severity: NoticeSeverity
     """Presentation severity hint."""
@@ -1607,11 +1626,11 @@ class Notice(AcpStruct, tag="notice", tag_field="sessionUpdate"):
 class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1630,7 +1649,7 @@ class NumberPropertySchema(AcpStruct, tag="number", tag_field="type"):
 class PermissionOption(AcpStruct):
     """An option presented to the user when requesting permission."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """Identifier for this permission option. MUST be unique within the request."""
     name: str
@@ -1644,7 +1663,7 @@ class PermissionOption(AcpStruct):
 class PlanEntry(AcpStruct):
     """A single entry in the execution plan."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Human-readable description of what this task aims to accomplish."""
     priority: PlanEntryPriority
@@ -1658,9 +1677,9 @@ class PlanEntry(AcpStruct):
 class PlanItems(AcpStruct, tag="items", tag_field="type"):
     """A plan represented as structured entries."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "entries": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "entries": (False, True, False),
+        "meta": (True, False, False),
     }
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
@@ -1674,7 +1693,7 @@ class PlanUpdate(AcpStruct, tag="plan_update", tag_field="sessionUpdate"):
     """A content update for a plan identified by ID."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"plan": ("PlanUpdateContent", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan: PlanUpdateContent
     """The updated plan content."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1687,7 +1706,7 @@ class PlanUpdate(AcpStruct, tag="plan_update", tag_field="sessionUpdate"):
 class PromptAudioCapabilities(AcpStruct):
     """Capabilities for audio content in prompt requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1695,11 +1714,11 @@ class PromptAudioCapabilities(AcpStruct):
 class PromptCapabilities(AcpStruct):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "image": (True, False),
-        "audio": (True, False),
-        "embedded_context": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "image": (True, False, False),
+        "audio": (True, False, False),
+        "embedded_context": (True, False, False),
+        "meta": (True, False, False),
     }
     image: PromptImageCapabilities | None | UnsetType = UNSET
     """Agent supports `image` content blocks."""
@@ -1716,7 +1735,7 @@ class PromptCapabilities(AcpStruct):
 class PromptEmbeddedContextCapabilities(AcpStruct):
     """Capabilities for embedded context in prompt requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1724,7 +1743,7 @@ class PromptEmbeddedContextCapabilities(AcpStruct):
 class PromptImageCapabilities(AcpStruct):
     """Capabilities for image content in prompt requests."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1733,7 +1752,7 @@ class PromptRequest(AcpStruct):
     """Request parameters for sending a user prompt to the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"prompt": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to send this user message to"""
     prompt: list[ContentBlock]
@@ -1748,7 +1767,7 @@ class PromptRequest(AcpStruct):
 class PromptResponse(AcpStruct):
     """Response acknowledging that a user prompt was inserted into the ACP conversation."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """Identifies the user message inserted into the ACP conversation."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1758,7 +1777,7 @@ class PromptResponse(AcpStruct):
 class ReplayFromStart(AcpStruct, tag="start", tag_field="type"):
     """Inclusive replay cursor requesting replay from the start of retained conversation history."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1769,9 +1788,9 @@ class RequestPermissionRequest(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "subject": ("RequestPermissionSubject", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -1796,7 +1815,7 @@ class RequestPermissionResponse(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "outcome": ("RequestPermissionOutcome", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1812,9 +1831,9 @@ class RequiresActionStateUpdate(AcpStruct, tag="requires_action", tag_field="sta
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -1828,14 +1847,14 @@ class RequiresActionStateUpdate(AcpStruct, tag="requires_action", tag_field="sta
 class ResourceLink(AcpStruct, tag="resource_link", tag_field="type"):
     """A link to a resource that the receiver may be able to read, included in a prompt or tool call result."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "icons": (True, True),
-        "mime_type": (True, False),
-        "size": (True, False),
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "icons": (True, True, False),
+        "mime_type": (True, False, False),
+        "size": (True, False, False),
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Human-readable name shown for this protocol object."""
@@ -1864,7 +1883,11 @@ class ResumeSessionRequest(AcpStruct):
         "mcp_servers": ("McpServer", "list"),
         "replay_from": ("ReplayFrom", False),
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to resume."""
     cwd: AbsolutePath
@@ -1890,10 +1913,10 @@ class ResumeSessionResponse(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] | UnsetType = field(
         default=UNSET, name="configOptions"
@@ -1916,9 +1939,9 @@ class RunningStateUpdate(AcpStruct, tag="running", tag_field="state"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -1932,7 +1955,7 @@ class RunningStateUpdate(AcpStruct, tag="running", tag_field="state"):
 class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
     """The user selected one of the provided options."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """The ID of the option the user selected."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1942,7 +1965,7 @@ class SelectedPermissionOutcome(AcpStruct, tag="selected", tag_field="outcome"):
 class SessionAdditionalDirectoriesCapabilities(AcpStruct):
     """Capabilities for additional session directories support."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1950,12 +1973,12 @@ class SessionAdditionalDirectoriesCapabilities(AcpStruct):
 class SessionCapabilities(AcpStruct):
     """Session capabilities supported by the agent."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "prompt": (True, False),
-        "mcp": (True, False),
-        "delete": (True, False),
-        "additional_directories": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "prompt": (True, False, False),
+        "mcp": (True, False, False),
+        "delete": (True, False, False),
+        "additional_directories": (True, False, False),
+        "meta": (True, False, False),
     }
     prompt: PromptCapabilities | None | UnsetType = UNSET
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
@@ -1984,10 +2007,10 @@ class SessionConfigOption(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "category": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "category": (True, False, False),
+        "meta": (True, False, False),
     }
     config_id: SessionConfigId = field(name="configId")
     """Unique identifier for the configuration option."""
@@ -2029,9 +2052,9 @@ class SessionConfigSelect(AcpStruct):
 class SessionConfigSelectGroup(AcpStruct):
     """A group of possible values for a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "options": (True, True, False),
+        "meta": (True, False, False),
     }
     group_id: SessionConfigGroupId = field(name="groupId")
     """Unique identifier for this group."""
@@ -2046,9 +2069,9 @@ class SessionConfigSelectGroup(AcpStruct):
 class SessionConfigSelectOption(AcpStruct):
     """A possible value for a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     value: SessionConfigValueId
     """Unique identifier for this option value."""
@@ -2063,7 +2086,7 @@ class SessionConfigSelectOption(AcpStruct):
 class SessionDeleteCapabilities(AcpStruct):
     """Capabilities for the `session/delete` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2071,10 +2094,11 @@ class SessionDeleteCapabilities(AcpStruct):
 class SessionInfo(AcpStruct):
     """Information about a session returned by session/list"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the session"""
@@ -2095,10 +2119,10 @@ class SessionInfo(AcpStruct):
 class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="sessionUpdate"):
     """Update to session metadata. All fields are optional to support partial updates."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Human-readable title for the session. Set to null to clear."""
@@ -2111,7 +2135,7 @@ class SessionInfoUpdate(AcpStruct, tag="session_info_update", tag_field="session
 class SessionNotFoundErrorData(AcpStruct):
     """Data for the `-32002` (Resource not found) error when a session-scoped request names a session that does not exist or is not active."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID from the request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2140,17 +2164,17 @@ class ToolCallUpdate(AcpStruct):
     """Represents an upsert for a tool call that the language model has requested."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ToolCallContent", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "name": (True, False),
-        "title": (True, False),
-        "kind": (True, False),
-        "status": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "name": (True, False, False),
+        "title": (True, False, False),
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """Unique identifier for this tool call within the session."""
@@ -2190,7 +2214,7 @@ class SessionUpdateToolCallUpdate(
 class SetSessionConfigOptionRequest(AcpStruct):
     """Request parameters for setting a session configuration option."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId = field(name="configId")
@@ -2205,9 +2229,9 @@ class SetSessionConfigOptionRequest(AcpStruct):
 class SetSessionConfigOptionResponse(AcpStruct):
     """Response to `session/set_config_option` method."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (False, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -2218,7 +2242,7 @@ class SetSessionConfigOptionResponse(AcpStruct):
 class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
     """String item schema for multi-select enum properties."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     enum: list[str]
     """Allowed enum values. Must contain at least one value."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2228,11 +2252,11 @@ class StringMultiSelectItems(AcpStruct, tag="string", tag_field="type"):
 class StringPropertySchema(AcpStruct, tag="string", tag_field="type"):
     """Schema for string properties in an elicitation form."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -2263,7 +2287,7 @@ class StringPropertySchema(AcpStruct, tag="string", tag_field="type"):
 class Terminal(AcpStruct, tag="terminal", tag_field="type"):
     """A display-only reference to an agent-owned terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The ID of the terminal to display."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2273,7 +2297,7 @@ class Terminal(AcpStruct, tag="terminal", tag_field="type"):
 class TerminalAuthCapabilities(AcpStruct):
     """Capabilities for terminal authentication methods."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2281,7 +2305,7 @@ class TerminalAuthCapabilities(AcpStruct):
 class TerminalCancelCapabilities(AcpStruct):
     """Capability to cancel a terminal with `terminal/cancel`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2289,9 +2313,9 @@ class TerminalCancelCapabilities(AcpStruct):
 class TerminalCapabilities(AcpStruct):
     """Client-initiated controls a terminal currently supports."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: TerminalCancelCapabilities | None | UnsetType = UNSET
     """Permits the Client to cancel this terminal with `terminal/cancel`."""
@@ -2302,10 +2326,10 @@ class TerminalCapabilities(AcpStruct):
 class TerminalExitStatus(AcpStruct):
     """Exit information for an agent-owned terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: (
         Annotated[int, Meta(ge=-9223372036854775808, le=9223372036854775807)] | None | UnsetType
@@ -2320,7 +2344,7 @@ class TerminalExitStatus(AcpStruct):
 class TerminalOutput(AcpStruct):
     """An authoritative replacement snapshot of terminal output bytes."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     data: str
     """Base64-encoded replacement terminal output bytes."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2330,7 +2354,7 @@ class TerminalOutput(AcpStruct):
 class TerminalOutputChunk(AcpStruct, tag="terminal_output_chunk", tag_field="sessionUpdate"):
     """A chunk of bytes appended to an agent-owned terminal's output."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The terminal receiving these bytes."""
     data: str
@@ -2342,7 +2366,7 @@ class TerminalOutputChunk(AcpStruct, tag="terminal_output_chunk", tag_field="ses
 class TerminalSize(AcpStruct):
     """The size of an agent-owned terminal in character cells."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cols: Annotated[int, Meta(ge=1, le=65535)]
     """Number of columns."""
     rows: Annotated[int, Meta(ge=1, le=65535)]
@@ -2354,14 +2378,14 @@ class TerminalSize(AcpStruct):
 class TerminalUpdate(AcpStruct, tag="terminal_update", tag_field="sessionUpdate"):
     """An upsert for the stored state of an agent-owned terminal."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "command": (True, False),
-        "cwd": (True, False),
-        "output": (True, False),
-        "exit_status": (True, False),
-        "size": (True, False),
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "command": (True, False, False),
+        "cwd": (True, False, False),
+        "output": (True, False, False),
+        "exit_status": (True, False, False),
+        "size": (True, False, False),
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal_id: TerminalId = field(name="terminalId")
     """Unique identifier for this terminal within the session."""
@@ -2384,7 +2408,7 @@ class TerminalUpdate(AcpStruct, tag="terminal_update", tag_field="sessionUpdate"
 class TextCommandInput(AcpStruct, tag="text", tag_field="type"):
     """All text that was typed after the command name is provided as input."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     hint: str
     """A hint to display when the input hasn't been provided yet"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2394,9 +2418,9 @@ class TextCommandInput(AcpStruct, tag="text", tag_field="type"):
 class TextContent(AcpStruct, tag="text", tag_field="type"):
     """Text provided to or from an LLM."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -2409,9 +2433,9 @@ class TextContent(AcpStruct, tag="text", tag_field="type"):
 class TextResourceContents(AcpStruct):
     """Text-based resource contents."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -2426,7 +2450,7 @@ class TextResourceContents(AcpStruct):
 class TitledMultiSelectItems(AcpStruct):
     """Items definition for titled multi-select enum properties."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     any_of: list[EnumOption] = field(name="anyOf")
     """Titled enum options. Must contain at least one option."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2436,7 +2460,7 @@ class TitledMultiSelectItems(AcpStruct):
 class ToolCallCancelCapabilities(AcpStruct):
     """Capability to cancel a tool call with `tool_call/cancel`."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2444,9 +2468,9 @@ class ToolCallCancelCapabilities(AcpStruct):
 class ToolCallCapabilities(AcpStruct):
     """Client-initiated controls a tool call currently supports."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: ToolCallCancelCapabilities | None | UnsetType = UNSET
     """Permits the Client to cancel this tool call with `tool_call/cancel`."""
@@ -2458,7 +2482,7 @@ class ToolCallContentChunk(AcpStruct, tag="tool_call_content_chunk", tag_field="
     """A streamed item of tool-call content."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ToolCallContent", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the tool call this content belongs to."""
     content: ToolCallContent
@@ -2473,9 +2497,9 @@ class ToolCallContentChunk(AcpStruct, tag="tool_call_content_chunk", tag_field="
 class ToolCallLocation(AcpStruct):
     """A file location being accessed or modified by a tool."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "line": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "line": (True, False, False),
+        "meta": (True, False, False),
     }
     path: AbsolutePath
     """The absolute file path being accessed or modified."""
@@ -2488,7 +2512,7 @@ class ToolCallLocation(AcpStruct):
 class ToolCallPermissionSubject(AcpStruct, tag="tool_call", tag_field="type"):
     """Permission request details for a tool call."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call: ToolCallUpdate = field(name="toolCall")
     """Details about the tool call requiring permission."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2498,7 +2522,7 @@ class ToolCallPermissionSubject(AcpStruct, tag="tool_call", tag_field="type"):
 class UnsupportedProtocolVersionErrorData(AcpStruct):
     """Data for the `-32022` (Unsupported protocol version) error."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     requested: ProtocolVersion
     """The protocol version the Client requested."""
     supported: list[ProtocolVersion]
@@ -2511,7 +2535,7 @@ class UpdateSessionNotification(AcpStruct):
     """Notification containing a session update from the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"update": ("SessionUpdate", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session this update pertains to."""
     update: SessionUpdate
@@ -2526,9 +2550,9 @@ class UpdateSessionNotification(AcpStruct):
 class UsageUpdate(AcpStruct, tag="usage_update", tag_field="sessionUpdate"):
     """Context window and cost update for a session."""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cost": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cost": (True, False, False),
+        "meta": (True, False, False),
     }
     used: Annotated[int, Meta(ge=0)]
     """Tokens currently in context."""
@@ -2544,9 +2568,9 @@ class UserMessage(AcpStruct, tag="user_message", tag_field="sessionUpdate"):
     """A user message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message."""

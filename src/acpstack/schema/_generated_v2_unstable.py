@@ -495,9 +495,9 @@ class AgentAuthCapabilities(_stable.AgentAuthCapabilities):
     """Authentication-related extension capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "status": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "status": (True, False, False),
+        "meta": (True, False, False),
     }
     status: AuthStatusCapabilities | None | UnsetType = UNSET
     """**UNSTABLE**"""
@@ -509,11 +509,11 @@ class AgentCapabilities(_stable.AgentCapabilities):
     """Capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "session": (True, False),
-        "auth": (True, False),
-        "providers": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "session": (True, False, False),
+        "auth": (True, False, False),
+        "providers": (True, False, False),
+        "meta": (True, False, False),
     }
     session: SessionCapabilities | None | UnsetType = UNSET
     """Session capabilities supported by the agent."""
@@ -529,9 +529,9 @@ class AgentMessage(_stable.AgentMessage, tag="agent_message", tag_field="session
     """An agent message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message."""
@@ -548,7 +548,7 @@ class ContentChunk(_stable.ContentChunk):
     """A streamed item of message content."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message this chunk belongs to."""
     content: ContentBlock
@@ -566,7 +566,7 @@ class AgentMessageChunk(
     """`SessionUpdate` variant `sessionUpdate: "agent_message_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -574,9 +574,9 @@ class AgentThought(_stable.AgentThought, tag="agent_thought", tag_field="session
     """An agent thought or reasoning message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the thought message."""
@@ -595,7 +595,7 @@ class AgentThoughtChunk(
     """`SessionUpdate` variant `sessionUpdate: "agent_thought_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -603,11 +603,11 @@ class Annotations(_stable.Annotations):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "audience": (True, True),
-        "last_modified": (True, False),
-        "priority": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "audience": (True, True, False),
+        "last_modified": (True, False, False),
+        "priority": (True, False, False),
+        "meta": (True, False, False),
     }
     audience: list[Role] | None | UnsetType = UNSET
     """Intended recipients for this content, such as the user or assistant."""
@@ -622,7 +622,7 @@ class Annotations(_stable.Annotations):
 class ArchiveSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to archive."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -632,7 +632,7 @@ class ArchiveSessionRequest(AcpStruct):
 class ArchiveSessionResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -641,9 +641,9 @@ class AudioContent(_stable.AudioContent, tag="audio", tag_field="type"):
     """Audio provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -658,12 +658,12 @@ class AudioContent(_stable.AudioContent, tag="audio", tag_field="type"):
 class AuthAccount(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "active": (True, False),
-        "name": (True, False),
-        "email": (True, False),
-        "organization": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "active": (True, False, False),
+        "name": (True, False, False),
+        "email": (True, False, False),
+        "organization": (True, False, False),
+        "meta": (True, False, False),
     }
     label: str
     """Human-readable name for the account, suitable for display on its own, for example `Claude Max`, `OpenAI API key`, or `Vertex AI`."""
@@ -683,9 +683,9 @@ class AuthMethodAgent(_stable.AuthMethodAgent, tag="agent", tag_field="type"):
     """Agent handles authentication itself through `auth/login`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     method_id: AuthMethodId = field(name="methodId")
     """Unique identifier for this authentication method."""
@@ -701,9 +701,11 @@ class AuthMethodTerminal(_stable.AuthMethodTerminal, tag="terminal", tag_field="
     """Terminal-based authentication method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
     }
     method_id: AuthMethodId = field(name="methodId")
     """Unique identifier for this authentication method."""
@@ -722,7 +724,7 @@ class AuthMethodTerminal(_stable.AuthMethodTerminal, tag="terminal", tag_field="
 class AuthStatusCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -730,7 +732,7 @@ class AuthStatusCapabilities(AcpStruct):
 class AuthStatusRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -738,9 +740,9 @@ class AuthStatusRequest(AcpStruct):
 class AuthStatusResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "accounts": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "accounts": (True, True, False),
+        "meta": (True, False, False),
     }
     state: AuthState
     """Whether the agent can start sessions without the user signing in first."""
@@ -753,9 +755,9 @@ class AuthStatusResponse(AcpStruct):
 class AuthStatusUpdateNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "accounts": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "accounts": (True, True, False),
+        "meta": (True, False, False),
     }
     state: AuthState
     """Whether the agent can start sessions without the user signing in first."""
@@ -773,9 +775,9 @@ class AvailableCommandsUpdate(
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "available_commands": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "available_commands": (False, True, False),
+        "meta": (True, False, False),
     }
     available_commands: list[AvailableCommand] = field(name="availableCommands")
     """Commands the agent can execute."""
@@ -789,7 +791,7 @@ class AvailableCommandsUpdate(
 class BackgroundSubagent(AcpStruct, tag="subagent", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the listed session."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -800,7 +802,7 @@ class BackgroundTerminal(_stable.BackgroundTerminal, tag="terminal", tag_field="
     """A listed terminal running in the background."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The ID of the listed terminal."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -811,7 +813,7 @@ class BackgroundToolCall(_stable.BackgroundToolCall, tag="tool_call", tag_field=
     """A listed tool call whose work continues in the background."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the listed tool call."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -822,9 +824,9 @@ class BlobResourceContents(_stable.BlobResourceContents):
     """Binary resource contents."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
@@ -840,11 +842,11 @@ class BooleanPropertySchema(_stable.BooleanPropertySchema, tag="boolean", tag_fi
     """Schema for boolean properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -860,7 +862,7 @@ class CancelRequestNotification(_stable.CancelRequestNotification):
     """Notification to cancel an ongoing request."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     request_id: RequestId = field(name="requestId")
     """The ID of the request to cancel: a request that the sender of this notification issued. Receivers match it only against requests they received from that sender."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -871,7 +873,7 @@ class CancelSessionNotification(_stable.CancelSessionNotification):
     """Notification to cancel a session's foreground work and its prompts not yet inserted."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to cancel operations for."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -882,7 +884,7 @@ class CancelTerminalRequest(_stable.CancelTerminalRequest):
     """Request parameters for cancelling one terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session that owns the terminal."""
     terminal_id: TerminalId = field(name="terminalId")
@@ -895,7 +897,7 @@ class CancelTerminalResponse(_stable.CancelTerminalResponse):
     """Response from cancelling a terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -904,7 +906,7 @@ class CancelToolCallRequest(_stable.CancelToolCallRequest):
     """Request parameters for cancelling one tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session that owns the tool call."""
     tool_call_id: ToolCallId = field(name="toolCallId")
@@ -917,7 +919,7 @@ class CancelToolCallResponse(_stable.CancelToolCallResponse):
     """Response from cancelling a tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -928,7 +930,7 @@ class CancelledPermissionOutcome(
     """The request was not approved and no option was selected."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -937,9 +939,9 @@ class ClientAuthCapabilities(_stable.ClientAuthCapabilities):
     """Authentication capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "terminal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "terminal": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal: TerminalAuthCapabilities | None | UnsetType = UNSET
     """Whether the client supports `terminal` authentication methods."""
@@ -951,10 +953,10 @@ class ClientCapabilities(_stable.ClientCapabilities):
     """Capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "auth": (True, False),
-        "elicitation": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "auth": (True, False, False),
+        "elicitation": (True, False, False),
+        "meta": (True, False, False),
     }
     auth: ClientAuthCapabilities | None | UnsetType = UNSET
     """Authentication capabilities supported by the client. Determines which authentication method types the agent may include in its `InitializeResponse`."""
@@ -968,7 +970,7 @@ class CloseSessionRequest(_stable.CloseSessionRequest):
     """Request parameters for closing an active session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to close."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -979,7 +981,7 @@ class CloseSessionResponse(_stable.CloseSessionResponse):
     """Response from closing a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -990,9 +992,9 @@ class Command(_stable.Command, tag="command", tag_field="type"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "input": ("AvailableCommandInput", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "input": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "input": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Command name without the leading `/` (e.g., `create_plan`, `research_codebase`)."""
@@ -1011,10 +1013,10 @@ class CommandPermissionSubject(_stable.CommandPermissionSubject, tag="command", 
     """Permission request details for a command."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "tool_call_id": (True, False),
-        "terminal_id": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False),
+        "terminal_id": (True, False, False),
+        "meta": (True, False, False),
     }
     command: str
     """The command that would be run if permission is granted."""
@@ -1034,7 +1036,7 @@ class CompactionSummaryChunk(
     """A content block appended to a compaction's summary. A first-seen ID creates an in-progress compaction. Chunks append in receive order."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     compaction_id: CompactionId = field(name="compactionId")
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
@@ -1052,10 +1054,10 @@ class CompactionUpdate(
     """A context compaction upsert. The first notification fixes the compaction's timeline position. Later updates with the same ID patch that entity in place."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"summary": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "summary": (True, True),
-        "error": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "summary": (True, True, False),
+        "error": (True, False, False),
+        "meta": (True, False, False),
     }
     compaction_id: CompactionId = field(name="compactionId")
     """The Agent-owned ID of this compaction, unique within the session."""
@@ -1076,7 +1078,7 @@ class CompleteElicitationNotification(_stable.CompleteElicitationNotification):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     elicitation_id: ElicitationId = field(name="elicitationId")
     """The ID of the elicitation that completed."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1089,9 +1091,9 @@ class ConfigOptionUpdate(
     """Session configuration options have been updated."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (False, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -1103,7 +1105,7 @@ class Content(_stable.Content, tag="content", tag_field="type"):
     """Standard content block (text, images, resources)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: ContentBlock
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1117,7 +1119,7 @@ class Cost(_stable.Cost):
     """Cost information for a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     amount: float
     """Total cumulative cost for session."""
     currency: str
@@ -1130,9 +1132,9 @@ class CreateElicitationRequest(_stable.CreateElicitationRequest):
     """Request from the agent to elicit structured user input."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "meta": (True, False),
-        "tool_call_id": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "meta": (True, False, False),
+        "tool_call_id": (True, False, False),
     }
     message: str
     """A human-readable message describing what input is needed."""
@@ -1159,7 +1161,7 @@ class CreateElicitationResponse(_stable.CreateElicitationResponse):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "content": ("ElicitationContentValue", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
     action: str | UnsetType = UNSET
@@ -1174,7 +1176,7 @@ class DeleteSessionRequest(_stable.DeleteSessionRequest):
     """Request parameters for deleting an existing session from `session/list`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to delete."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1185,7 +1187,7 @@ class DeleteSessionResponse(_stable.DeleteSessionResponse):
     """Response from deleting a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1194,10 +1196,10 @@ class Diff(_stable.Diff, tag="diff", tag_field="type"):
     """File changes produced by a tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "changes": (False, True),
-        "patch": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "changes": (False, True, False),
+        "patch": (True, False, False),
+        "meta": (True, False, False),
     }
     changes: list[DiffChange]
     """Structured file changes described by this diff."""
@@ -1211,10 +1213,10 @@ class DiffChange(_stable.DiffChange):
     """One file-level change described by a `Diff`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "file_type": (True, False),
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "file_type": (True, False, False),
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     file_type: DiffFileType | None | UnsetType = field(default=UNSET, name="fileType")
     """File content kind after the operation (for `delete`, of the deleted file)."""
@@ -1233,7 +1235,7 @@ class DiffPatch(_stable.DiffPatch):
     """Renderable patch text and its format."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     format: DiffPatchFormat
     """Patch format. The only ACP-defined value is `git_patch`."""
     text: str
@@ -1246,7 +1248,7 @@ class DiffPathChange(_stable.DiffPathChange):
     """Operation metadata for add, delete, and modify changes."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     path: AbsolutePath
     """Absolute path for the operation."""
 
@@ -1255,7 +1257,7 @@ class DiffPathPairChange(_stable.DiffPathPairChange):
     """Operation metadata for move and copy changes."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     old_path: AbsolutePath = field(name="oldPath")
     """Absolute path before the operation."""
     path: AbsolutePath
@@ -1265,7 +1267,7 @@ class DiffPathPairChange(_stable.DiffPathPairChange):
 class DisableProviderRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     provider_id: ProviderId = field(name="providerId")
     """Provider ID to disable."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1275,7 +1277,7 @@ class DisableProviderRequest(AcpStruct):
 class DisableProviderResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1286,7 +1288,7 @@ class ElicitationAcceptAction(_stable.ElicitationAcceptAction):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "content": ("ElicitationContentValue", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     content: dict[str, ElicitationContentValue] | None | UnsetType = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
 
@@ -1298,10 +1300,10 @@ class ElicitationCapabilities(_stable.ElicitationCapabilities):
     """Elicitation capabilities supported by the client."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "form": (True, False),
-        "url": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "form": (True, False, False),
+        "url": (True, False, False),
+        "meta": (True, False, False),
     }
     form: ElicitationFormCapabilities | None | UnsetType = UNSET
     """Whether the client supports form-based elicitation."""
@@ -1315,7 +1317,7 @@ class ElicitationFormCapabilities(_stable.ElicitationFormCapabilities):
     """Form-based elicitation capabilities."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1324,7 +1326,9 @@ class ElicitationFormMode(_stable.ElicitationFormMode):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1346,7 +1350,7 @@ class ElicitationRequestScope(_stable.ElicitationRequestScope):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session (e.g., during auth/configuration phases before any session is started)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     request_id: RequestId = field(name="requestId")
     """The pending Client-to-Agent request this elicitation is tied to."""
 
@@ -1357,10 +1361,10 @@ class ElicitationSchema(_stable.ElicitationSchema):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "properties": ("ElicitationPropertySchema", "map")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     type: ElicitationSchemaType
     """Type discriminator. Always `"object"`. Any other value is rejected."""
@@ -1383,7 +1387,9 @@ class ElicitationSessionScope(_stable.ElicitationSessionScope):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     session_id: SessionId = field(name="sessionId")
     """The session this elicitation is tied to."""
     tool_call_id: ToolCallId | None | UnsetType = field(default=UNSET, name="toolCallId")
@@ -1394,7 +1400,7 @@ class ElicitationUrlCapabilities(_stable.ElicitationUrlCapabilities):
     """URL-based elicitation capabilities."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1403,7 +1409,9 @@ class ElicitationUrlMode(_stable.ElicitationUrlMode):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"tool_call_id": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "tool_call_id": (True, False, False)
+    }
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["sessionId"], {}),
         (["requestId"], {}),
@@ -1429,9 +1437,9 @@ class EmbeddedResource(_stable.EmbeddedResource, tag="resource", tag_field="type
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "resource": ("EmbeddedResourceResource", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
@@ -1448,9 +1456,9 @@ class EnumOption(_stable.EnumOption):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     const: str
     """The constant value for this option."""
@@ -1466,7 +1474,7 @@ class EnvVariable(_stable.EnvVariable):
     """An environment variable to set when launching a process."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the environment variable."""
     value: str
@@ -1479,7 +1487,7 @@ class Error(_stable.Error):
     """JSON-RPC error object."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"data": ("ErrorData", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"data": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"data": (True, False, False)}
     code: ErrorCode
     """A number indicating the error type that occurred. This must be an integer as defined in the JSON-RPC specification."""
     message: str
@@ -1495,7 +1503,7 @@ class ErrorStopReason(_stable.ErrorStopReason):
     """Details of a failure that ended active work."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"error": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"error": (True, False, False)}
     error: Error | None | UnsetType = UNSET
     """The failure, as a JSON-RPC error object."""
 
@@ -1504,7 +1512,11 @@ class ForkSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to fork."""
     cwd: AbsolutePath
@@ -1530,10 +1542,10 @@ class ForkSessionResponse(AcpStruct):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the newly created forked session."""
@@ -1556,7 +1568,7 @@ class HttpHeader(_stable.HttpHeader):
     """An HTTP header to set when making requests to the MCP server."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """The name of the HTTP header."""
     value: str
@@ -1569,11 +1581,11 @@ class Icon(_stable.Icon):
     """An optionally-sized icon that can be displayed in a user interface."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "sizes": (True, True),
-        "theme": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "sizes": (True, True, False),
+        "theme": (True, False, False),
+        "meta": (True, False, False),
     }
     src: str
     """A standard URI pointing to an icon resource. MUST be an `https:` or `data:` URI. Clients reject other schemes, fetch without credentials, and do not follow scheme- or origin-changing redirects."""
@@ -1593,12 +1605,12 @@ class IdleStateUpdate(_stable.IdleStateUpdate, tag="idle", tag_field="state"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "usage": (True, False),
-        "background": (True, False),
-        "meta": (True, False),
-        "stop_reason": (True, False),
-        "error": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "usage": (True, False, False),
+        "background": (True, False, False),
+        "meta": (True, False, False),
+        "stop_reason": (True, False, False),
+        "error": (True, False, False),
     }
     usage: Usage | None | UnsetType = UNSET
     """**UNSTABLE**"""
@@ -1619,10 +1631,10 @@ class ImageContent(_stable.ImageContent, tag="image", tag_field="type"):
     """An image provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "uri": (True, False),
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "uri": (True, False, False),
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     data: str
     """Base64-encoded media payload."""
@@ -1640,9 +1652,9 @@ class Implementation(_stable.Implementation):
     """Metadata about the implementation of the client or agent. Describes the name and version of an ACP implementation, with an optional title for UI representation."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Intended for programmatic or logical use, but can be used as a display name fallback if title isn't present."""
@@ -1658,9 +1670,9 @@ class InitializeRequest(_stable.InitializeRequest):
     """Request parameters for the initialize method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The latest protocol version supported by the client."""
@@ -1676,10 +1688,10 @@ class InitializeResponse(_stable.InitializeResponse):
     """Response to the `initialize` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"auth_methods": ("AuthMethod", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "capabilities": (True, False),
-        "auth_methods": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "capabilities": (True, False, False),
+        "auth_methods": (True, True, False),
+        "meta": (True, False, False),
     }
     protocol_version: ProtocolVersion = field(name="protocolVersion")
     """The highest protocol version supported by the agent that is at or below the version requested by the client. If no such version exists, initialization fails with error code -32022."""
@@ -1700,11 +1712,11 @@ class IntegerPropertySchema(_stable.IntegerPropertySchema, tag="integer", tag_fi
     """Schema for integer properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -1729,7 +1741,7 @@ class IntegerPropertySchema(_stable.IntegerPropertySchema, tag="integer", tag_fi
 class ListProvidersRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1737,7 +1749,7 @@ class ListProvidersRequest(AcpStruct):
 class ListProvidersResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     providers: list[ProviderInfo]
     """Configurable providers with current routing info suitable for UI display."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1748,7 +1760,7 @@ class ListSessionsRequest(_stable.ListSessionsRequest):
     """Request parameters for listing existing sessions."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cwd: AbsolutePath | None | UnsetType = UNSET
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: SessionListCursor | None | UnsetType = UNSET
@@ -1763,9 +1775,9 @@ class ListSessionsResponse(_stable.ListSessionsResponse):
     """Response from listing sessions."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sessions": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sessions": (True, True, False),
+        "meta": (True, False, False),
     }
     sessions: list[SessionInfo]
     """Array of session information objects."""
@@ -1779,7 +1791,7 @@ class LoginAuthRequest(_stable.LoginAuthRequest):
     """Request parameters for the `auth/login` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method_id: AuthMethodId = field(name="methodId")
     """The ID of the authentication method to use. Must be one of the methods advertised in the initialize response."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -1790,7 +1802,7 @@ class LoginAuthResponse(_stable.LoginAuthResponse):
     """Response to the `auth/login` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1799,7 +1811,7 @@ class LogoutAuthRequest(_stable.LogoutAuthRequest):
     """Request parameters for the `auth/logout` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1808,7 +1820,7 @@ class LogoutAuthResponse(_stable.LogoutAuthResponse):
     """Response to the `auth/logout` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1816,7 +1828,7 @@ class LogoutAuthResponse(_stable.LogoutAuthResponse):
 class McpAcpCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1825,11 +1837,11 @@ class McpCapabilities(_stable.McpCapabilities):
     """MCP capabilities supported by the agent for session lifecycle requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "stdio": (True, False),
-        "http": (True, False),
-        "acp": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "stdio": (True, False, False),
+        "http": (True, False, False),
+        "acp": (True, False, False),
+        "meta": (True, False, False),
     }
     stdio: McpStdioCapabilities | None | UnsetType = UNSET
     """Agent supports `stdio` MCP servers."""
@@ -1856,7 +1868,7 @@ class McpHttpCapabilities(_stable.McpHttpCapabilities):
     """Capabilities for HTTP MCP server transports."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1864,7 +1876,7 @@ class McpHttpCapabilities(_stable.McpHttpCapabilities):
 class McpServerAcp(AcpStruct, tag="acp", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     name: str
     """Human-readable name identifying this MCP server."""
     server_id: McpServerAcpId = field(name="serverId")
@@ -1877,7 +1889,10 @@ class McpServerHttp(_stable.McpServerHttp, tag="http", tag_field="type"):
     """HTTP transport configuration for MCP."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "headers": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -1892,7 +1907,11 @@ class McpServerStdio(_stable.McpServerStdio, tag="stdio", tag_field="type"):
     """Stdio transport configuration for MCP."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "args": (False, False, True),
+        "env": (False, False, True),
+        "meta": (True, False, False),
+    }
     name: str
     """Human-readable name identifying this MCP server."""
     command: AbsolutePath
@@ -1909,7 +1928,7 @@ class McpStdioCapabilities(_stable.McpStdioCapabilities):
     """Capabilities for stdio MCP server transports."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -1917,7 +1936,7 @@ class McpStdioCapabilities(_stable.McpStdioCapabilities):
 class MessageMcpNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     server_id: McpServerAcpId = field(name="serverId")
     """The declared ACP MCP server handling the associated request."""
     request_id: McpRequestId = field(name="requestId")
@@ -1933,7 +1952,7 @@ class MessageMcpNotification(AcpStruct):
 class MessageMcpRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     server_id: McpServerAcpId = field(name="serverId")
     """The declared ACP MCP server receiving this request."""
     request_id: McpRequestId = field(name="requestId")
@@ -1949,7 +1968,7 @@ class MessageMcpRequest(AcpStruct):
 class MessageMcpResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     __acp_arms__: ClassVar[list[tuple[list[str], dict[str, Any]]]] = [
         (["result"], {}),
         (["error"], {}),
@@ -1969,11 +1988,11 @@ class MultiSelectPropertySchema(_stable.MultiSelectPropertySchema, tag="array", 
     """Schema for multi-select (array) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"items": ("MultiSelectItems", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, True, False),
+        "meta": (True, False, False),
     }
     items: MultiSelectItems
     """The items definition describing allowed values."""
@@ -1998,7 +2017,11 @@ class NewSessionRequest(_stable.NewSessionRequest):
     """Request parameters for creating a new session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"mcp_servers": ("McpServer", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     cwd: AbsolutePath
     """The working directory for this session. Must be an absolute path."""
     additional_directories: list[AbsolutePath] | UnsetType = field(
@@ -2022,10 +2045,10 @@ class NewSessionResponse(_stable.NewSessionResponse):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the created session."""
@@ -2048,9 +2071,9 @@ class Notice(_stable.Notice, tag="notice", tag_field="sessionUpdate"):
     """Fire-and-forget information for the user."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     severity: NoticeSeverity
     """Presentation severity hint."""
@@ -2066,11 +2089,11 @@ class NumberPropertySchema(_stable.NumberPropertySchema, tag="number", tag_field
     """Schema for number (floating-point) properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -2090,7 +2113,7 @@ class PermissionOption(_stable.PermissionOption):
     """An option presented to the user when requesting permission."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """Identifier for this permission option. MUST be unique within the request."""
     name: str
@@ -2105,7 +2128,7 @@ class PlanEntry(_stable.PlanEntry):
     """A single entry in the execution plan."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     content: str
     """Human-readable description of what this task aims to accomplish."""
     priority: PlanEntryPriority
@@ -2119,7 +2142,7 @@ class PlanEntry(_stable.PlanEntry):
 class PlanFile(AcpStruct, tag="file", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
     uri: str
@@ -2132,9 +2155,9 @@ class PlanItems(_stable.PlanItems, tag="items", tag_field="type"):
     """A plan represented as structured entries."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "entries": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "entries": (False, True, False),
+        "meta": (True, False, False),
     }
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
@@ -2147,7 +2170,7 @@ class PlanItems(_stable.PlanItems, tag="items", tag_field="type"):
 class PlanMarkdown(AcpStruct, tag="markdown", tag_field="type"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to update."""
     content: str
@@ -2159,7 +2182,7 @@ class PlanMarkdown(AcpStruct, tag="markdown", tag_field="type"):
 class PlanRemoved(AcpStruct, tag="plan_removed", tag_field="sessionUpdate"):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan_id: PlanId = field(name="planId")
     """The plan ID to remove."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2170,7 +2193,7 @@ class PlanUpdate(_stable.PlanUpdate, tag="plan_update", tag_field="sessionUpdate
     """A content update for a plan identified by ID."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"plan": ("PlanUpdateContent", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     plan: PlanUpdateContent
     """The updated plan content."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2184,7 +2207,7 @@ class PromptAudioCapabilities(_stable.PromptAudioCapabilities):
     """Capabilities for audio content in prompt requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2193,11 +2216,11 @@ class PromptCapabilities(_stable.PromptCapabilities):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "image": (True, False),
-        "audio": (True, False),
-        "embedded_context": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "image": (True, False, False),
+        "audio": (True, False, False),
+        "embedded_context": (True, False, False),
+        "meta": (True, False, False),
     }
     image: PromptImageCapabilities | None | UnsetType = UNSET
     """Agent supports `image` content blocks."""
@@ -2215,7 +2238,7 @@ class PromptEmbeddedContextCapabilities(_stable.PromptEmbeddedContextCapabilitie
     """Capabilities for embedded context in prompt requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2224,7 +2247,7 @@ class PromptImageCapabilities(_stable.PromptImageCapabilities):
     """Capabilities for image content in prompt requests."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2233,7 +2256,7 @@ class PromptRequest(_stable.PromptRequest):
     """Request parameters for sending a user prompt to the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"prompt": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to send this user message to"""
     prompt: list[ContentBlock]
@@ -2249,7 +2272,7 @@ class PromptResponse(_stable.PromptResponse):
     """Response acknowledging that a user prompt was inserted into the ACP conversation."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """Identifies the user message inserted into the ACP conversation."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2259,7 +2282,7 @@ class PromptResponse(_stable.PromptResponse):
 class ProviderCurrentConfig(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     api_type: LlmProtocol = field(name="apiType")
     """Protocol currently used by this provider."""
     base_url: str = field(name="baseUrl")
@@ -2271,9 +2294,9 @@ class ProviderCurrentConfig(AcpStruct):
 class ProviderInfo(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "supported": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "supported": (True, True, False),
+        "meta": (True, False, False),
     }
     provider_id: ProviderId = field(name="providerId")
     """Provider identifier, for example "main" or "openai"."""
@@ -2290,7 +2313,7 @@ class ProviderInfo(AcpStruct):
 class ProvidersCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2298,7 +2321,7 @@ class ProvidersCapabilities(AcpStruct):
 class ProxySuccessorNotification(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method: str
     """Method name of the wrapped notification."""
     params: Any | UnsetType = UNSET
@@ -2310,7 +2333,7 @@ class ProxySuccessorNotification(AcpStruct):
 class ProxySuccessorRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     method: str
     """Method name of the wrapped request."""
     params: Any | UnsetType = UNSET
@@ -2323,7 +2346,7 @@ class ReplayFromStart(_stable.ReplayFromStart, tag="start", tag_field="type"):
     """Inclusive replay cursor requesting replay from the start of retained conversation history."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2334,9 +2357,9 @@ class RequestPermissionRequest(_stable.RequestPermissionRequest):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "subject": ("RequestPermissionSubject", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The session ID for this request."""
@@ -2361,7 +2384,7 @@ class RequestPermissionResponse(_stable.RequestPermissionResponse):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "outcome": ("RequestPermissionOutcome", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2379,9 +2402,9 @@ class RequiresActionStateUpdate(
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -2396,14 +2419,14 @@ class ResourceLink(_stable.ResourceLink, tag="resource_link", tag_field="type"):
     """A link to a resource that the receiver may be able to read, included in a prompt or tool call result."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "icons": (True, True),
-        "mime_type": (True, False),
-        "size": (True, False),
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "icons": (True, True, False),
+        "mime_type": (True, False, False),
+        "size": (True, False, False),
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     name: str
     """Human-readable name shown for this protocol object."""
@@ -2432,7 +2455,11 @@ class ResumeSessionRequest(_stable.ResumeSessionRequest):
         "mcp_servers": ("McpServer", "list"),
         "replay_from": ("ReplayFrom", False),
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "mcp_servers": (False, False, True),
+        "meta": (True, False, False),
+    }
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to resume."""
     cwd: AbsolutePath
@@ -2460,10 +2487,10 @@ class ResumeSessionResponse(_stable.ResumeSessionResponse):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "available_commands": ("AvailableCommand", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (True, True),
-        "available_commands": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (True, True, False),
+        "available_commands": (True, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] | UnsetType = field(
         default=UNSET, name="configOptions"
@@ -2486,9 +2513,9 @@ class RunningStateUpdate(_stable.RunningStateUpdate, tag="running", tag_field="s
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -2505,7 +2532,7 @@ class SelectedPermissionOutcome(
     """The user selected one of the provided options."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     option_id: PermissionOptionId = field(name="optionId")
     """The ID of the option the user selected."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2516,7 +2543,7 @@ class SessionAdditionalDirectoriesCapabilities(_stable.SessionAdditionalDirector
     """Capabilities for additional session directories support."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2524,7 +2551,7 @@ class SessionAdditionalDirectoriesCapabilities(_stable.SessionAdditionalDirector
 class SessionArchiveCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2532,7 +2559,7 @@ class SessionArchiveCapabilities(AcpStruct):
 class SessionCancelCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2541,17 +2568,17 @@ class SessionCapabilities(_stable.SessionCapabilities):
     """Session capabilities supported by the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "prompt": (True, False),
-        "mcp": (True, False),
-        "delete": (True, False),
-        "additional_directories": (True, False),
-        "system_prompt": (True, False),
-        "fork": (True, False),
-        "archive": (True, False),
-        "status": (True, False),
-        "title": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "prompt": (True, False, False),
+        "mcp": (True, False, False),
+        "delete": (True, False, False),
+        "additional_directories": (True, False, False),
+        "system_prompt": (True, False, False),
+        "fork": (True, False, False),
+        "archive": (True, False, False),
+        "status": (True, False, False),
+        "title": (True, False, False),
+        "meta": (True, False, False),
     }
     prompt: PromptCapabilities | None | UnsetType = UNSET
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
@@ -2583,7 +2610,7 @@ class SessionConfigBoolean(_stable.SessionConfigBoolean):
     """A boolean on/off toggle session configuration option payload."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     current_value: bool = field(name="currentValue")
     """The current value of the boolean option."""
 
@@ -2594,10 +2621,10 @@ class SessionConfigOption(_stable.SessionConfigOption):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "category": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "category": (True, False, False),
+        "meta": (True, False, False),
     }
     config_id: SessionConfigId = field(name="configId")
     """Unique identifier for the configuration option."""
@@ -2627,7 +2654,7 @@ class SessionConfigSelect(_stable.SessionConfigSelect):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "options": ("SessionConfigSelectOptions", False)
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     current_value: SessionConfigValueId = field(name="currentValue")
     """The currently selected value. MUST be one of the `value`s in `options`."""
     options: SessionConfigSelectOptions
@@ -2641,9 +2668,9 @@ class SessionConfigSelectGroup(_stable.SessionConfigSelectGroup):
     """A group of possible values for a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "options": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "options": (True, True, False),
+        "meta": (True, False, False),
     }
     group_id: SessionConfigGroupId = field(name="groupId")
     """Unique identifier for this group."""
@@ -2659,9 +2686,9 @@ class SessionConfigSelectOption(_stable.SessionConfigSelectOption):
     """A possible value for a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "description": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "description": (True, False, False),
+        "meta": (True, False, False),
     }
     value: SessionConfigValueId
     """Unique identifier for this option value."""
@@ -2677,7 +2704,7 @@ class SessionDeleteCapabilities(_stable.SessionDeleteCapabilities):
     """Capabilities for the `session/delete` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2685,7 +2712,7 @@ class SessionDeleteCapabilities(_stable.SessionDeleteCapabilities):
 class SessionForkCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2694,11 +2721,12 @@ class SessionInfo(_stable.SessionInfo):
     """Information about a session returned by session/list"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "archived": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "additional_directories": (False, False, True),
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "archived": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """Unique identifier for the session"""
@@ -2724,10 +2752,10 @@ class SessionInfoUpdate(
     """Update to session metadata. All fields are optional to support partial updates."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "updated_at": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "updated_at": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Human-readable title for the session. Set to null to clear."""
@@ -2741,13 +2769,13 @@ class SessionMessage(AcpStruct, tag="session_message", tag_field="sessionUpdate"
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "sender_session_id": (True, False),
-        "recipient_session_id": (True, False),
-        "sender_message_id": (True, False),
-        "recipient_message_id": (True, False),
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "sender_session_id": (True, False, False),
+        "recipient_session_id": (True, False, False),
+        "sender_message_id": (True, False, False),
+        "recipient_message_id": (True, False, False),
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """Identifier of this message within the enclosing session's transcript."""
@@ -2776,7 +2804,7 @@ class SessionMessageChunk(AcpStruct, tag="session_message_chunk", tag_field="ses
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     message_id: MessageId = field(name="messageId")
     """Identifier of this message within the enclosing session's transcript."""
     content: ContentBlock
@@ -2792,7 +2820,7 @@ class SessionNotFoundErrorData(_stable.SessionNotFoundErrorData):
     """Data for the `-32002` (Resource not found) error when a session-scoped request names a session that does not exist or is not active."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The session ID from the request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2802,7 +2830,7 @@ class SessionNotFoundErrorData(_stable.SessionNotFoundErrorData):
 class SessionStatusCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2810,7 +2838,7 @@ class SessionStatusCapabilities(AcpStruct):
 class SessionStatusRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to check."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -2821,9 +2849,9 @@ class SessionStatusResponse(AcpStruct):
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"state": ("StateUpdate", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "state": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "state": (True, False, False),
+        "meta": (True, False, False),
     }
     status: SessionStatus
     """Whether the Agent has the session in memory."""
@@ -2839,9 +2867,9 @@ class SessionStatusResponse(AcpStruct):
 class SessionSystemPromptCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mode": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mode": (True, False, False),
+        "meta": (True, False, False),
     }
     mode: SessionSystemPromptModeCapabilities | None | UnsetType = UNSET
     """Delivery modes the agent supports in addition to `append`."""
@@ -2852,9 +2880,9 @@ class SessionSystemPromptCapabilities(AcpStruct):
 class SessionSystemPromptModeCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "override": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "override": (True, False, False),
+        "meta": (True, False, False),
     }
     override: SessionSystemPromptOverrideCapabilities | None | UnsetType = UNSET
     """Whether the agent supports `override` mode."""
@@ -2865,7 +2893,7 @@ class SessionSystemPromptModeCapabilities(AcpStruct):
 class SessionSystemPromptOverrideCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2873,7 +2901,7 @@ class SessionSystemPromptOverrideCapabilities(AcpStruct):
 class SessionTitleCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -2900,17 +2928,17 @@ class ToolCallUpdate(_stable.ToolCallUpdate):
     """Represents an upsert for a tool call that the language model has requested."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ToolCallContent", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "name": (True, False),
-        "title": (True, False),
-        "kind": (True, False),
-        "status": (True, False),
-        "content": (True, True),
-        "locations": (True, True),
-        "raw_input": (True, False),
-        "raw_output": (True, False),
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "name": (True, False, False),
+        "title": (True, False, False),
+        "kind": (True, False, False),
+        "status": (True, False, False),
+        "content": (True, True, False),
+        "locations": (True, True, False),
+        "raw_input": (True, False, False),
+        "raw_output": (True, False, False),
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     tool_call_id: ToolCallId = field(name="toolCallId")
     """Unique identifier for this tool call within the session."""
@@ -2948,7 +2976,7 @@ class SessionUpdateToolCallUpdate(
     """`SessionUpdate` variant `sessionUpdate: "tool_call_update"` (payload: `ToolCallUpdate`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 
@@ -2958,9 +2986,9 @@ class UnknownStateUpdate(AcpStruct, tag="unknown", tag_field="state"):
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {
         "background": ("BackgroundWork", "list")
     }
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "background": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "background": (True, False, False),
+        "meta": (True, False, False),
     }
     background: list[BackgroundWork] | None | UnsetType = UNSET
     """Work running independently of foreground work, as a complete snapshot."""
@@ -2980,7 +3008,7 @@ class SessionUpdateUnknownStateUpdate(UnknownStateUpdate):
 class SetProviderRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     provider_id: ProviderId = field(name="providerId")
     """Provider ID to configure."""
     api_type: LlmProtocol = field(name="apiType")
@@ -2996,7 +3024,7 @@ class SetProviderRequest(AcpStruct):
 class SetProviderResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -3005,7 +3033,7 @@ class SetSessionConfigOptionRequest(_stable.SetSessionConfigOptionRequest):
     """Request parameters for setting a session configuration option."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId = field(name="configId")
@@ -3021,9 +3049,9 @@ class SetSessionConfigOptionResponse(_stable.SetSessionConfigOptionResponse):
     """Response to `session/set_config_option` method."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "config_options": (False, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "config_options": (False, True, False),
+        "meta": (True, False, False),
     }
     config_options: list[SessionConfigOption] = field(name="configOptions")
     """The full set of configuration options and their current values."""
@@ -3034,7 +3062,7 @@ class SetSessionConfigOptionResponse(_stable.SetSessionConfigOptionResponse):
 class SetSessionTitleRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to retitle."""
     title: str
@@ -3046,7 +3074,7 @@ class SetSessionTitleRequest(AcpStruct):
 class SetSessionTitleResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     title: str
     """The title the Agent stored."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3057,7 +3085,7 @@ class StringMultiSelectItems(_stable.StringMultiSelectItems, tag="string", tag_f
     """String item schema for multi-select enum properties."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     enum: list[str]
     """Allowed enum values. Must contain at least one value."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3068,11 +3096,11 @@ class StringPropertySchema(_stable.StringPropertySchema, tag="string", tag_field
     """Schema for string properties in an elicitation form."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "default": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "default": (True, False, False),
+        "meta": (True, False, False),
     }
     title: str | None | UnsetType = UNSET
     """Optional title for the property."""
@@ -3103,9 +3131,9 @@ class StringPropertySchema(_stable.StringPropertySchema, tag="string", tag_field
 class SubagentSessionCapabilities(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: SessionCancelCapabilities | None | UnsetType = UNSET
     """Permits the client to cancel this child's current work without ending the session. Omitted and `null` are equivalent and mean unsupported. An object (including `{}`) means supported."""
@@ -3117,12 +3145,12 @@ class SubagentUpdate(AcpStruct, tag="subagent_update", tag_field="sessionUpdate"
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"state": ("StateUpdate", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "title": (True, False),
-        "description": (True, False),
-        "capabilities": (True, False),
-        "state": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "title": (True, False, False),
+        "description": (True, False, False),
+        "capabilities": (True, False, False),
+        "state": (True, False, False),
+        "meta": (True, False, False),
     }
     session_id: SessionId = field(name="sessionId")
     """The opaque session ID identifying the child in all ACP messages."""
@@ -3151,7 +3179,7 @@ class SystemPrompt(AcpStruct):
     """**UNSTABLE**"""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     mode: SystemPromptMode
     """How the Agent combines `content` with its own instructions."""
     content: list[ContentBlock]
@@ -3167,7 +3195,7 @@ class Terminal(_stable.Terminal, tag="terminal", tag_field="type"):
     """A display-only reference to an agent-owned terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The ID of the terminal to display."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3178,7 +3206,7 @@ class TerminalAuthCapabilities(_stable.TerminalAuthCapabilities):
     """Capabilities for terminal authentication methods."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -3187,7 +3215,7 @@ class TerminalCancelCapabilities(_stable.TerminalCancelCapabilities):
     """Capability to cancel a terminal with `terminal/cancel`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -3196,9 +3224,9 @@ class TerminalCapabilities(_stable.TerminalCapabilities):
     """Client-initiated controls a terminal currently supports."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: TerminalCancelCapabilities | None | UnsetType = UNSET
     """Permits the Client to cancel this terminal with `terminal/cancel`."""
@@ -3210,10 +3238,10 @@ class TerminalExitStatus(_stable.TerminalExitStatus):
     """Exit information for an agent-owned terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "exit_code": (True, False),
-        "signal": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "exit_code": (True, False, False),
+        "signal": (True, False, False),
+        "meta": (True, False, False),
     }
     exit_code: (
         Annotated[int, Meta(ge=-9223372036854775808, le=9223372036854775807)] | None | UnsetType
@@ -3229,7 +3257,7 @@ class TerminalOutput(_stable.TerminalOutput):
     """An authoritative replacement snapshot of terminal output bytes."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     data: str
     """Base64-encoded replacement terminal output bytes."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3242,7 +3270,7 @@ class TerminalOutputChunk(
     """A chunk of bytes appended to an agent-owned terminal's output."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     terminal_id: TerminalId = field(name="terminalId")
     """The terminal receiving these bytes."""
     data: str
@@ -3255,7 +3283,7 @@ class TerminalSize(_stable.TerminalSize):
     """The size of an agent-owned terminal in character cells."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     cols: Annotated[int, Meta(ge=1, le=65535)]
     """Number of columns."""
     rows: Annotated[int, Meta(ge=1, le=65535)]
@@ -3268,14 +3296,14 @@ class TerminalUpdate(_stable.TerminalUpdate, tag="terminal_update", tag_field="s
     """An upsert for the stored state of an agent-owned terminal."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "command": (True, False),
-        "cwd": (True, False),
-        "output": (True, False),
-        "exit_status": (True, False),
-        "size": (True, False),
-        "capabilities": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "command": (True, False, False),
+        "cwd": (True, False, False),
+        "output": (True, False, False),
+        "exit_status": (True, False, False),
+        "size": (True, False, False),
+        "capabilities": (True, False, False),
+        "meta": (True, False, False),
     }
     terminal_id: TerminalId = field(name="terminalId")
     """Unique identifier for this terminal within the session."""
@@ -3299,7 +3327,7 @@ class TextCommandInput(_stable.TextCommandInput, tag="text", tag_field="type"):
     """All text that was typed after the command name is provided as input."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     hint: str
     """A hint to display when the input hasn't been provided yet"""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3310,9 +3338,9 @@ class TextContent(_stable.TextContent, tag="text", tag_field="type"):
     """Text provided to or from an LLM."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "annotations": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "annotations": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -3326,9 +3354,9 @@ class TextResourceContents(_stable.TextResourceContents):
     """Text-based resource contents."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "mime_type": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "mime_type": (True, False, False),
+        "meta": (True, False, False),
     }
     text: str
     """Text payload carried by this content block."""
@@ -3344,7 +3372,7 @@ class TitledMultiSelectItems(_stable.TitledMultiSelectItems):
     """Items definition for titled multi-select enum properties."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     any_of: list[EnumOption] = field(name="anyOf")
     """Titled enum options. Must contain at least one option."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3355,7 +3383,7 @@ class ToolCallCancelCapabilities(_stable.ToolCallCancelCapabilities):
     """Capability to cancel a tool call with `tool_call/cancel`."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -3364,9 +3392,9 @@ class ToolCallCapabilities(_stable.ToolCallCapabilities):
     """Client-initiated controls a tool call currently supports."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cancel": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cancel": (True, False, False),
+        "meta": (True, False, False),
     }
     cancel: ToolCallCancelCapabilities | None | UnsetType = UNSET
     """Permits the Client to cancel this tool call with `tool_call/cancel`."""
@@ -3380,7 +3408,7 @@ class ToolCallContentChunk(
     """A streamed item of tool-call content."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ToolCallContent", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call_id: ToolCallId = field(name="toolCallId")
     """The ID of the tool call this content belongs to."""
     content: ToolCallContent
@@ -3396,9 +3424,9 @@ class ToolCallLocation(_stable.ToolCallLocation):
     """A file location being accessed or modified by a tool."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "line": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "line": (True, False, False),
+        "meta": (True, False, False),
     }
     path: AbsolutePath
     """The absolute file path being accessed or modified."""
@@ -3414,7 +3442,7 @@ class ToolCallPermissionSubject(
     """Permission request details for a tool call."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     tool_call: ToolCallUpdate = field(name="toolCall")
     """Details about the tool call requiring permission."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3424,7 +3452,7 @@ class ToolCallPermissionSubject(
 class UnarchiveSessionRequest(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session to unarchive."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
@@ -3434,7 +3462,7 @@ class UnarchiveSessionRequest(AcpStruct):
 class UnarchiveSessionResponse(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
@@ -3443,7 +3471,7 @@ class UnsupportedProtocolVersionErrorData(_stable.UnsupportedProtocolVersionErro
     """Data for the `-32022` (Unsupported protocol version) error."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     requested: ProtocolVersion
     """The protocol version the Client requested."""
     supported: list[ProtocolVersion]
@@ -3456,7 +3484,7 @@ class UpdateSessionNotification(_stable.UpdateSessionNotification):
     """Notification containing a session update from the agent."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"update": ("SessionUpdate", False)}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {"meta": (True, False)}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {"meta": (True, False, False)}
     session_id: SessionId = field(name="sessionId")
     """The ID of the session this update pertains to."""
     update: SessionUpdate
@@ -3471,11 +3499,11 @@ class UpdateSessionNotification(_stable.UpdateSessionNotification):
 class Usage(AcpStruct):
     """**UNSTABLE**"""
 
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "thought_tokens": (True, False),
-        "cached_read_tokens": (True, False),
-        "cached_write_tokens": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "thought_tokens": (True, False, False),
+        "cached_read_tokens": (True, False, False),
+        "cached_write_tokens": (True, False, False),
+        "meta": (True, False, False),
     }
     total_tokens: Annotated[int, Meta(ge=0)] = field(name="totalTokens")
     """Sum of all token types for the completed work."""
@@ -3503,9 +3531,9 @@ class UsageUpdate(_stable.UsageUpdate, tag="usage_update", tag_field="sessionUpd
     """Context window and cost update for a session."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "cost": (True, False),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "cost": (True, False, False),
+        "meta": (True, False, False),
     }
     used: Annotated[int, Meta(ge=0)]
     """Tokens currently in context."""
@@ -3521,9 +3549,9 @@ class UserMessage(_stable.UserMessage, tag="user_message", tag_field="sessionUpd
     """A user message upsert."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {"content": ("ContentBlock", "list")}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {
-        "content": (True, True),
-        "meta": (True, False),
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {
+        "content": (True, True, False),
+        "meta": (True, False, False),
     }
     message_id: MessageId = field(name="messageId")
     """A unique identifier for the message."""
@@ -3542,7 +3570,7 @@ class UserMessageChunk(
     """`SessionUpdate` variant `sessionUpdate: "user_message_chunk"` (payload: `ContentChunk`)."""
 
     __acp_unions__: ClassVar[dict[str, tuple[str, Any]]] = {}
-    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool]]] = {}
+    __acp_lenient__: ClassVar[dict[str, tuple[bool, bool, bool]]] = {}
     pass
 
 

@@ -5,6 +5,8 @@ does this module repair the plain JSON value as the schema allows and try again:
 
 - a field marked `x-deserialize-default-on-error` whose value is invalid is dropped, so it
   reads as absent (its default);
+- a field marked `x-deserialize-default-on-null` that is `null` reads as its type's empty
+  value (`[]` or `{}`), as the official SDKs decode it;
 - an array marked `x-deserialize-skip-invalid-items` loses just its invalid items;
 - a `session/update` whose variant is unknown becomes `UnknownSessionUpdate`.
 
@@ -26,6 +28,7 @@ from msgspec.structs import fields as struct_fields
 from acpstack.schema._base import UnknownSessionUpdate, coerce_union
 
 _UNION_TYPES = (Union, types.UnionType)
+_STRICT = (False, False, False)  # no leniency marker on the field
 
 
 def _strip(tp: Any) -> Any:
@@ -96,16 +99,19 @@ def _repair(value: Any, tp: Any) -> Any:
 
 
 def _repair_struct(value: dict[str, Any], cls: type[Struct]) -> dict[str, Any]:
-    lenient: dict[str, tuple[bool, bool]] = getattr(cls, "__acp_lenient__", {})
+    lenient: dict[str, tuple[bool, bool, bool]] = getattr(cls, "__acp_lenient__", {})
     out = dict(value)
     for attr, key, tp in _fields(cls):
         if key not in out:
             continue
-        union = _custom_union(cls, attr)
         current = out[key]
+        default_on_error, skip_invalid, default_on_null = lenient.get(attr, _STRICT)
+        if current is None and default_on_null:
+            out[key] = {} if get_origin(_strip(tp)) is dict else []
+            continue
+        union = _custom_union(cls, attr)
         if _valid(current, tp, union):
             continue
-        default_on_error, skip_invalid = lenient.get(attr, (False, False))
         if skip_invalid and isinstance(current, list):
             item_tp = get_args(_strip(tp))[0] if get_origin(_strip(tp)) is list else Any
             item_union = (union[0], False) if union is not None else None
@@ -141,6 +147,12 @@ def _repair_member(value: Any, union: tuple[Any, Any]) -> Any:
             tag_field, tagged = member[0], member[1]
             continue
         return _repair(value, member) if member is not None else value
+    if isinstance(value, dict) and (tag_field is None or tag_field not in value):
+        # No tag: the union's untagged arms (e.g. a stdio MCP server, which has no "type").
+        for arm in spec[2]:
+            fixed = _repair(value, arm)
+            if _valid(fixed, arm, None):
+                return fixed
     return value
 
 
