@@ -29,7 +29,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from acpstack.agent._store import _pg_schema
 from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
@@ -38,6 +38,7 @@ from acpstack.agent._store._records import (
     ArchiveFilter,
     ClosingStore,
     SessionBusy,
+    SessionChanges,
     SessionLeases,
     SessionRecord,
     SessionStore,
@@ -249,7 +250,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             ).fetchone()
         return None if row is None else self._record(row)
 
-    def update(self, session_id: str, **changes: Any) -> SessionRecord:
+    def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
         """Change fields of a record in one statement, fenced by this node's lease."""
         values = stored_changes(changes)
         sets = [f"{name} = %({name})s" for name in values if name != "updated_at"]
