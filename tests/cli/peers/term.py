@@ -99,12 +99,22 @@ class Tmux:
             time.sleep(0.05)
 
     def submit(self, line: str) -> str:
-        """Type `line` and Enter at the chat's prompt; the screen once the next prompt is
-        there (a new line starting with ">" and the screen ending with one)."""
-        before = prompt_count(self.screen())
+        """Type `line` and Enter at the chat's prompt; the screen once the line is there
+        after a prompt and a new prompt follows it (the screen ending with ">"). Counting
+        prompts alone is not enough: the chat redraws its prompt when something arrives
+        while it waits, and on a slow machine that can come after the keys were sent."""
+        echo = f"> {line}"
+        before = len(_lines_starting(self.screen(), echo))
         self.type(line)
         self.keys("Enter")
-        return self.wait_for(lambda s: prompt_count(s) > before and s.rstrip().endswith(">"))
+
+        def answered(screen: str) -> bool:
+            echoed = _lines_starting(screen, echo)
+            if len(echoed) <= before or not screen.rstrip().endswith(">"):
+                return False
+            return prompt_count("\n".join(screen.splitlines()[echoed[-1] + 1 :])) > 0
+
+        return self.wait_for(answered)
 
     def exit_code(self, timeout: float = 20) -> int:
         deadline = time.monotonic() + timeout
@@ -116,6 +126,10 @@ class Tmux:
 
     def close(self) -> None:
         self._tmux("kill-server", check=False)
+
+
+def _lines_starting(screen: str, text: str) -> list[int]:
+    return [i for i, line in enumerate(screen.splitlines()) if line.startswith(text)]
 
 
 def prompt_count(screen: str) -> int:
