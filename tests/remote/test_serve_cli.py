@@ -217,9 +217,10 @@ def test_chat_url_errors_are_clear() -> None:
 async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> None:
     pids_dir = tmp_path / "pids"
     pids_dir.mkdir()
-    with serve_process(
-        "--idle-timeout", "2", "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}
-    ) as served:
+    # 6 s: each connection starts an agent process, and on a loaded machine setting up the
+    # second one took over 2 s, long enough for the first to reach its idle timeout.
+    idle = ("--idle-timeout", "6")
+    with serve_process(*idle, "--", *STDIO_AGENT, env={"ACP_TEST_PIDS": str(pids_dir)}) as served:
         deleted, dropped, kept = Probe(served.url), Probe(served.url), Probe(served.url)
         await kept.initialize()
         # The kept connection holds its stream open from the start: a slow machine must
@@ -233,7 +234,7 @@ async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> N
                 served.url, headers={"Acp-Connection-Id": deleted.connection_id}
             )
             await dropped.aclose()  # gone without DELETE: the idle timeout ends it
-            await _wait_for(lambda: sum(alive(p) for p in pids) == 1, 15)
+            await _wait_for(lambda: sum(alive(p) for p in pids) == 1, 30)
         assert served.stop() in (
             0,
             -15,
