@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Coroutine
+from typing import Any
 
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._plumbing import Inbox
@@ -130,11 +132,15 @@ class MessageTransport:
     async def _shutdown(self) -> None:
         """Say goodbye to the server (e.g. DELETE the connection); errors are ignored."""
 
-    def _spawn(self, coro: object) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        if self._closing:
+            # A stream a message asked for while closing: started now, it would outlive
+            # `close` (and its socket with it).
+            coro.close()
+            return
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     def _deliver(self, messages: list[bytes]) -> None:
         if messages and not self._finished:
@@ -160,17 +166,18 @@ class MessageTransport:
 
     async def _stop_tasks(self) -> None:
         current = asyncio.current_task()
-        tasks = [t for t in self._tasks if t is not current]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                if current is not None and current.cancelling():
-                    raise  # we are cancelled ourselves, not just the task we waited for
-            except Exception:
-                pass
+        # Again until none is left: a task may have started another before it was cancelled.
+        while tasks := [t for t in self._tasks if t is not current and not t.done()]:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    if current is not None and current.cancelling():
+                        raise  # we are cancelled ourselves, not just the task we waited for
+                except Exception:
+                    pass
 
     def _wake_drainers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
