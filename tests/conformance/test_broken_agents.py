@@ -5,6 +5,7 @@ are built on passes every case."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -160,6 +161,29 @@ async def test_known_deviations_are_warnings_and_do_not_fail_the_check() -> None
     assert report.exit_code == 0
 
 
+@pytest.mark.skipif(shutil.which("cat") is None, reason="no cat")
+async def test_an_agent_that_echoes_the_client_fails_the_schema_case() -> None:
+    # `cat` as the agent sends the checker's own initialize back: a method of the client
+    only = ("session.new", "schema.agent-messages", "deviation.custom-methods")
+    target = AgentTarget(command=(str(shutil.which("cat")),))
+    report = await check_agent(target, CheckOptions(only=only, **FAST))  # type: ignore[arg-type]
+    assert {k: v.value for k, v in verdicts(report).items()} == {
+        "session.new": "skip",  # the echoed answer to the echoed initialize: an error
+        "schema.agent-messages": "fail",
+        "deviation.custom-methods": "warn",
+    }
+    found = next(r for r in report.results if r.id == "schema.agent-messages")
+    assert found.got[0].startswith(
+        "initialize at $.method: `initialize` is sent by the client to the agent, never the "
+        'other way round: an agent must not send it  [frame: <- {"jsonrpc":"2.0","id":1,'
+        '"method":"initialize",'
+    )
+    assert "an echo" in found.fix and "send only agent messages" in found.fix
+    custom = result(report, "deviation.custom-methods")
+    assert "a method of the client (see schema.agent-messages): <- " in custom
+    assert report.exit_code == 1
+
+
 async def test_an_agent_that_never_answers_never_hangs_the_checker() -> None:
     began = time.monotonic()
     report = await run(
@@ -179,3 +203,68 @@ async def test_an_agent_that_never_answers_never_hangs_the_checker() -> None:
     assert "did not complete initialize" in result(report, "session.new")
     assert report.exit_code == 1
     assert time.monotonic() - began < 45
+
+
+SESSION_CASES = (
+    "session.new",
+    "session.unique-ids",
+    "session.absolute-cwd",
+    "session.unknown-id",
+    "session.modes",
+    "session.config-options",
+    "session.list",
+    "session.load",
+    "session.resume",
+    "session.close",
+    "session.delete",
+)
+
+
+async def test_the_agent_with_every_session_method_passes_the_session_cases() -> None:
+    # the base of the broken_sessions.py modes below: each of them breaks one thing of it
+    report = await run("broken_sessions.py", "session.", "schema.agent-messages")
+    assert {k: v.value for k, v in verdicts(report).items()} == {
+        **dict.fromkeys(SESSION_CASES, "pass"),
+        "schema.agent-messages": "pass",
+    }
+
+
+@pytest.mark.parametrize(
+    ("peer", "only", "expected"),
+    [
+        # one defect per run, each in a mode of broken_sessions.py or broken_misc.py
+        ("broken_sessions.py no-session-id", ("session.new",), "fail"),
+        ("broken_sessions.py relative-cwd", ("session.absolute-cwd",), "warn"),
+        ("broken_sessions.py any-session", ("session.unknown-id",), "fail"),
+        ("broken_sessions.py bad-mode", ("session.modes",), "fail"),
+        ("broken_sessions.py bad-config", ("session.config-options",), "fail"),
+        ("broken_sessions.py bad-list", ("session.list",), "fail"),
+        ("broken_sessions.py late-load", ("session.load",), "fail"),
+        ("broken_sessions.py empty-load", ("session.load",), "warn"),
+        ("broken_sessions.py resume-replays", ("session.resume",), "fail"),
+        ("broken_sessions.py bad-close", ("session.close",), "fail"),
+        ("broken_sessions.py delete-once", ("session.delete",), "warn"),
+        ("broken_misc.py no-agent-info", ("init.response",), "warn"),
+        ("broken_misc.py terminal-auth", ("auth.terminal-gate",), "fail"),
+        ("broken_misc.py needless-auth", ("auth.flow",), "fail"),
+        ("broken_misc.py lenient-auth", ("auth.flow",), "warn"),
+        ("broken_misc.py lenient-params", ("robust.invalid-params",), "fail"),
+        ("broken_misc.py internal-params", ("robust.invalid-params",), "warn"),
+        ("broken_misc.py small-lines", ("robust.oversized-line",), "fail"),
+        ("broken_misc.py drops-long-lines", ("robust.oversized-line",), "warn"),
+        ("broken_misc.py answers-responses", ("robust.stray-response",), "fail"),
+        ("broken_misc.py strict-fields", ("robust.unknown-fields",), "fail"),
+        (
+            "broken_misc.py permission-ignores-cancel",
+            ("cancel.session-cancel", "cancel.permission"),
+            "fail",
+        ),
+    ],
+)
+async def test_each_case_finds_its_defect(peer: str, only: tuple[str, ...], expected: str) -> None:
+    script, mode = peer.split()
+    target = AgentTarget(command=(sys.executable, str(PEERS / script), mode))
+    options = CheckOptions(only=only, cancel_prompt="permission", **FAST)  # type: ignore[arg-type]
+    report = await check_agent(target, options)
+    assert {k: v.value for k, v in verdicts(report).items()} == dict.fromkeys(only, expected)
+    assert report.exit_code == (1 if expected == "fail" else 0)

@@ -17,8 +17,8 @@ CHECK = [sys.executable, "-m", "acpstack", "check", "agent", "--timeout", "3"]
 pytestmark = pytest.mark.timeout(60)
 
 
-def check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=50)
+def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=50, cwd=cwd)
 
 
 def test_json_and_junit_reports(tmp_path: Path) -> None:
@@ -50,6 +50,22 @@ def test_a_failure_shows_expected_got_and_fix_and_exits_1(tmp_path: Path) -> Non
     assert "0 passed, 1 failed" in out
     failure = ET.parse(junit).getroot().find("testcase/failure")
     assert failure is not None and "stopReason 'done'" in failure.get("message", "")
+
+
+@pytest.mark.parametrize("form", ["python peers/raw_agent.py", "./agent"])
+def test_a_relative_agent_command_means_what_it_means_in_the_users_directory(
+    tmp_path: Path, form: str
+) -> None:
+    # The agent process runs in the directory `check` was started in (its sessions get a
+    # scratch workspace as their cwd): a relative script or program path is found.
+    (tmp_path / "peers").symlink_to(PEERS, target_is_directory=True)
+    agent = tmp_path / "agent"
+    agent.write_text(f'#!/bin/sh\nexec "{sys.executable}" peers/raw_agent.py "$@"\n')
+    agent.chmod(0o755)
+    command = [sys.executable, "peers/raw_agent.py"] if form.startswith("python") else ["./agent"]
+    done = check("--only", "session.new,prompt.stop-reason", "--", *command, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed" in done.stdout
 
 
 def test_the_docs_list_every_case() -> None:

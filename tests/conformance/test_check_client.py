@@ -198,3 +198,103 @@ async def test_a_version_that_is_not_a_number(tmp_path: Path) -> None:
     found = {f["id"]: f for f in json.loads(report.read_text("utf-8"))["findings"]}
     assert found["negotiation.version"]["verdict"] == "fail"
     assert "negotiation.fallback" not in found
+
+
+# -- elicitation, and a client sending what only agents send --------------------------------
+
+ELICITING = {"elicitation": {"form": {}, "url": {}}}
+
+
+def client_answers(form: dict[str, Any], url: dict[str, Any]) -> Any:
+    """What a LineClient answers: permission allowed, each elicitation mode as given."""
+
+    def answer(request: dict[str, Any]) -> Any:
+        if request["method"] == "session/request_permission":
+            return {"outcome": {"outcome": "selected", "optionId": "allow-once"}}
+        if request["method"] == "elicitation/create":
+            return form if request["params"]["mode"] == "form" else url
+        raise LookupError(request["method"])
+
+    return answer
+
+
+async def run_checks(
+    tmp_path: Path, answer: Any, capabilities: dict[str, Any], *early: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Run every check of `check client` with a raw line client that offers `capabilities`,
+    answers with `answer` and sends the `early` messages right after initialize; the
+    report's findings by id."""
+    sys.path.insert(0, str(HERE.parent / "v2"))
+    from _lines import LineClient
+
+    report = tmp_path / "report.json"
+    client = await LineClient.start([*CHECK_CLIENT, "--report", str(report)], answer=answer)
+    try:
+        init = {"protocolVersion": 1, "clientCapabilities": capabilities}
+        await client.request("initialize", init)
+        for message in early:
+            await client.send(message)
+        new = await client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        sid = new["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "run"}]}
+        done = await client.request("session/prompt", prompt, timeout=60)
+        assert done["result"]["stopReason"] == "end_turn"
+    finally:
+        await client.close()
+    return {f["id"]: f for f in json.loads(report.read_text("utf-8"))["findings"]}
+
+
+GOOD_FORM = {"action": "accept", "content": {"name": "Ada", "count": 3, "ok": True}}
+
+
+@pytest.mark.parametrize(
+    ("form", "url", "verdicts"),
+    [
+        (GOOD_FORM, {"action": "accept"}, ("pass", "pass")),
+        ({"action": "decline"}, {"action": "cancel"}, ("pass", "pass")),
+        # the form's content breaks its requestedSchema; the url answer is no action
+        ({"action": "accept", "content": {"count": 9}}, {"action": "maybe"}, ("fail", "fail")),
+    ],
+)
+async def test_elicitation_in_both_modes(
+    tmp_path: Path, form: dict[str, Any], url: dict[str, Any], verdicts: tuple[str, str]
+) -> None:
+    found = await run_checks(tmp_path, client_answers(form, url), ELICITING)
+    assert (found["elicitation.form"]["verdict"], found["elicitation.url"]["verdict"]) == verdicts
+    assert "elicitation" not in found  # (the finding of a client without elicitation)
+    if verdicts[0] == "fail":
+        assert found["elicitation.form"]["message"] == (
+            "name (required) is not a string; count 9 is not an integer from 1 to 5"
+        )
+        # (an unknown action is valid JSON Schema-wise: the schema leaves the enum open)
+        assert found["elicitation.url"]["message"].startswith("action 'maybe'")
+    else:
+        assert found["schema.client-messages"]["verdict"] == "pass"
+
+
+async def test_elicitation_only_in_the_advertised_mode(tmp_path: Path) -> None:
+    url_only = {"elicitation": {"url": {}}}
+    found = await run_checks(tmp_path, client_answers(GOOD_FORM, {"action": "decline"}), url_only)
+    assert found["elicitation.url"]["verdict"] == "pass"
+    assert "elicitation.form" not in found
+    found = await run_checks(tmp_path, client_answers(GOOD_FORM, {"action": "decline"}), {})
+    assert found["elicitation"]["verdict"] == "skip"
+    assert "elicitation.form" not in found and "elicitation.url" not in found
+
+
+async def test_a_client_that_sends_an_agents_method_fails_the_schema_check(
+    tmp_path: Path,
+) -> None:
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    misdirected = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s", "update": update},
+    }
+    found = await run_checks(tmp_path, client_answers(GOOD_FORM, {}), {}, misdirected)
+    schema = found["schema.client-messages"]
+    assert schema["verdict"] == "fail"
+    assert schema["message"].startswith(
+        "session/update at $.method: `session/update` is sent by the agent to the client, "
+        "never the other way round: a client must not send it"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "interop"))
 import _foreign  # noqa: E402
 
-pytestmark = pytest.mark.timeout(90, func_only=True)
+pytestmark = pytest.mark.timeout(150, func_only=True)
 CASES = ("v2.session-new", "v2.turn", "v2.cancel")
 OPTIONS = CheckOptions(timeout=3.0, settle=0.2, eof_grace=2.0, only=("v2",), cancel_prompt="wait")
 PEER = HERE / "peers" / "v2_turn_agent.py"
@@ -79,6 +80,7 @@ async def test_the_v2_cases_run_between_cancel_and_robustness() -> None:
         ("stranger", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("no-running", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("no-echo", {**ALL_PASS, "v2.turn": "fail"}),
+        ("bad-session-new", {"v2.session-new": "fail", "v2.turn": "skip", "v2.cancel": "skip"}),
     ],
 )
 async def test_each_defect_gets_its_verdict(mode: str, expected: dict[str, str]) -> None:
@@ -126,6 +128,40 @@ async def test_a_message_that_breaks_the_v2_schema_fails_the_turn() -> None:
     assert '"sessionId":"no-such-session"' in text
 
 
+async def test_a_failed_v2_initialize_fails_that_case_only() -> None:
+    # The second v2 initialize (v2.turn's) kills the agent: that is a failure of v2.turn,
+    # not a sign that the agent does not speak v2, and v2.cancel tries again.
+    with tempfile.TemporaryDirectory() as scratch:
+        count = str(Path(scratch) / "initializations")
+        report = await check(sys.executable, str(PEER), "dies-once", count)
+    assert verdicts(report) == {"v2.session-new": "pass", "v2.turn": "fail", "v2.cancel": "pass"}
+    turn = next(r for r in report.results if r.id == "v2.turn")
+    assert turn.message == (
+        "initialize with protocolVersion 2 got the connection closed before an answer"
+    )
+    assert turn.got[0] == "-> initialize with protocolVersion 2, in v2's shape"
+    assert turn.expected.startswith("protocolVersion 2 (an agent that speaks v2), or 1 or error")
+    assert report.exit_code == 1
+
+
+async def test_an_agent_that_refuses_v2_with_32022_skips_them() -> None:
+    refuses = HERE / "peers" / "negotiation_agent.py"
+    report = await check(sys.executable, str(refuses), "lying")  # -32022 to any version
+    assert verdicts(report) == dict.fromkeys(CASES, "skip")
+    assert {r.message for r in report.results} == {
+        NO_V2 + "error -32022: 'Unsupported protocol version')"
+    }
+
+
+async def test_an_agent_that_cannot_answer_fails_them_instead_of_skipping() -> None:
+    options = CheckOptions(timeout=1.0, settle=0.2, eof_grace=0.5, only=("v2",))
+    report = await check(sys.executable, str(HERE / "peers" / "silent.py"), options=options)
+    assert verdicts(report) == dict.fromkeys(CASES, "fail")
+    assert {r.message for r in report.results} == {
+        "initialize with protocolVersion 2 got no answer within 1.0 s"
+    }
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize(
     ("mode", "expected"),
@@ -135,5 +171,12 @@ async def test_the_typescript_sdk_v2_app(mode: str, expected: dict[str, str]) ->
     node_dir = _foreign.node_sdk_dir()
     assert node_dir is not None, "node is on PATH but npm is not"
     script = _foreign._node_script(_foreign.PEERS_DIR / "ts_v2_agent.mjs")
-    report = await check(_foreign._node(), str(script), "--mode", mode)
-    assert verdicts(report) == expected
+    # Each case starts node and the SDK again: on a loaded CI machine that alone can take
+    # seconds. Every wait of these cases ends as soon as the answer comes (the cancelled
+    # turn is cancelled as soon as it is acknowledged), so a long timeout costs nothing
+    # when the app is right.
+    options = CheckOptions(
+        timeout=30.0, settle=0.2, eof_grace=5.0, only=("v2",), cancel_prompt="wait"
+    )
+    report = await check(_foreign._node(), str(script), "--mode", mode, options=options)
+    assert verdicts(report) == expected, [(r.id, r.message) for r in report.results]

@@ -90,6 +90,74 @@ def test_extension_and_unattributed_messages_are_not_judged_by_the_schema() -> N
     assert problems({"jsonrpc": "2.0", "id": 7, "result": {"whatever": True}}) == []
 
 
+REQUEST = {"jsonrpc": "2.0", "id": 1}
+NOTIFICATION = {"jsonrpc": "2.0"}
+
+
+@pytest.mark.parametrize(
+    ("message", "sender", "expected"),
+    [
+        (
+            {**REQUEST, "method": "initialize", "params": {"protocolVersion": 1}},
+            "agent",
+            "initialize at $.method: `initialize` is sent by the client to the agent, never "
+            "the other way round: an agent must not send it",
+        ),
+        (
+            {**REQUEST, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+            "agent",
+            "session/new at $.method: `session/new` is sent by the client to the agent",
+        ),
+        (
+            {**NOTIFICATION, "method": "session/cancel", "params": {"sessionId": "s"}},
+            "agent",
+            "session/cancel at $.method: `session/cancel` is sent by the client to the agent",
+        ),
+        (
+            {**NOTIFICATION, "method": "session/update", "params": {"sessionId": "s"}},
+            "client",
+            "session/update at $.method: `session/update` is sent by the agent to the client, "
+            "never the other way round: a client must not send it",
+        ),
+        (
+            {**REQUEST, "method": "fs/read_text_file", "params": {"path": "/x"}},
+            "client",
+            "fs/read_text_file at $.method: `fs/read_text_file` is sent by the agent to the client",
+        ),
+        (
+            update({"sessionUpdate": "plan", "entries": []}) | {"id": 3},
+            "agent",
+            "session/update at $.method: `session/update` is a notification: it carries no id",
+        ),
+        (
+            {**NOTIFICATION, "method": "session/request_permission", "params": {}},
+            "agent",
+            "session/request_permission at $.method: `session/request_permission` is a request: "
+            "it needs an id (the client answers it)",
+        ),
+    ],
+)
+def test_a_method_sent_the_wrong_way_is_a_violation(
+    message: dict[str, Any], sender: str, expected: str
+) -> None:
+    [found] = problems(message, sender=sender)
+    assert found.startswith(expected)
+
+
+def test_methods_are_known_per_direction() -> None:
+    assert STABLE.known_method("initialize", "client")
+    assert not STABLE.known_method("initialize", "agent")
+    assert STABLE.known_method("session/update", "agent")
+    assert not STABLE.known_method("session/update", "client")
+    assert STABLE.known_method("$/cancel_request", "agent")
+    assert STABLE.known_method("$/cancel_request", "client")
+    assert STABLE.known_method("initialize") and not STABLE.known_method("agent/status")
+    # cancel_request goes both ways, and an extension method is nobody's business
+    cancel = {**NOTIFICATION, "method": "$/cancel_request", "params": {"requestId": 1}}
+    assert problems(cancel) == problems(cancel, sender="client") == []
+    assert problems({**REQUEST, "method": "agent/status", "params": {}}) == []
+
+
 def test_the_unstable_schema_is_a_separate_choice() -> None:
     plan = {"sessionUpdate": "plan_removed", "planId": "p1"}
     assert problems(update(plan))  # not a stable update kind

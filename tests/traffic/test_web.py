@@ -210,3 +210,78 @@ def test_a_recording_can_be_viewed_later(live: Live, tmp_path: Path) -> None:
         viewer.wait(timeout=10)
         assert viewer.stderr is not None
         viewer.stderr.close()
+
+
+def v2_recording(path: Path) -> None:
+    """A v2 connection: an echoed prompt, a tool call known from tool_call_update only
+    (renamed once), message chunks replaced by the whole message."""
+    sid = "v2-session"
+
+    def update(body: dict[str, Any]) -> dict[str, Any]:
+        params = {"sessionId": sid, "update": body}
+        return {"from": "agent", "message": {"method": "session/update", "params": params}}
+
+    def text(value: str) -> dict[str, str]:
+        return {"type": "text", "text": value}
+
+    info = {"name": "t", "version": "1"}
+    prompt = {"sessionId": sid, "prompt": [text("hello")]}
+    lines = [
+        {
+            "from": "client",
+            "message": {
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": 2, "info": info},
+            },
+        },
+        {
+            "from": "agent",
+            "message": {
+                "id": 0,
+                "result": {"protocolVersion": 2, "info": info, "capabilities": {}},
+            },
+        },
+        {"from": "client", "message": {"id": 1, "method": "session/new", "params": {"cwd": "/w"}}},
+        {"from": "agent", "message": {"id": 1, "result": {"sessionId": sid}}},
+        {"from": "client", "message": {"id": 2, "method": "session/prompt", "params": prompt}},
+        update({"sessionUpdate": "user_message", "messageId": "u1", "content": [text("hello")]}),
+        update({"sessionUpdate": "state_update", "state": "running"}),
+        {"from": "agent", "message": {"id": 2, "result": {"messageId": "u1"}}},
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "Edit"}),
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "Edit a.txt"}),
+        update({"sessionUpdate": "agent_message_chunk", "messageId": "a1", "content": text("Do")}),
+        update({"sessionUpdate": "agent_message_chunk", "messageId": "a1", "content": text("ne")}),
+        update({"sessionUpdate": "agent_message", "messageId": "a1", "content": [text("Done.")]}),
+        update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}),
+    ]
+    records = [{"acpstack": "traffic", "version": 1, "started": 1.0}]
+    for number, line in enumerate(lines):
+        message = {"jsonrpc": "2.0", **line["message"]}
+        records.append({"ts": 1.0 + number / 100, "from": line["from"], "message": message})
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_v2_recording_is_checked_and_its_conversation_rebuilt(tmp_path: Path) -> None:
+    record = tmp_path / "v2.ndjson"
+    v2_recording(record)
+    viewer = subprocess.Popen(
+        [sys.executable, "-m", "acpstack", "inspect", "--view", str(record), "--web"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert viewer.stderr is not None
+        url = re.search(r"page: (http://\S+)", viewer.stderr.readline())
+        assert url is not None
+        dom = dump_dom(url.group(1))
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=10)
+        assert viewer.stderr is not None
+        viewer.stderr.close()
+    assert "14 messages, 0 errors, 0 with violations" in dom
+    turns = re.findall(
+        r'class="turn (\w+)"[^>]*><span class="who">[^<]*</span><span class="text">([^<]*)<', dom
+    )
+    assert turns == [("user", "hello"), ("tool", "Edit a.txt"), ("agent", "Done.")]

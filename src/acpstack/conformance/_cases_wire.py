@@ -37,10 +37,15 @@ def _results(ctx: Context) -> Iterator[tuple[Frame, dict[str, object]]]:
     "every message the agent sent validates against the official schema",
     group="wire",
     rule="Requests, notifications and responses follow the ACP JSON Schema of their method "
-    "(checked per method against the vendored schema's $defs).",
+    "(checked per method against the vendored schema's $defs); each method goes one way "
+    "(its `x-side`): an agent never sends the client's methods (initialize, session/new, "
+    "session/prompt...).",
     source=SCHEMA_SOURCE,
-    expected="no schema violation in any message",
-    fix="Fix each field at the JSON path shown; the $defs name says which schema type applies.",
+    expected="no schema violation in any message, and no method of the client",
+    fix="Fix each field at the JSON path shown; the $defs name says which schema type applies. "
+    "A method the client sends (at $.method) means the agent wrote what it received back to "
+    "stdout (an echo, a logger or a proxy writing to the wrong stream) or uses a client "
+    "library: send only agent messages.",
 )
 async def agent_messages(ctx: Context) -> Outcome:
     problems = [p for log in ctx.logs for p in log.schema]
@@ -199,10 +204,17 @@ async def custom_methods(ctx: Context) -> Outcome:
         method = frame.method
         if method is None or method.startswith(("_", "$/")):
             return False
-        return not ctx.validator.known_method(method)
+        return not ctx.validator.known_method(method, "agent")
 
-    found = _shown_agent_frames(ctx, unprefixed)
-    return _deviation(found, "non-ACP methods without a `_` prefix", "unprefixed custom method")
+    found = []
+    for frame in _agent_frames(ctx):
+        if unprefixed(frame):
+            # a method of the client's is no custom method: schema.agent-messages fails it
+            mine = ctx.validator.known_method(str(frame.method), "client")
+            note = "a method of the client (see schema.agent-messages): " if mine else ""
+            found.append(note + frame.show(200))
+    what = "agent methods outside ACP without a `_` prefix"
+    return _deviation(found, what, "unprefixed custom method")
 
 
 @case(

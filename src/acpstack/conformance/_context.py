@@ -112,8 +112,8 @@ class Context:
         permission: PermissionPolicy = "reject",
         validate: bool = True,
     ) -> Connection:
-        """A new connection (a new agent process on stdio) with a fresh scratch workspace;
-        closed by the runner after the case. `validate=False`: the agent's messages are not
+        """A new connection (a new agent process on stdio, run in the target's `cwd`) with
+        a fresh scratch workspace for its sessions; closed by the runner after the case. `validate=False`: the agent's messages are not
         checked against the v1 schema as they come (a case that negotiates another version
         checks them itself)."""
         workspace = Path(tempfile.mkdtemp(prefix="acpstack-check-"))

@@ -105,9 +105,38 @@ class MessageValidator:
                     self._names[(method, definition.get("x-side", ""), kind)] = name
         self._validators: dict[str, Any] = {}
 
-    def known_method(self, method: str) -> bool:
-        """Whether the schema defines `method` (in either direction)."""
-        return any(key[0] == method for key in self._names)
+    def known_method(self, method: str, sender: Sender | None = None) -> bool:
+        """Whether the schema defines `method`: as a request or notification `sender`
+        sends (to the other side, or to either), or in either direction when `sender` is
+        None."""
+        if sender is None:
+            return any(key[0] == method for key in self._names)
+        return bool(self._handlers(method) & {_other(sender), "protocol", "both"})
+
+    def _handlers(self, method: str) -> set[str]:
+        """The sides the schema says receive `method` (the `x-side` of its requests and
+        notifications)."""
+        return {side for name, side, kind in self._names if name == method and kind != "result"}
+
+    def _misdirected(self, method: str, kind: str, sender: Sender) -> str:
+        """Why `sender` may not send `method` as a `kind` ("" when the schema does not
+        say: an extension method, or one it defines only for other parties)."""
+        receiver = _other(sender)
+        handlers = self._handlers(method)
+        if handlers & {receiver, "protocol", "both"}:
+            other = "notification" if kind == "request" else "request"
+            if self.definition_for(method, other, receiver) is None:
+                return ""
+            if other == "notification":
+                return f"`{method}` is a notification: it carries no id (and gets no answer)"
+            return f"`{method}` is a request: it needs an id (the {receiver} answers it)"
+        if sender in handlers:
+            article = "an" if sender == "agent" else "a"
+            return (
+                f"`{method}` is sent by the {receiver} to the {sender}, never the other way "
+                f"round: {article} {sender} must not send it"
+            )
+        return ""
 
     def definition_for(self, method: str, kind: str, handled_by: str) -> str | None:
         """The `$defs` name of `method`'s payload of `kind` (request, notification, result)
@@ -143,7 +172,7 @@ class MessageValidator:
     ) -> list[Violation]:
         """Everything wrong with one message `sender` wrote. `answered_method` is the method
         of the request a response answers (None when unknown: only the envelope is checked)."""
-        receiver = "client" if sender == "agent" else "agent"
+        receiver = _other(sender)
         envelope = _envelope_problems(message)
         if envelope:
             label = message.get("method", "") if isinstance(message, dict) else ""
@@ -153,6 +182,8 @@ class MessageValidator:
         if isinstance(method, str):
             kind = "request" if "id" in message else "notification"
             definition = self.definition_for(method, kind, receiver)
+            if definition is None and (wrong := self._misdirected(method, kind, sender)):
+                return [Violation(method, "$.method", wrong)]
             payload, prefix = message.get("params"), "$.params"
         elif "error" in message:
             method = answered_method or "?"
@@ -169,6 +200,10 @@ class MessageValidator:
             Violation(method, path, text, definition)
             for path, text in self.validate_payload(definition, payload, prefix=prefix)
         ]
+
+
+def _other(side: Sender) -> Sender:
+    return "client" if side == "agent" else "agent"
 
 
 def _envelope_problems(message: Any) -> list[tuple[str, str]]:
@@ -216,16 +251,23 @@ def _explain(jsonschema: Any, error: Any) -> list[tuple[Any, str]]:
     arms = error.validator_value if isinstance(error.validator_value, list) else []
     tags = [_tags(arm) for arm in arms]
     instance = error.instance
-    if isinstance(instance, dict) and tags and all(tags):
+    # v2's unions end with an open arm (no tag: "custom or future" values), v1's do not
+    if isinstance(instance, dict) and any(tags):
         chosen = [
-            i for i, tag in enumerate(tags) if all(instance.get(k) == v for k, v in tag.items())
+            i
+            for i, tag in enumerate(tags)
+            if tag and all(instance.get(k) == v for k, v in tag.items())
         ]
         if len(chosen) == 1:
             inner = [e for e in error.context if e.relative_schema_path[0] == chosen[0]]
             return [found for e in inner for found in _explain(jsonschema, e)]
-        if not chosen:
-            key = next(iter(tags[0]))
-            known = ", ".join(str(t.get(key)) for t in tags)
+        key = next(iter(next(t for t in tags if t)))
+        # without the tag, only an open arm that requires the tag too cannot match either
+        # (an untagged variant, like v1's stdio McpServer, may lack it)
+        tagless = [arm for arm, tag in zip(arms, tags, strict=True) if not tag]
+        missing = key not in instance and all(key in arm.get("required", ()) for arm in tagless)
+        if not chosen and (all(tags) or missing):
+            known = ", ".join(str(t.get(key)) for t in tags if t)
             got = repr(instance[key]) if key in instance else "missing"
             return [(error.absolute_path, f"`{key}` is {got}; expected one of: {known}")]
     best = jsonschema.exceptions.best_match(error.context)

@@ -35,6 +35,11 @@ class AgentTarget:
     """Variables added to the agent process's environment."""
     token: str | None = None
     """Remote only: sent as a bearer token."""
+    cwd: Path | None = None
+    """The directory the agent process runs in (None: the current directory when a
+    connection opens), so a relative command (`./agent`, `python agent.py`, `uv run ...`)
+    means what it means in a shell there. The sessions' `cwd` is another matter: each case
+    gives its sessions a scratch workspace."""
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -49,7 +54,7 @@ class AgentTarget:
         """The URL, or the command line, for reports."""
         return self.url if self.url is not None else " ".join(self.command)
 
-    async def open(self, cwd: Path, *, shutdown_timeout: float) -> Transport:
+    async def open(self, *, shutdown_timeout: float) -> Transport:
         """A new connection to the agent: a new process running in `cwd` (ended by the
         transport's `close`, see `SubprocessTransport`), or a remote transport (already
         connected for WebSocket). Raises `TargetUnavailable` when the agent cannot be
@@ -59,7 +64,7 @@ class AgentTarget:
                 return await SubprocessTransport.spawn(
                     list(self.command),
                     env=self.env,
-                    cwd=cwd,
+                    cwd=self.cwd or Path.cwd(),
                     shutdown_timeout=shutdown_timeout,
                     stderr_tail_lines=40,
                 )
@@ -142,7 +147,7 @@ async def open_connection(
     *,
     shutdown_timeout: float,
 ) -> Connection:
-    transport = await target.open(client.workspace, shutdown_timeout=shutdown_timeout)
+    transport = await target.open(shutdown_timeout=shutdown_timeout)
     probe = Probe(transport, client, validator)
     probe.start()
     return Connection(target, client, probe, transport)

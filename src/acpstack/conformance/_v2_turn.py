@@ -13,9 +13,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from acpstack.conformance._context import CLIENT_INFO, Context
+from acpstack.conformance._context import CLIENT_INFO, UNSUPPORTED, Context
 from acpstack.conformance._frames import Frame, obj
-from acpstack.conformance._model import CaseSkip
+from acpstack.conformance._model import CaseFail, CaseSkip
 from acpstack.conformance._probe import Reply
 from acpstack.conformance._schema import MessageValidator
 from acpstack.conformance._target import Connection
@@ -79,19 +79,35 @@ class V2Turn:
 
 async def v2_connection(ctx: Context, **open_args: Any) -> Connection:
     """A new connection on which `initialize` with protocolVersion 2 (in v2's shape) was
-    answered with 2. Skips the case when the agent answers another version (or fails), so
-    a v1-only agent skips every v2 case, and the first skip is remembered."""
+    answered with 2.
+
+    Only an answer that says so means the agent does not speak v2: protocolVersion 1, or
+    error -32022 (Unsupported protocol version). Then the case is skipped, and so are the
+    later v2 cases (the answer is remembered). Anything else (no answer in time, the agent
+    gone, another error, a version that does not exist) fails this case only: the next
+    case tries again on a new connection."""
     if "no-v2" in ctx.memo:
         raise CaseSkip(ctx.memo["no-v2"])
     conn = await ctx.open(capabilities={}, validate=False, **open_args)
     params = {"protocolVersion": 2, "info": CLIENT_INFO, "capabilities": {}}
     reply = await conn.request("initialize", params, timeout=ctx.options.timeout)
     version = obj(reply.result).get("protocolVersion")
-    if reply.status != "result" or version != 2:
-        answer = f"protocolVersion {version!r}" if reply.status == "result" else reply.describe()
+    if reply.status == "result" and version == 2 and type(version) is int:
+        conn.initialize = reply.result
+    elif (reply.status == "result" and version == 1 and type(version) is int) or (
+        reply.status == "error" and reply.code == UNSUPPORTED
+    ):
+        answer = "protocolVersion 1" if reply.status == "result" else reply.describe()
         ctx.memo["no-v2"] = f"{NO_V2} (initialize with protocolVersion 2 got {answer})"
         raise CaseSkip(ctx.memo["no-v2"])
-    conn.initialize = reply.result
+    else:
+        answer = f"protocolVersion {version!r}" if reply.status == "result" else reply.describe()
+        raise CaseFail(
+            f"initialize with protocolVersion 2 got {answer}",
+            ["-> initialize with protocolVersion 2, in v2's shape", *ctx.show(conn, reply)],
+            expected="protocolVersion 2 (an agent that speaks v2), or 1 or error -32022 "
+            "(one that does not: the v2 cases are then skipped)",
+        )
     if ctx.options.auth_method:
         login = {"methodId": ctx.options.auth_method}
         auth = await conn.request("auth/login", login, timeout=ctx.options.timeout)

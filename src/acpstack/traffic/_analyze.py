@@ -1,6 +1,15 @@
 """Turns traffic records into events for people: requests paired with their responses and
 latencies, the session each message belongs to, schema violations, and the text of the
-conversation."""
+conversation.
+
+A recording is one connection, and the connection speaks the protocol version negotiated
+in its `initialize` exchange: the client's request is checked against the schema of the
+version it asks for, everything from the agent's answer on against the schema of the
+version answered (1 until then). The conversation is rebuilt from both versions' updates:
+v1's message chunks and `tool_call`, v2's whole messages (`user_message`, `agent_message`,
+`agent_thought`, which replace an earlier one with the same `messageId`) and tool calls
+known only from `tool_call_update` with a title.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +26,10 @@ _ROLES = {
     "agent_thought_chunk": "thought",
     "user_message_chunk": "user",
 }
+#: v2's whole-message updates: complete (replacement) content of the message `messageId`.
+_WHOLE = {"agent_message": "agent", "agent_thought": "thought", "user_message": "user"}
+#: The protocol versions with a schema (the analyzer follows the one negotiated).
+VERSIONS = (1, 2)
 
 
 def _text_of(block: Any) -> str:
@@ -31,12 +44,25 @@ def _text_of(block: Any) -> str:
     return ""
 
 
+def _texts(blocks: Any) -> str:
+    """The text of a list of content blocks (a prompt, a whole message)."""
+    if not isinstance(blocks, list):
+        return ""
+    return "\n".join(t for t in map(_text_of, blocks) if t)
+
+
+def _version(value: Any) -> int | None:
+    """`value` when it is a protocol version with a schema here, else None."""
+    return value if type(value) is int and value in VERSIONS else None
+
+
 class TrafficAnalyzer:
     """Feed records in order with `add`; each returns the event to show.
 
-    With `validate`, every message is checked against the official schema (`unstable`:
-    the schema with the unstable methods); when the schema cannot be loaded, checks are
-    off and `validation_note` says why.
+    One analyzer follows one connection. With `validate`, every message is checked against
+    the official schema of the protocol version the connection negotiated (`unstable`: the
+    schema with the unstable methods); when the schema cannot be loaded, checks are off and
+    `validation_note` says why.
     """
 
     def __init__(self, *, validate: bool = True, unstable: bool = False) -> None:
@@ -44,14 +70,34 @@ class TrafficAnalyzer:
         """Every event so far, in order (`seq` is its position, from 1)."""
         self.validation_note: str = ""
         """Why schema checks are off ("" when they are on, or not asked)."""
-        self._validator: MessageValidator | None = None
+        self.protocol_version: int = 1
+        """The version the agent answered `initialize` with (1 until it did)."""
+        self._unstable = unstable
+        self._validators: dict[int, MessageValidator] | None = None
         if validate:
-            try:
-                self._validator = MessageValidator(unstable=unstable)
-            except SchemaUnavailable as exc:
-                self.validation_note = f"schema checks are off: {exc}"
+            self._validators = {}
+            self._validator(1)
         # (side that sent the request, id) -> the request's event
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
+        # session -> the text of its last prompt, until a v2 agent echoes it (user_message)
+        self._unechoed: dict[str, str] = {}
+        # session -> how many turns and replays it had (message keys are per turn)
+        self._turns: dict[str, int] = {}
+
+    def _validator(self, version: int) -> MessageValidator | None:
+        """The validator of `version`'s schema (None: checks are off)."""
+        if self._validators is None:
+            return None
+        found = self._validators.get(version)
+        if found is None:
+            try:
+                found = MessageValidator(unstable=self._unstable, version=version)
+            except SchemaUnavailable as exc:
+                self.validation_note = f"schema checks are off: {exc}"
+                self._validators = None
+                return None
+            self._validators[version] = found
+        return found
 
     def add(self, record: Record) -> dict[str, Any]:
         """Turn `record` into an event and append it to `events`.
@@ -90,6 +136,7 @@ class TrafficAnalyzer:
         method = message.get("method")
         params = obj(message.get("params"))
         answered: str | None = None
+        version = self.protocol_version
         if isinstance(method, str):
             event.update(kind="request" if "id" in message else "notification", method=method)
             event["id"] = message.get("id")
@@ -97,13 +144,19 @@ class TrafficAnalyzer:
             event["summary"] = self._summary(method, params)
             if "id" in message:
                 self._pending[(record.side, json.dumps(message.get("id")))] = event
+            if method == "initialize" and record.side == "client":
+                # the client's params take the shape of the version it asks for
+                asked = params.get("protocolVersion")
+                version = 2 if type(asked) is int and asked >= 2 else 1
             self._conversation(event, method, params)
         else:
             answered = self._response(event, record, message)
-        if self._validator is not None:
-            problems = self._validator.validate(
-                message, sender=record.side, answered_method=answered
-            )
+            if answered == "initialize" and record.side == "agent":
+                answer = _version(obj(message.get("result")).get("protocolVersion"))
+                self.protocol_version = version = answer or self.protocol_version
+        validator = self._validator(version)
+        if validator is not None:
+            problems = validator.validate(message, sender=record.side, answered_method=answered)
             event["violations"] += [str(p) for p in problems]
 
     def _response(
@@ -140,11 +193,16 @@ class TrafficAnalyzer:
         update = params.get("update")
         if method == "session/update" and isinstance(update, dict):
             kind = str(update.get("sessionUpdate"))
+            if kind == "state_update":  # v2
+                stop = update.get("stopReason")
+                return f"state {update.get('state')}" + (f" ({stop})" if stop else "")
             title = update.get("title")
             return f"{kind}: {title}" if isinstance(title, str) else kind
         if method == "session/request_permission":
-            call = obj(params.get("toolCall"))
-            return f"permission: {call.get('title', '')}"
+            title = params.get("title")  # v2; v1 names the tool call
+            if not isinstance(title, str):
+                title = obj(params.get("toolCall")).get("title", "")
+            return f"permission: {title}"
         return method
 
     @staticmethod
@@ -155,26 +213,47 @@ class TrafficAnalyzer:
             return f"session {result['sessionId']}"
         if "protocolVersion" in result:
             return f"protocolVersion {result['protocolVersion']}"
+        if "messageId" in result:  # v2's acknowledgement of a prompt
+            return f"prompt accepted (message {result['messageId']})"
         return "result"
 
-    @staticmethod
-    def _conversation(event: dict[str, Any], method: str, params: dict[str, Any]) -> None:
-        """The piece of conversation text this message carries, if any."""
+    def _conversation(self, event: dict[str, Any], method: str, params: dict[str, Any]) -> None:
+        """The piece of conversation text this message carries, if any: `role`, `text`,
+        `new` (starts an entry of its own), `message` (a key of the message or tool call it
+        belongs to, within one turn or replay) and `replace` (replaces the text of that
+        message's entry, if shown)."""
+        session = str(params.get("sessionId"))
+        if method in ("session/prompt", "session/load", "session/resume"):
+            # a turn or a replay of the history: message keys start afresh
+            self._turns[session] = self._turns.get(session, 0) + 1
         if method == "session/prompt" and isinstance(params.get("prompt"), list):
-            text = "\n".join(t for t in map(_text_of, params["prompt"]) if t)
+            text = _texts(params["prompt"])
+            self._unechoed[session] = text
             event["conversation"] = {"role": "user", "text": text[:TEXT_LIMIT], "new": True}
             return
         update = params.get("update") if method == "session/update" else None
         if not isinstance(update, dict):
             return
         kind = update.get("sessionUpdate")
+        message = update.get("messageId")
+        entry: dict[str, Any] | None = None
         if kind in _ROLES:
             text = _text_of(update.get("content"))
             if text:
-                event["conversation"] = {"role": _ROLES[str(kind)], "text": text[:TEXT_LIMIT]}
-        elif kind == "tool_call" and isinstance(update.get("title"), str):
-            event["conversation"] = {
-                "role": "tool",
-                "text": update["title"][:TEXT_LIMIT],
-                "new": True,
-            }
+                entry = {"role": _ROLES[str(kind)], "text": text}
+        elif kind in _WHOLE and isinstance(update.get("content"), list):
+            text = _texts(update["content"])
+            if kind == "user_message" and self._unechoed.get(session) == text:
+                del self._unechoed[session]  # v2 echoes the prompt: shown already
+                return
+            entry = {"role": _WHOLE[str(kind)], "text": text, "new": True, "replace": True}
+        elif kind in ("tool_call", "tool_call_update") and isinstance(update.get("title"), str):
+            # v1 announces a tool call with tool_call; v2 only has tool_call_update, and a
+            # title in a later update renames the call
+            message = f"tool:{update.get('toolCallId')}"
+            entry = {"role": "tool", "text": update["title"], "new": True, "replace": True}
+        if entry is not None:
+            entry["text"] = entry["text"][:TEXT_LIMIT]
+            if isinstance(message, str):
+                entry["message"] = f"{self._turns.get(session, 0)}/{message}"
+            event["conversation"] = entry

@@ -17,6 +17,11 @@ session the sequence of updates and requests the agent sent, after these normali
 planId, sessionId) become `id-1`, `id-2`, ... in order of first appearance; date-time
 strings and `updatedAt`/`lastModified` become `<time>`; consecutive message, thought and
 user chunks are joined into one text (chunk boundaries differ from run to run).
+
+The agent runs for real: what it does by itself happens again. Its fs/* and terminal/*
+requests get the recorded answers (nothing is read, written or run for them), but a
+protocol v2 agent has no such methods: it edits files and runs commands itself, in the
+recorded session's cwd. The replay says so before it starts (`replay_notes`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import json
 import re
 import time
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -69,6 +74,8 @@ class ReplayReport:
     the recording does not have."""
     seconds: float = 0.0
     """How long the replay took."""
+    notes: list[str] = field(default_factory=list)
+    """What to know about the replay (see `replay_notes`)."""
 
     @property
     def exit_code(self) -> int:
@@ -160,6 +167,50 @@ def _key(value: Any) -> str:
     return json.dumps(value)
 
 
+def negotiated_version(records: Sequence[Record]) -> int | None:
+    """The protocol version the agent answered the recorded `initialize` with (None when
+    the recording has no such answer)."""
+    asked: set[str] = set()
+    for record in records:
+        message = record.message if record.is_message else None
+        if not isinstance(message, dict):
+            continue
+        if record.side == "client" and message.get("method") == "initialize":
+            asked.add(_key(message.get("id")))
+        elif (
+            record.side == "agent" and "method" not in message and _key(message.get("id")) in asked
+        ):
+            version = obj(message.get("result")).get("protocolVersion")
+            return version if type(version) is int else None
+    return None
+
+
+def replay_notes(records: Sequence[Record]) -> list[str]:
+    """What a person should know before replaying `records`: a v2 recording makes the
+    agent change the recorded workspaces again (a v2 agent edits files and runs commands
+    itself; there are no client answers to replay instead)."""
+    if (negotiated_version(records) or 1) < 2:
+        return []
+    cwds = sorted(
+        {
+            str(obj(r.message.get("params")).get("cwd"))
+            for r in records
+            if r.side == "client"
+            and r.is_message
+            and isinstance(r.message, dict)
+            and r.message.get("method") in ("session/new", "session/load", "session/resume")
+            and isinstance(obj(r.message.get("params")).get("cwd"), str)
+        }
+    )
+    where = ", ".join(cwds) if cwds else "the recorded sessions' working directories"
+    return [
+        "the recording speaks protocol v2: a v2 agent edits files and runs commands itself "
+        f"(no fs or terminal requests the replay could answer), so the replay does it "
+        f"again in {where}; replay in a copy of the workspace (and record there) if that "
+        "matters"
+    ]
+
+
 def _split(records: Sequence[Record]) -> _Recorded:
     rec = _Recorded()
     agent_requests: dict[str, str] = {}  # id key -> method
@@ -228,14 +279,20 @@ async def replay_recording(
     *,
     timeout: float = 30.0,
     quiet: float = 2.0,
+    on_note: Callable[[str], None] | None = None,
 ) -> ReplayReport:
-    """Replay the client side of `records` against `target` and compare the answers."""
-    from pathlib import Path
-
+    """Replay the client side of `records` against `target` and compare the answers.
+    `on_note` hears what to know about the replay before the agent starts (see the
+    module doc: a v2 agent changes the recorded workspace again); the report keeps it in
+    `notes` too."""
     began = time.monotonic()
+    notes = replay_notes(records)
+    if on_note is not None:
+        for note in notes:
+            on_note(note)
     rec = _split(records)
     responder = _RecordedClient(rec.answers)
-    transport = await target.open(Path.cwd(), shutdown_timeout=5.0)
+    transport = await target.open(shutdown_timeout=5.0)
     probe = Probe(transport, responder, None)
     probe.start()
     forward: dict[str, str] = {}  # recorded session id -> replayed one
@@ -253,6 +310,7 @@ async def replay_recording(
     finally:
         await probe.close()
     report = _compare(rec, probe, forward, responder)
+    report.notes = notes
     report.seconds = time.monotonic() - began
     return report
 

@@ -13,12 +13,17 @@ waits for session/cancel) and ends with `state_update` idle and the stop reason.
 - `bad-ack` (broken): the acknowledgement has no `messageId` (it says `id`);
 - `no-running` (broken): the turn reports no running state before its idle;
 - `no-echo` (broken): the user's message is not echoed as a `user_message` update;
-- `stranger` (broken): the turn also sends an update for a session nobody opened.
+- `stranger` (broken): the turn also sends an update for a session nobody opened;
+- `bad-session-new` (broken): v2's session/new is answered with a sessionId that is not
+  a string;
+- `dies-once` (broken): the second v2 `initialize` (counted across processes in the file
+  named by the second argument) kills the agent; the others are answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import uuid
 from typing import Any
@@ -36,9 +41,21 @@ class V2TurnAgent(RawAgent):
     async def do_initialize(self, params: dict[str, Any]) -> Any:
         if params.get("protocolVersion") != 2:
             return await super().do_initialize(params)
+        if MODE == "dies-once":
+            with open(sys.argv[2], "a+") as count:
+                count.write("v2\n")
+                count.seek(0)
+                if len(count.read().split()) == 2:
+                    os._exit(3)
         self.initialized = True
         self.version = 2
         return {"protocolVersion": 2, "info": INFO, "capabilities": {}}
+
+    async def do_session_new(self, params: dict[str, Any]) -> Any:
+        result = await super().do_session_new(params)
+        if MODE == "bad-session-new" and self.version == 2:
+            return {**result, "sessionId": 7}
+        return result
 
     async def do_session_prompt(self, params: dict[str, Any]) -> Any:
         if self.version == 1:
