@@ -107,6 +107,6 @@ def test_without_jsonschema_the_check_says_which_extra_to_install() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
-    assert 'pip install "acpstack[check]"' in done.stderr
+    assert 'pip install ".[check]"' in done.stderr
     assert 'pip install ".[check]"' in done.stderr
     assert done.stdout == ""

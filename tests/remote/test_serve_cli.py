@@ -305,7 +305,7 @@ def test_serve_without_the_remote_extra_says_how_to_get_it(tmp_path: Path) -> No
         timeout=30,
         env=env,
     )
-    assert done.returncode == 2 and 'pip install "acpstack[remote]"' in done.stderr
+    assert done.returncode == 2 and 'pip install ".[remote]"' in done.stderr
     assert 'pip install ".[remote]"' in done.stderr
 
 

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.mcp")
 
 McpServerConfig = acp.McpServerStdio | acp.McpServerHttp | acp.McpServerSse
+# A tool call's progress: (progress, total or None, message or None), as MCP reports it.
+ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 class McpUnavailable(ImportError):
@@ -80,8 +82,8 @@ def _require_mcp() -> Any:
         import mcp
     except ImportError as exc:
         raise McpUnavailable(
-            'MCP support needs the `mcp` package: pip install "acpstack[mcp]" '
-            '(from a checkout: pip install ".[mcp]")'
+            'MCP support needs the `mcp` package: in the acpstack checkout, pip install ".[mcp]" '
+            '(or pip install "mcp>=2,<3")'
         ) from exc
     return mcp
 
@@ -293,13 +295,18 @@ class McpConnections:
         arguments: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> McpToolResult:
         """Call tool `name` of `server`; `McpServerError` when the server is unknown or
         not connected, the call fails at the transport level, or `timeout` passes (a
-        tool's own error is a result with `is_error`)."""
+        tool's own error is a result with `is_error`). `on_progress(progress, total,
+        message)` is awaited for each progress notification the server sends for the call
+        (the SDK asks for them with a progress token; over ACP they come as `mcp/message`
+        notifications)."""
         session = self._server(server).session
+        call = session.call_tool(name, arguments or {}, progress_callback=on_progress)
         try:
-            result = await asyncio.wait_for(session.call_tool(name, arguments or {}), timeout)
+            result = await asyncio.wait_for(call, timeout)
         except TimeoutError:
             raise McpServerError(
                 server, f"tool {name!r} did not answer within {timeout} s"

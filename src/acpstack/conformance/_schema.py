@@ -20,7 +20,9 @@ from typing import Any, Literal
 
 Sender = Literal["agent", "client"]
 
-INSTALL_HINT = 'pip install "acpstack[check]" (from a checkout: pip install ".[check]")'
+INSTALL_HINT = (
+    'in the acpstack checkout, pip install ".[check]" (or pip install "jsonschema>=4.20")'
+)
 # Inside an installed wheel the schema sits next to this module (see pyproject's
 # force-include); in a source checkout it is the repository's vendor folder.
 _PACKAGED = Path(__file__).resolve().parent / "_acp_schema"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-INSTALL_HINT = 'pip install "acpstack[remote]" (from a checkout: pip install ".[remote]")'
+INSTALL_HINT = 'in the acpstack checkout, pip install ".[remote]" (or pip install uvicorn httptools websockets h11)'
 
 
 class MissingExtraError(ImportError):

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("acpstack.agent.store")
 
-INSTALL_HINT = 'pip install "acpstack[postgres]" (from a checkout: pip install ".[postgres]")'
+INSTALL_HINT = 'in the acpstack checkout, pip install ".[postgres]" (or pip install "psycopg[binary,pool]>=3.2")'
 # Commits do not wait for the server's disk (see the module docstring).
 STORE_SETTINGS = {"synchronous_commit": "off"}
 # The server drops a vanished node's presence connection after about 25 s (over TCP).
