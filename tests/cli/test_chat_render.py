@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from acpstack.cli import _mdstream, _view_live
+from acpstack.cli._markdown import ChatMarkdown
 from acpstack.cli._mdstream import BlockSplitter
 from acpstack.cli._render import Renderer
 from acpstack.cli._view_live import LiveView
@@ -98,12 +99,12 @@ def test_every_block_is_rendered_once_however_many_chunks(
 ) -> None:
     rendered: list[str] = []
 
-    class CountingMarkdown(_view_live.Markdown):
+    class CountingMarkdown(_view_live.ChatMarkdown):
         def __init__(self, markup: str, *args: object, **kwargs: object) -> None:
             rendered.append(markup)
             super().__init__(markup)
 
-    monkeypatch.setattr(_view_live, "Markdown", CountingMarkdown)
+    monkeypatch.setattr(_view_live, "ChatMarkdown", CountingMarkdown)
     console, out = live_console(width)
     view = LiveView(console)
     for index in range(0, len(MESSAGE)):
@@ -113,6 +114,37 @@ def test_every_block_is_rendered_once_however_many_chunks(
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
     for word in ("Intro", "intro.", "code", "fence", "last", "words", "paragraph"):
         assert word in plain
+
+
+PATH = "/usr/local/lib/python3.12/site-packages/acpstack/cli/_render.py"
+TABLES = (
+    "| h0 | h1 | h2 | h3 | h4 | h5 | h6 |\n|---|---|---|---|---|---|---|\n"
+    + "".join(f"| {' | '.join(f'c{r}{c}word' for c in range(7))} |\n" for r in range(3))
+    + f"| path | x | x | x | x | x | {PATH} |\n\n"
+    + f"| name | value |\n|---|---|\n| long | {'Q' * 230} |\n\n"
+    + "| empty | table |\n|---|---|\n\nafter"
+)
+
+
+@pytest.mark.parametrize("width", [12, 20, 40, 80, 200])
+def test_no_table_cell_is_cut_at_any_width(width: int) -> None:
+    screen = _render(ChatMarkdown(TABLES), width)
+    assert "…" not in screen and "|" not in screen, screen  # drawn, and nothing cut short
+    cells = re.findall(r"c\d\dword", screen)
+    assert sorted(cells) == [f"c{r}{c}word" for r in range(3) for c in range(7)], screen
+    assert screen.count("Q") == 230
+    assert PATH in "".join(screen.split())  # in the last column: it reads on in order
+    for heading in ("h0", "h6", "name", "value", "empty", "table", "after"):
+        assert heading in screen
+    assert max(len(line) for line in screen.splitlines()) <= width
+
+
+def test_a_table_that_fits_stays_a_table_and_one_too_wide_becomes_records() -> None:
+    assert re.search(r"c00word +c01word +c02word", _render(ChatMarkdown(TABLES), 80))
+    narrow = _render(ChatMarkdown(TABLES), 40)
+    lines = [line.rstrip() for line in narrow.splitlines()]
+    assert "h0: c00word" in lines and "h6: c06word" in lines and "h0: c10word" in lines
+    assert re.search(r"long +Q+", narrow)  # two columns fit: still a table
 
 
 def runtime_with_session() -> ClientRuntime:

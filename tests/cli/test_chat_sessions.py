@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +78,18 @@ def test_a_named_session_keeps_its_agent(ws: Path) -> None:
     assert "echo: /plan" in again.stdout
     other = run(ws, "chat", "-s", "peer", "-p", "hi", "--", sys.executable, "-c", "pass")
     assert other.returncode == 2 and "was made with" in other.stderr
+
+
+def test_history_shows_each_message_whole(ws: Path) -> None:
+    agent = [sys.executable, str(PEERS / "chat_agent.py")]
+    done = run(ws, "chat", "-s", "long", "-p", "long 120", "--", *agent)
+    assert done.returncode == 0, done.stderr
+    history = run(ws, "sessions", "history", "long")
+    assert history.returncode == 0, history.stderr
+    [line] = [line for line in history.stdout.splitlines() if "\tagent\t" in line]
+    assert len(line) > 1000 and "…" not in line
+    assert re.findall(r"w\d{5}", line) == [f"w{i:05d}" for i in range(1, 121)]
+    assert line.rstrip(" ⏎").endswith("END-OF-MESSAGE")  # to its last word
 
 
 def start_holding(ws: Path, *args: str) -> tuple[subprocess.Popen[str], int]:

@@ -17,7 +17,7 @@ import pytest
 
 PEERS = Path(__file__).parent / "peers"
 sys.path.insert(0, str(PEERS))
-from chat_agent import LONG_WORD  # noqa: E402
+from chat_agent import LONG_WORD, TABLE_PATH, UNBROKEN_CELL  # noqa: E402
 from rendezvous import Rendezvous  # noqa: E402
 from term import HAVE_TMUX, Tmux  # noqa: E402
 
@@ -105,6 +105,22 @@ def test_every_word_of_a_long_streamed_message_is_on_screen_once(session: Sessio
     assert all(len(row) <= session.width for row in rows)
 
 
+@pytest.mark.parametrize("session", [40, 80, 200], indirect=True, ids=lambda w: f"{w}cols")
+def test_every_cell_of_a_wide_table_is_on_screen(session: Session) -> None:
+    term = session.start()
+    screen = send(term, "table")
+    assert screen.count("END-OF-TABLES") == 1
+    assert "…" not in screen  # no cell cut short
+    words = re.findall(r"w\d{5}", screen)
+    assert sorted(words) == [f"w{i:05d}" for i in range(1, 27)]  # each cell whole, once
+    assert screen.count("Q") == len(UNBROKEN_CELL)  # the unbroken cell, folded, whole
+    # The path, in the last column (folded there, or whole on a row), reads on in order.
+    assert TABLE_PATH in "".join(screen.split())
+    assert "|" not in screen  # drawn as tables (or as records), not left as Markdown
+    rows = session.term.rows()
+    assert all(len(row) <= session.width for row in rows)
+
+
 @pytest.mark.parametrize("session", [40, 200], indirect=True, ids=lambda w: f"{w}cols")
 def test_one_live_line_per_tool_call_updated_in_place(session: Session) -> None:
     term = session.start(rendezvous=True)
@@ -152,6 +168,33 @@ def test_ctrl_c_cancels_a_running_turn_and_twice_quits(session: Session) -> None
     term.wait_for(lambda s: s.count("cancelling the turn") == 2)
     term.keys("C-c")
     assert term.exit_code() == 130
+    lines = term.screen().splitlines()
+    # What Ctrl-C prints starts its own line (the terminal's "^C" echo is not left before it).
+    assert lines.count("cancelling the turn (Ctrl-C again to quit)") == 2, lines
+    assert "quitting" in lines and not any("^C" in line for line in lines), lines
+
+
+def test_escape_at_a_permission_prompt_shows_the_rejection(session: Session) -> None:
+    term = session.start()
+    term.type("ask 1")
+    term.keys("Enter")
+    term.wait_for("choose 1-2")
+    term.keys("Escape")
+    screen = term.wait_for(lambda s: "answer 0:" in s and at_prompt(s))
+    assert "(Esc rejects, Ctrl-C cancels the turn): rejected" in screen
+    assert "(none)" not in screen
+
+
+def test_config_shows_a_boolean_as_it_is_typed(session: Session) -> None:
+    term = session.start()
+    screen = send(term, "/config")
+    assert "verbose = false" in screen and "(true | false)" in screen
+    screen = send(term, "/config verbose true")
+    assert "verbose = true" in screen
+    assert "True" not in screen and "False" not in screen  # not Python's spelling
+    assert {"config": {"verbose": True}} in [
+        json.loads(line) for line in session.log.read_text().splitlines()
+    ]
 
 
 def test_ctrl_d_quits(session: Session) -> None:

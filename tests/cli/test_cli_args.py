@@ -3,6 +3,7 @@ clear line (never a traceback) for a missing extra or a broken setup."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from importlib import metadata
@@ -33,8 +34,9 @@ COMMANDS = [
 ]
 
 
-def acpstack(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACPSTACK, *args], capture_output=True, text=True, timeout=60)
+def acpstack(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS=str(columns)) if columns else None
+    return subprocess.run([*ACPSTACK, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.mark.parametrize("command", [[], *COMMANDS], ids=lambda c: " ".join(c) or "acpstack")
@@ -46,10 +48,31 @@ def test_every_command_has_a_correct_help(command: list[str]) -> None:
     assert "-h, --help" in done.stdout
 
 
-def test_commands_that_take_an_agent_command_say_so() -> None:
-    for command in (["chat"], ["serve"], ["sessions", "agent"]):
-        usage = acpstack(*command, "--help").stdout.split("\n\n")[0]
+@pytest.mark.parametrize("command", [[], *COMMANDS], ids=lambda c: " ".join(c) or "acpstack")
+def test_every_help_fits_80_columns(command: list[str]) -> None:
+    done = acpstack(*command, "--help", columns=80)
+    assert done.returncode == 0, done.stderr
+    wide = [line for line in done.stdout.splitlines() if len(line) > 80]
+    assert not wide, done.stdout
+
+
+AGENT_COMMANDS = [
+    ["chat"],
+    ["serve"],
+    ["sessions", "agent"],
+    ["inspect"],
+    ["replay"],
+    ["check", "agent"],
+]
+
+
+@pytest.mark.parametrize("columns", [40, 80, 200])
+def test_commands_that_take_an_agent_command_say_so(columns: int) -> None:
+    for command in AGENT_COMMANDS:
+        usage = acpstack(*command, "--help", columns=columns).stdout.split("\n\n")[0]
         assert usage.rstrip().endswith("[-- COMMAND [ARG ...]]"), usage
+        assert usage.count("[-- COMMAND [ARG ...]]") == 1, usage
+        assert all(len(line) <= max(columns, 80) for line in usage.splitlines()), usage
     done = acpstack("agents", "--", "some-agent")
     assert done.returncode == 2 and "takes no agent command after `--`" in done.stderr
 
@@ -85,10 +108,12 @@ def test_a_missing_extra_is_one_line_with_the_fix(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert (
-        f"needs the `{extra}` extra" in done.stderr
-        and f"pip install 'acpstack[{extra}]'" in done.stderr
-    )
+    assert f"needs the `{extra}` extra" in done.stderr
+    # acpstack is not on PyPI: the README's way first (from a checkout), then a wheel.
+    checkout = done.stderr.find(f"in the acpstack checkout, pip install '.[{extra}]'")
+    wheel = f"acpstack-{metadata.version('acpstack')}-py3-none-any.whl"
+    assert 0 <= checkout < done.stderr.find(f"pip install '{wheel}[{extra}]'"), done.stderr
+    assert f"pip install 'acpstack[{extra}]'" not in done.stderr
 
 
 def test_the_line_editor_is_needed_only_at_a_terminal(tmp_path: Path) -> None:

@@ -75,7 +75,8 @@ def test_without_the_llm_extra(tmp_path: Path) -> None:
             prefix=[sys.executable, "-c", WITHOUT_HTTPX],
         )
     )
-    assert '"llm" extra' in line and 'pip install "acpstack[llm]"' in line
+    assert '"llm" extra' in line and "in the acpstack checkout, pip install '.[llm]'" in line
+    assert "acpstack[llm]" not in line  # not on PyPI: that command would fail
     # The scripted agent needs no extra.
     assert start(["agent"], tmp_path, prefix=[sys.executable, "-c", WITHOUT_HTTPX]).returncode == 0
 
@@ -137,7 +138,28 @@ def test_bad_base_url_and_store(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert "cannot open the session store" in one_line(result)
+    line = one_line(result)
+    assert f"cannot open the session store {tmp_path / 'file' / 's.db'}: " in line
+    assert "choose another with --store PATH or the ACPSTACK_STORE environment variable" in line
+
+
+def test_an_unusable_data_directory_is_named_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")  # the user data directory cannot be made under a file
+    env = {k: v for k, v in os.environ.items() if k != "ACPSTACK_STORE"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "file")
+    result = subprocess.run(AGENT, env=env, input="", capture_output=True, text=True, timeout=60)
+    line = one_line(result)
+    default = tmp_path / "file" / "acpstack" / "sessions.sqlite3"
+    assert f"cannot open the session store {default} (the default" in line
+    assert "Not a directory" in line and "--store PATH" in line and "ACPSTACK_STORE" in line
+    env["ACPSTACK_STORE"] = str(tmp_path / "file" / "s.db")
+    line = one_line(
+        subprocess.run(AGENT, env=env, input="", capture_output=True, text=True, timeout=60)
+    )
+    assert f"{tmp_path / 'file' / 's.db'} (from ACPSTACK_STORE): " in line
+    env["ACPSTACK_STORE"] = ":memory:"  # the way out the line offers works
+    done = subprocess.run(AGENT, env=env, input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
 def test_context_window_must_be_positive(tmp_path: Path) -> None:

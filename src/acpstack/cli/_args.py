@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -37,10 +40,12 @@ def split_agent_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv, None
 
 
+AGENT_COMMAND = "[-- COMMAND [ARG ...]]"
+
+
 def with_agent_command(parser: argparse.ArgumentParser, what: str) -> None:
     """Mark `parser` as taking `-- COMMAND [ARG ...]` and show that in its usage."""
-    usage = parser.format_usage().removeprefix("usage: ").rstrip()
-    parser.usage = f"{usage} [-- COMMAND [ARG ...]]"
+    parser.formatter_class = AgentCommandFormatter
     parser.set_defaults(takes_agent_command=True)
     parser.epilog = (f"-- COMMAND [ARG ...]: {what}. " + (parser.epilog or "")).strip()
 
@@ -72,5 +77,45 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-class Formatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions keep their paragraphs; option help is wrapped as usual."""
+class Formatter(argparse.HelpFormatter):
+    """Descriptions and epilogs keep their paragraphs (parted by a blank line), each wrapped
+    to the terminal's width like option help is."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = re.split(r"\n\s*\n", text.strip())
+        return "\n\n".join(
+            textwrap.fill(
+                " ".join(paragraph.split()),
+                max(width, 20),
+                initial_indent=indent,
+                subsequent_indent=indent,
+                break_long_words=False,  # a URL or a path stays whole
+                break_on_hyphens=False,  # and so does an --option
+            )
+            for paragraph in paragraphs
+        )
+
+
+class AgentCommandFormatter(Formatter):
+    """The usage of a command that takes an agent command after `--` ends with
+    `[-- COMMAND [ARG ...]]`, wrapped like the rest of the usage (argparse never sees what
+    follows `--`: it is split off first)."""
+
+    def _format_usage(
+        self,
+        usage: str | None,
+        actions: Iterable[argparse.Action],
+        groups: Iterable[Any],
+        prefix: str | None,
+    ) -> str:
+        lines = super()._format_usage(usage, actions, groups, prefix).rstrip("\n").split("\n")
+        if len(lines[-1]) + 1 + len(AGENT_COMMAND) <= self._width:
+            lines[-1] += " " + AGENT_COMMAND
+        else:  # a row of its own, indented as argparse indents the arguments' rows
+            if len(lines) > 1:
+                indent = len(lines[1]) - len(lines[1].lstrip())
+            else:
+                indent = len(prefix or "usage: ") + len(self._prog) + 1
+            indent = max(min(indent, self._width - len(AGENT_COMMAND)), 0)
+            lines.append(" " * indent + AGENT_COMMAND)
+        return "\n".join(lines) + "\n\n"

@@ -188,7 +188,9 @@ class Chat:
         try:
             question = f"choose {keys[0]}-{keys[-1]} (Esc rejects, Ctrl-C cancels the turn): "
             choices = list(zip(keys, request.options, strict=False))
-            return await self.input.read_choice(question, choices, lambda option: option.name)
+            return await self.input.read_choice(
+                question, choices, lambda option: option.name, none="rejected"
+            )
         except Interrupted:
             self.on_interrupt()
             return None
@@ -330,6 +332,8 @@ class Chat:
         if self.turn is None or self.turn.done():
             self.stop(EXIT_INTERRUPTED)
             return
+        if self.renderer is not None and not (self.input is not None and self.input.active):
+            self.renderer.view.wipe_echo()  # the terminal echoed ^C where the next line goes
         self.interrupts += 1
         if self.interrupts >= 2:
             self.say(Text("quitting", style="red"))

@@ -35,7 +35,7 @@ async def choose_auth(chat: Chat, methods: list[acp.AuthMethod]) -> str | None:
         lines.append(Text(f"  [{index}] {method.name}{about}"))
     chat.renderer.view.print(*lines)
     choices = [(str(i), m.id) for i, m in enumerate(methods[:9], 1)]
-    return await chat.input.read_choice("choose a method (Esc skips): ", choices)
+    return await chat.input.read_choice("choose a method (Esc skips): ", choices, none="skipped")
 
 
 async def ask_auth_status(chat: Chat) -> None:

@@ -56,7 +56,7 @@ async def _url(chat: Chat, request: acp.CreateElicitationRequest) -> Elicitation
     choices = [("y", "accept"), ("n", "decline")]
     question = "open it yourself, then y; n declines: "
     answer = await chat.input.read_choice(
-        question, choices, lambda a: "yes" if a == "accept" else "no"
+        question, choices, lambda a: "yes" if a == "accept" else "no", none="no"
     )
     return ElicitationReply("accept" if answer == "accept" else "decline")
 
@@ -79,6 +79,7 @@ async def _form(chat: Chat, request: acp.CreateElicitationRequest) -> Elicitatio
         "s sends the answers, d declines: ",
         choices,
         lambda a: "sent" if a == "accept" else "declined",
+        none="declined",
     )
     if answer != "accept":
         return ElicitationReply("decline")

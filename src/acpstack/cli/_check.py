@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acpstack.cli._args import with_agent_command
+
 if TYPE_CHECKING:
     from acpstack.conformance import AgentTarget, CheckOptions
 
@@ -22,6 +24,7 @@ def add_parser(sub: Any) -> None:
         "agent",
         help="run the conformance cases against an agent: acpstack check agent -- AGENT ...",
     )
+    with_agent_command(agent, "the agent's command line (or --url)")
     output = agent.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON")
     output.add_argument("--list", action="store_true", help="list the cases and exit")

@@ -20,6 +20,7 @@ DESCRIPTION = """\
 The sessions `acpstack chat` recorded: one per session it drove, with its directory, its
 agent, its name (chat -s NAME) and its turns. A session is named by its NAME (in the
 directory given by --cwd), its record id or the agent's session id.
+
 `sessions agent` asks an agent for its own list of sessions instead."""
 
 
@@ -41,7 +42,9 @@ def add_parser(sub: Any) -> None:
     show = actions.add_parser("show", help="one session's record")
     _target(show, formats=("text", "json"))
     show.set_defaults(run=_show)
-    history = actions.add_parser("history", help="one session's turns")
+    history = actions.add_parser(
+        "history", help="one session's turns, a line per message (whole) or tool call"
+    )
     _target(history, formats=("text", "json"))
     history.add_argument(
         "--limit", type=positive_int, default=20, help="the last N turns (default 20)"
@@ -160,16 +163,15 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _history_line(entry: dict[str, Any]) -> str:
+    """One line per entry, its text whole (a line break shown as ⏎)."""
     role = entry.get("role")
-    text = str(entry.get("text", ""))
-    preview = text if len(text) <= 200 else text[:200] + "…"
-    preview = preview.replace("\n", " ⏎ ")
+    text = str(entry.get("text", "")).replace("\n", " ⏎ ")
     if role == "tool":
-        return f"{entry.get('at', '')}\ttool\t{preview} ({entry.get('status', '')})"
+        return f"{entry.get('at', '')}\ttool\t{text} ({entry.get('status', '')})"
     if role == "result":
         outcome = entry.get("error") or entry.get("stopReason") or ""
         return f"{entry.get('at', '')}\tresult\t{outcome}"
-    return f"{entry.get('at', '')}\t{role}\t{preview}"
+    return f"{entry.get('at', '')}\t{role}\t{text}"
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -111,6 +111,8 @@ async def _config(chat: Chat, args: list[str]) -> None:
         _say(chat, "this session has no config options")
     for option in options:
         value = msgspec.to_builtins(option.current_value)
+        if isinstance(value, bool):  # as it is typed: true | false
+            value = "true" if value else "false"
         allowed = _choices(option)
         hint = (
             f"  ({' | '.join(allowed)})"

@@ -41,6 +41,17 @@ def missing_extra(exc: ModuleNotFoundError) -> CliError | None:
     if extra is None:
         return None
     return CliError(
-        f"this command needs the `{extra}` extra ({top} is not installed): "
-        f"pip install 'acpstack[{extra}]' (from a checkout: pip install '.[{extra}]')"
+        f"this command needs the `{extra}` extra ({top} is not installed): {install_hint(extra)}"
+    )
+
+
+def install_hint(extra: str) -> str:
+    """How to install `extra`, as the README's Install section says: acpstack is not on
+    PyPI, so from the checkout first, then from a wheel."""
+    from acpstack.cli._args import version
+
+    wheel = f"acpstack-{version()}-py3-none-any.whl"
+    return (
+        f"in the acpstack checkout, pip install '.[{extra}]' "
+        f"(from a wheel: pip install '{wheel}[{extra}]')"
     )

@@ -112,10 +112,15 @@ class ChatInput:
             self.active = False
 
     async def read_choice(
-        self, question: str, choices: Sequence[tuple[str, T]], shown: Callable[[T], str] = str
+        self,
+        question: str,
+        choices: Sequence[tuple[str, T]],
+        shown: Callable[[T], str] = str,
+        none: str = "(none)",
     ) -> T | None:
-        """One key press picks one of `choices` ((key, value) pairs); None for Esc or Ctrl-D.
-        Raises Interrupted for Ctrl-C."""
+        """One key press picks one of `choices` ((key, value) pairs); None for Esc or Ctrl-D,
+        shown after the question as `none` (what the caller makes of it). Raises Interrupted
+        for Ctrl-C."""
         keys = KeyBindings()
         for key, value in choices:
             keys.add(key)(lambda event, value=value: event.app.exit(result=value))
@@ -134,6 +139,6 @@ class ChatInput:
             chosen = await app.run_async(handle_sigint=False, set_exception_handler=False)
         finally:
             self.active = False
-        answer = "(none)" if chosen is None else shown(chosen)
+        answer = none if chosen is None else shown(chosen)
         print_formatted_text(FormattedText([("bold", question), ("", answer)]))
         return chosen

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acpstack.cli._args import with_agent_command
+
 
 def add_parsers(sub: Any) -> None:
     inspect = sub.add_parser(
@@ -36,6 +38,7 @@ def add_parsers(sub: Any) -> None:
     inspect.add_argument(
         "--unstable", action="store_true", help="check messages against the unstable schema"
     )
+    with_agent_command(inspect, "the agent's command line, run behind the proxy")
     replay = sub.add_parser(
         "replay", help="send a recording's client side to an agent again and compare"
     )
@@ -48,6 +51,7 @@ def add_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="how long to wait for each answer (default 30)",
     )
+    with_agent_command(replay, "the agent's command line, to replay the recording to")
 
 
 def _say(line: str) -> None:
@@ -108,8 +112,13 @@ def run_replay(args: argparse.Namespace, agent_command: list[str] | None) -> int
         sys.stderr.write(f"acpstack replay: cannot read {args.recording}: {exc}\n")
         return 2
     target = AgentTarget(command=tuple(agent_command), env=dict(os.environ))
+
+    def note(text: str) -> None:
+        sys.stderr.write(f"acpstack replay: note: {text}\n")
+        sys.stderr.flush()
+
     try:
-        report = asyncio.run(replay_recording(records, target, timeout=args.timeout))
+        report = asyncio.run(replay_recording(records, target, timeout=args.timeout, on_note=note))
     except TargetUnavailable as exc:
         sys.stderr.write(f"acpstack replay: {exc}\n")
         return 2
@@ -118,6 +127,7 @@ def run_replay(args: argparse.Namespace, agent_command: list[str] | None) -> int
             "requests": report.requests,
             "seconds": round(report.seconds, 3),
             "differences": [d.__dict__ for d in report.differences],
+            "notes": report.notes,
         }
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -1,8 +1,9 @@
 """The session on a terminal: Markdown printed once per finished block, and one small live
 area at the bottom holding what is still changing (the paragraph being streamed, one line
 per running tool call). Nothing is ever cropped: finished blocks are printed whole and
-wrapped by rich at the terminal's width, and the live area is kept shorter than the screen
-(a block too long for it is printed as plain text as it comes).
+wrapped by rich at the terminal's width (a table's cells fold, see `_markdown.py`), and
+the live area is kept shorter than the screen (a block too long for it is printed as plain
+text as it comes).
 
 Why not re-render the whole message: parsing it again on every chunk is quadratic in its
 length, and a live area taller than the screen cannot be redrawn (that is what cropped).
@@ -18,10 +19,10 @@ from collections.abc import Iterator
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
+from acpstack.cli._markdown import ChatMarkdown
 from acpstack.cli._mdstream import Block, BlockSplitter
 
 #: Running tool calls shown in the live area at most (the others are counted).
@@ -65,7 +66,7 @@ class _Stream:
 
     def renderable(self, block: Block) -> RenderableType:
         if self.markdown and block.markdown:
-            return Markdown(block.text)
+            return ChatMarkdown(block.text)
         return Text(block.text, style=self.style)
 
 
@@ -198,6 +199,13 @@ class LiveView:
             self.console.file.write(f"\x1b[{self._rows}F\x1b[J")  # up to its first row; clear below
             self.console.file.flush()
             self._rows = 0
+
+    def wipe_echo(self) -> None:
+        """Clear the row under the live area, where the terminal echoes a key typed while a
+        turn runs (Ctrl-C shows "^C"), so what is printed next starts on a clean line."""
+        if self.console.is_terminal:
+            self.console.file.write("\r\x1b[K")
+            self.console.file.flush()
 
     def pause(self) -> None:
         """Take the live area off the screen (before the user is asked something)."""

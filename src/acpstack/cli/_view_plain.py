@@ -75,5 +75,8 @@ class PlainView:
     def resume(self) -> None:
         pass
 
+    def wipe_echo(self) -> None:
+        pass  # plain text may stop mid-line: nothing is wiped
+
     def close(self) -> None:
         self.end_message()

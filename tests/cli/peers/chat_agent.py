@@ -3,6 +3,8 @@
 - `long N`: a message of N numbered words (w00001 ...) streamed in 1 to 7 character chunks,
   laid out as paragraphs, a list, a code block, a table and one 300-character unbroken
   word, ending with the word END-OF-MESSAGE;
+- `table`: `wide_tables()` streamed the same way: a 7-column table of numbered words with a
+  file path in a cell, and a table with one long unbroken cell (`UNBROKEN_CELL`);
 - `tools`: a tool call that goes pending, in progress, completed (with a checkpoint while it
   runs, see rendezvous.py, when RENDEZVOUS_READY is set), and one that fails;
 - `diff`: an edit tool call with a diff, then a permission request for it;
@@ -36,6 +38,9 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
 LONG_WORD = "L" * 150 + "-unbroken-" + "M" * 140
+#: A cell wider than any terminal the tests use (and its letter is found nowhere else).
+UNBROKEN_CELL = "Q" * 230
+TABLE_PATH = "/usr/local/lib/python3.12/site-packages/acpstack/cli/_render.py"
 
 
 def long_message(count: int) -> str:
@@ -54,6 +59,23 @@ def long_message(count: int) -> str:
         else:
             parts.append("| a | b |\n|---|---|\n" + "\n".join(f"| {w} | x |" for w in chunk))
     return "\n\n".join(parts) + "\n\nEND-OF-MESSAGE\n"
+
+
+def wide_tables() -> str:
+    """A table wider than a narrow terminal (words w00001-w00026, a path in its last
+    column), and one with a cell wider than any terminal; each cell must be on screen whole."""
+    words = iter(f"w{i:05d}" for i in range(1, 27))
+    rows = [[next(words) for _ in range(7)] for _ in range(3)]
+    rows.append(["path", *(next(words) for _ in range(5)), TABLE_PATH])
+    wide = "\n".join(
+        [
+            "| " + " | ".join(f"h{i}" for i in range(1, 8)) + " |",
+            "|" + "---|" * 7,
+            *("| " + " | ".join(row) + " |" for row in rows),
+        ]
+    )
+    unbroken = f"| name | value |\n|---|---|\n| long | {UNBROKEN_CELL} |"
+    return f"Wide table:\n\n{wide}\n\n{unbroken}\n\nEND-OF-TABLES\n"
 
 
 class ChatAgent(Agent):
@@ -143,7 +165,13 @@ class ChatAgent(Agent):
         return await handler(sid, arg)
 
     async def _long(self, sid: str, arg: str) -> acp.PromptResponse:
-        message = long_message(int(arg or "600"))
+        return await self._send_chunked(sid, long_message(int(arg or "600")))
+
+    async def _table(self, sid: str, arg: str) -> acp.PromptResponse:
+        return await self._send_chunked(sid, wide_tables())
+
+    async def _send_chunked(self, sid: str, message: str) -> acp.PromptResponse:
+        """`message` in 1 to 7 character chunks."""
         rng = random.Random(7)
         at = 0
         while at < len(message):
