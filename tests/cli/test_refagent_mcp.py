@@ -281,3 +281,58 @@ async def test_the_model_calls_a_tool_of_an_mcp_server_the_client_offers_over_ac
     assert "mcp__tools__shout" in {t["function"]["name"] for t in fake.requests[0]["tools"]}
     results = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
     assert results == [{"role": "tool", "tool_call_id": "c1", "content": "HI"}]
+
+
+# Runs `acpstack` in a Python where `import mcp` fails, as without the `mcp` extra.
+WITHOUT_MCP = """
+import sys
+class NoMcp:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" or name.startswith("mcp."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, NoMcp())
+from acpstack.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def test_without_the_mcp_extra_the_user_is_told_once_per_session(tmp_path: Path) -> None:
+    stderr: list[str] = []
+    said: list[str] = []  # the agent's text, every chunk, and its notices
+
+    def on_update(sid: str, update: Any) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            said.append(update.content.text)
+        elif isinstance(update, acp.Notice):  # our client shows notices (others: a message)
+            said.append(f"[{update.severity}] {update.title}: {update.description}")
+
+    async def turn(sid: str, text: str) -> str:
+        said.clear()
+        await runtime.prompt(sid, text)
+        return "".join(said)
+
+    runtime = ClientRuntime(on_update=on_update)
+    command = [sys.executable, "-c", WITHOUT_MCP, "agent", "--store", str(tmp_path / "s.db")]
+    async with spawn_agent(command, runtime, stderr_callback=stderr.append):
+        init = await runtime.initialize()
+        servers: list[Any] = [stdio("calc"), stdio("files")]
+        sid = (await runtime.new_session(str(tmp_path), mcp_servers=servers)).session_id
+        first = await turn(sid, "hello")
+        listing = await turn(sid, "/tools")
+        later = await turn(sid, "hello again")
+        other = (await runtime.new_session(str(tmp_path))).session_id  # passes no servers
+        no_servers = await turn(other, "hello")
+    caps = init.agent_capabilities.mcp_capabilities  # type: ignore[union-attr]
+    assert (caps.http, caps.sse) == (False, False)
+    told = "The MCP servers `calc` and `files` that the client passed are not connected"
+    fix = "pip install 'acpstack[mcp]'"
+    assert first.count(told) == 1 and fix in first and "pip install '.[mcp]'" in first
+    assert "[warning] MCP servers not connected: " in first
+    assert told in listing and fix in listing and "No MCP servers are connected" not in listing
+    assert told not in later and "not connected" not in no_servers  # once, where it applies
+    warnings = [line for line in stderr if "MCP" in line]
+    assert len(warnings) == 1 and "`calc` and `files`" in warnings[0] and "WARNING" in warnings[0]
+    assert "env-s3cret" not in "\n".join(stderr)

@@ -64,9 +64,9 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:
-        raise ImportError(
-            'The LLM backend needs httpx: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
-        ) from exc
+        from acpstack.cli._errors import install_hint
+
+        raise ImportError(f"The LLM backend needs httpx: {install_hint('llm')}") from exc
     return httpx
 
 
@@ -140,7 +140,7 @@ class LlmBrain:
         history = History.of(turn.session)
         content, _attachments = await read_prompt(turn, images=self.images)
         history.append({"role": "user", "content": content})
-        tools = Toolbox(await mcp_tools(turn.session))
+        tools = Toolbox(await mcp_tools(turn.session), redact=self.redactor.values)
         for _ in range(self.max_tool_rounds):
             reply = Reply()
             try:

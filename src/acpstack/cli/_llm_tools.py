@@ -4,7 +4,10 @@ Built-in tools read and write files with `fs/*` (edits shown as diffs, after per
 and run commands in client terminals (after permission), so the client stays the user's
 guard. For a client that offers no file access or no terminals, the `Turn` helpers do that
 work in the agent's process inside the session's roots, after the same permission; a
-command's output is then shown in its tool call as text. MCP tools are described in
+command's output is then shown in its tool call as text. `list_files` and `search_files`
+run `ls`/`grep` without asking, so their path must resolve (symlinks and `..` included)
+inside the session's cwd or additional directories, as for the agent's own file reads;
+anything else fails the tool call and nothing runs. MCP tools are described in
 `_mcp_tools`.
 """
 
@@ -14,10 +17,12 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from acpstack.agent import ClientCapabilityMissing, Turn, diff_content, text_content
 from acpstack.cli._mcp_tools import McpToolIndex, run_mcp_tool
+from acpstack.local import Workspace
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
@@ -141,11 +146,23 @@ TOOLS: list[dict[str, Any]] = [
 BUILTIN_NAMES = frozenset(t["function"]["name"] for t in TOOLS)
 
 
+def inside_roots(turn: Turn, path: str) -> str:
+    """The real path of `path` if it exists inside the session's roots (its cwd and
+    additional directories), resolved as the agent's own file reads resolve it (`..` and
+    every symlink); else `RequestError` (-32005 outside the roots, -32002 not found)."""
+    session = turn.session
+    return str(Workspace(session.cwd, session.additional_directories).check(path, must_exist=True))
+
+
 class Toolbox:
     """What the model may call in one turn: the built-in tools and the session's MCP tools."""
 
-    def __init__(self, mcp: McpToolIndex | None = None) -> None:
+    def __init__(
+        self, mcp: McpToolIndex | None = None, *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.mcp = mcp or McpToolIndex()
+        # Masks the agent's secrets in command output (shown, stored, sent to the model).
+        self.redact = redact
         self.definitions: list[dict[str, Any]] = [*TOOLS, *self.mcp.definitions()]
 
     async def run(self, turn: Turn, call: dict[str, Any]) -> str:
@@ -254,6 +271,7 @@ class Toolbox:
                 timeout=float(args.get("timeout") or 120),
                 output_byte_limit=64_000,
                 tool=tool,
+                redact=self.redact,
             )
         except RequestError as err:
             await tool.fail(err.message)
@@ -265,6 +283,8 @@ class Toolbox:
         )
         if result.timed_out:
             status += " (timed out)"
+        if result.cancelled:
+            status = "cancelled by the user before it finished"
         if result.exit_code == 0:
             await tool.complete(raw_output={"exitCode": 0})
         else:
@@ -272,8 +292,12 @@ class Toolbox:
         return f"{status}\n{result.output}"
 
     async def _read_only_command(self, turn: Turn, title: str, argv: list[str]) -> str:
-        tool = await turn.start_tool(title, kind="search", raw_input={"command": argv})
+        """Run a read-only command (no permission asked) on the path it ends with, which must
+        lie inside the session's roots: a path outside them fails the tool call, and nothing
+        runs (whether the client's terminal or the agent would have run it)."""
+        tool = await turn.start_tool(title, kind="search", raw_input={"command": list(argv)})
         try:
+            argv[-1] = inside_roots(turn, argv[-1])
             result = await turn.run_command(
                 argv[0],
                 argv[1:],
@@ -281,6 +305,7 @@ class Toolbox:
                 timeout=60,
                 output_byte_limit=64_000,
                 tool=tool,
+                redact=self.redact,
             )
         except RequestError as err:
             await tool.fail(err.message)
@@ -289,16 +314,15 @@ class Toolbox:
         return result.output
 
     async def _tool_list_files(self, turn: Turn, args: dict[str, Any]) -> str:
-        path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(
-            turn, f"List {args.get('path') or '.'}", ["ls", "-la", path]
-        )
+        shown = args.get("path") or "."
+        path = self._path(turn, shown)
+        return await self._read_only_command(turn, f"List {shown}", ["ls", "-la", "--", path])
 
     async def _tool_search_files(self, turn: Turn, args: dict[str, Any]) -> str:
         path = self._path(turn, args.get("path") or ".")
-        return await self._read_only_command(
-            turn, f"Search {args['pattern']!r}", ["grep", "-rn", "--", args["pattern"], path]
-        )
+        # -e and --: a pattern or a path that starts with "-" is never read as an option.
+        argv = ["grep", "-rn", "-e", str(args["pattern"]), "--", path]
+        return await self._read_only_command(turn, f"Search {args['pattern']!r}", argv)
 
     async def _tool_update_plan(self, turn: Turn, args: dict[str, Any]) -> str:
         # A status the model made up shows as pending (the wire only knows these three).

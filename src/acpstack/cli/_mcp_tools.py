@@ -7,12 +7,18 @@ hash suffix. A call shows up in the client as an ACP tool call (kind "read" for 
 server annotates read-only, "other" otherwise) with the arguments as `rawInput` and the
 result as its content. Tools not annotated `readOnlyHint: true` run only after the user
 approves them through `session/request_permission`.
+
+Without the `mcp` extra the agent connects no MCP server: the servers a client passes are
+then named as not connected, with the fix (`not_connected`, shown once per session and by
+`/tools`), never silently left out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import importlib.util
 import json
 import logging
 import re
@@ -36,6 +42,8 @@ class McpToolIndex:
 
     tools: dict[str, McpTool] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # server name -> why it is not available
+    # The servers the client passed that are not connected: the `mcp` extra is missing.
+    unconnected: list[str] = field(default_factory=list)
 
     def definitions(self) -> list[dict[str, Any]]:
         return [_definition(name, tool) for name, tool in self.tools.items()]
@@ -44,9 +52,43 @@ class McpToolIndex:
         return next((t for t in self.tools.values() if t.server == server and t.name == tool), None)
 
 
+@functools.cache
+def mcp_installed() -> bool:
+    """Whether the `mcp` extra (the official MCP SDK) can be imported."""
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def unconnected_servers(session: Session) -> list[str]:
+    """The names of the MCP servers the client passed for `session` that are not connected
+    because the `mcp` extra is missing (empty when it is installed)."""
+    if session.mcp is not None or not session.mcp_servers or mcp_installed():
+        return []
+    return [
+        str(s.get("name")) if isinstance(s, dict) else str(getattr(s, "name", "?"))
+        for s in session.mcp_servers
+    ]
+
+
+def not_connected(names: list[str]) -> str:
+    """What the user is told about servers left unconnected without the `mcp` extra."""
+    listed = [f"`{name}`" for name in names]
+    servers = " and ".join([", ".join(listed[:-1]), listed[-1]] if len(listed) > 1 else listed)
+    plural = "s" if len(names) > 1 else ""
+    return (
+        f"The MCP server{plural} {servers} that the client passed {'are' if plural else 'is'} "
+        "not connected: this agent was installed without the `mcp` extra. Install it "
+        "(pip install 'acpstack[mcp]', or pip install '.[mcp]' from a checkout) and restart "
+        "the agent."
+    )
+
+
 async def mcp_tools(session: Session) -> McpToolIndex:
     index = McpToolIndex()
     if session.mcp is None:
+        index.unconnected = unconnected_servers(session)
         return index
     redactor = session_redactor(session)
     for tool in await session.mcp.list_tools():
@@ -170,6 +212,8 @@ def _text_for_model(items: list[dict[str, Any]], structured: Any) -> str:
 
 def describe_tools(index: McpToolIndex) -> str:
     """The `/tools` answer: every MCP tool by server, and the servers that failed."""
+    if index.unconnected:
+        return not_connected(index.unconnected)
     if not index.tools and not index.errors:
         return (
             "No MCP servers are connected to this session (a client passes them in `session/new`)."

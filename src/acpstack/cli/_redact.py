@@ -9,6 +9,7 @@ Three tools, used wherever text could carry a secret:
 - `Redactor(secrets).text(s)`: removes the known secret values (in any of their usual
   encodings), then every URL, `Bearer`/`Basic` credential and `name=value` pair with a
   secret-looking name that occurs in free text (error bodies, exception messages, logs).
+  `Redactor(secrets).values(s)` removes only the known values (for command output).
 """
 
 from __future__ import annotations
@@ -130,9 +131,15 @@ class Redactor:
     def for_endpoint(cls, base_url: str | None, api_key: str | None) -> Redactor:
         return cls([api_key, *url_secrets(base_url or "")])
 
-    def text(self, text: str) -> str:
+    def values(self, text: str) -> str:
+        """Mask only the known secret values: for text such as a command's output, where
+        credential-looking patterns (`api_key = ...`) are mostly code, kept as it is."""
         for secret in self._secrets:
             text = text.replace(secret, MASK)
+        return text
+
+    def text(self, text: str) -> str:
+        text = self.values(text)
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)
         text = _SCHEME_CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
         return _NAME_VALUE.sub(_mask_pair, text)

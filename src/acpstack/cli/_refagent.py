@@ -10,11 +10,13 @@ problem is one line on stderr and exit code 2:
   parameter such as `api_key`). The key is read from the variable named by
   `--api-key-env` (default OPENAI_API_KEY); an empty variable counts as missing.
 - The session store must open (an SQLite file, or a `postgresql://` URL).
+
+With `--model`, the variable holding the key is then removed from the agent's environment,
+so the commands it runs itself do not inherit it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 import logging
 import os
@@ -22,8 +24,18 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from acpstack.agent import Session, SessionAgent, SessionStore, Turn, open_store, serve_stdio
+from acpstack.agent import (
+    Session,
+    SessionAgent,
+    SessionStore,
+    Turn,
+    default_store_path,
+    open_store,
+    serve_stdio,
+)
 from acpstack.cli._brain import Brain
+from acpstack.cli._errors import install_hint
+from acpstack.cli._mcp_tools import mcp_installed, not_connected, unconnected_servers
 from acpstack.cli._redact import (
     Redactor,
     install_log_redaction,
@@ -35,6 +47,7 @@ from acpstack.cli._scripted import COMMANDS, ScriptedBrain
 from acpstack.schema import v1 as acp
 
 log = logging.getLogger("acpstack.cli")
+TOLD_UNCONNECTED = "told_mcp_unconnected"  # session.state: the user heard about it
 
 
 class ConfigError(Exception):
@@ -46,7 +59,7 @@ class ReferenceAgent(SessionAgent):
     title = "acpstack reference agent"
 
     def __init__(self, brain: Brain, *, images: bool = False, **kwargs: Any) -> None:
-        mcp = _importable("mcp")  # without the `mcp` extra: no MCP, and none advertised
+        mcp = mcp_installed()  # without the `mcp` extra: no MCP, and none advertised
         super().__init__(
             modes=[("code", "Code"), ("ask", "Ask")],
             mcp=mcp,
@@ -67,8 +80,17 @@ class ReferenceAgent(SessionAgent):
             for name, description, hint in COMMANDS
         ]
         await session.send(acp.AvailableCommandsUpdate(available_commands=commands))
+        unconnected = unconnected_servers(session)
+        if unconnected:
+            log.warning("session %s: %s", session.session_id, not_connected(unconnected))
 
     async def prompt(self, turn: Turn) -> acp.StopReason:
+        unconnected = unconnected_servers(turn.session)
+        if unconnected and not turn.session.state.get(TOLD_UNCONNECTED):
+            turn.session.state[TOLD_UNCONNECTED] = True  # once per session
+            await turn.notice(
+                "MCP servers not connected", not_connected(unconnected), severity="warning"
+            )
         if turn.session.title is None and turn.text.strip() and not turn.text.startswith("/"):
             await self.set_title(turn.session, turn.text.strip()[:60])
         return await self.brain.respond(turn)
@@ -92,13 +114,6 @@ class ReferenceAgent(SessionAgent):
 
 
 # -- startup checks -------------------------------------------------------------------
-
-
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def _is_loopback(host: str) -> bool:
@@ -140,7 +155,7 @@ def build_brain(
         import httpx  # noqa: F401
     except ImportError:
         raise ConfigError(
-            '--model needs the "llm" extra (httpx), which is not installed: pip install "acpstack[llm]" (from a checkout: pip install ".[llm]")'
+            f'--model needs the "llm" extra (httpx), which is not installed: {install_hint("llm")}'
         ) from None
     from acpstack.cli._llm import DEFAULT_BASE_URL, LlmBrain
 
@@ -162,16 +177,33 @@ def build_brain(
     )
 
 
+def withhold_key(api_key_env: str) -> None:
+    """Remove the variable holding the model's key from this process's environment, once
+    the brain has the key: the commands the agent runs itself (for a client without
+    terminals) inherit the environment, and what they print is shown to the client, stored
+    and sent to the model. (Their output is also masked: see `Redactor.values`.)"""
+    os.environ.pop(api_key_env, None)
+
+
 def open_session_store(location: str | None) -> SessionStore:
     """The store at `location`, else $ACPSTACK_STORE, else the default SQLite file: an
-    SQLite path or a `postgresql://` URL. A problem is a ConfigError without credentials."""
+    SQLite path or a `postgresql://` URL. A problem is a ConfigError without credentials,
+    naming the store that failed and how to choose another."""
+    from_env = not location and bool(os.environ.get("ACPSTACK_STORE"))
     where = location or os.environ.get("ACPSTACK_STORE") or None
     try:
         return open_store(where)
     except Exception as exc:  # sqlite3, psycopg, OS errors and a missing extra alike
-        shown = redact_url(where) if where else "(default)"
+        if where:
+            shown = redact_url(where) + (" (from ACPSTACK_STORE)" if from_env else "")
+        else:
+            shown = f"{default_store_path()} (the default, in the user data directory)"
         message = " ".join(Redactor(url_secrets(where or "")).text(str(exc)).split())  # one line
-        raise ConfigError(f"cannot open the session store {shown}: {message}") from None
+        raise ConfigError(
+            f"cannot open the session store {shown}: {message}; choose another with --store "
+            "PATH or the ACPSTACK_STORE environment variable (an SQLite file, a postgresql:// "
+            "URL, or :memory: to keep sessions only while the agent runs)"
+        ) from None
 
 
 def run_reference_agent(
@@ -198,6 +230,8 @@ def run_reference_agent(
     except ConfigError as exc:
         sys.stderr.write(f"acpstack agent: {redactor.text(str(exc))}\n")
         return 2
+    if model:
+        withhold_key(api_key_env)
     install_log_redaction(redactor)
     providers = None
     if unstable and not isinstance(brain, ScriptedBrain):

@@ -296,5 +296,15 @@ class ScriptedBrain:
         else:
             await tool.fail(raw_output={"exitCode": result.exit_code, "signal": result.signal})
         if not quiet:
-            await turn.say(f"The command exited with code {result.exit_code}.\n")
+            await turn.say(f"The command {_how_it_ended(result)}.\n")
         return result
+
+
+def _how_it_ended(result: CommandResult) -> str:
+    if result.cancelled:
+        return "was cancelled before it finished"
+    if result.timed_out:
+        return "timed out and was stopped"
+    if result.exit_code is None:
+        return f"was killed by {result.signal}"
+    return f"exited with code {result.exit_code}"

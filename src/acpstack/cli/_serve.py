@@ -293,7 +293,7 @@ def load_factory(spec: str) -> Callable[[], Any]:
 
 
 def _reference_agent(args: argparse.Namespace, stores: list[Any]) -> Callable[[], Any]:
-    from acpstack.cli._refagent import ReferenceAgent, open_session_store
+    from acpstack.cli._refagent import ReferenceAgent, open_session_store, withhold_key
     from acpstack.cli._scripted import ScriptedBrain
 
     store = open_session_store(args.store)  # shared: sessions outlive connections
@@ -303,8 +303,12 @@ def _reference_agent(args: argparse.Namespace, stores: list[Any]) -> Callable[[]
 
         key = os.environ.get(args.api_key_env)
         brain: Any = LlmBrain(
-            model=args.model, base_url=args.base_url or "https://api.openai.com/v1", api_key=key
+            model=args.model,
+            base_url=args.base_url or "https://api.openai.com/v1",
+            api_key=key,
+            api_key_env=args.api_key_env,
         )
+        withhold_key(args.api_key_env)  # the agent's own commands do not inherit it
     else:
         brain = ScriptedBrain()
     return lambda: ReferenceAgent(brain, store=store)
