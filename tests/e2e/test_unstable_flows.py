@@ -1,11 +1,13 @@
 """More of the unstable methods end to end over real pipes (our SessionAgent in a process,
 our ClientRuntime here): subagents and inter-session messages through the turn helpers,
-the URL elicitation flow, elicitation rules, and an MCP server inside the client that
-answers with an error naming no request."""
+the URL elicitation flow, elicitation rules, and MCP servers inside the client: one that
+reports progress (`mcp/message` notifications, client to agent) and one that answers with
+an error naming no request."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,9 @@ import pytest
 from acpstack import spawn_agent
 from acpstack.client import AskElicitation, ClientRuntime, ElicitationReply, ElicitationRules
 from acpstack.schema import v1 as acp
+
+with contextlib.suppress(ImportError):  # (the tests that need `mcp` skip without it)
+    from mcp.server.mcpserver import Context  # a tool's annotation, resolved by name
 
 AGENT = [sys.executable, str(Path(__file__).parent / "peers" / "unstable_agent.py")]
 pytestmark = pytest.mark.timeout(60)
@@ -131,6 +136,26 @@ async def test_elicitation_rules_decline_or_cancel_before_the_user_is_asked(
         assert said(client, sid) == "accept:Ada" and asked == ["url", "form"]
 
 
+async def test_a_rule_that_would_accept_a_url_leaves_it_to_the_user(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def ask(request: acp.CreateElicitationRequest) -> ElicitationReply:
+        asked.append(str(request.url))
+        return ElicitationReply("decline")
+
+    def trusting(request: acp.CreateElicitationRequest) -> Any:
+        return "accept"  # what the type forbids, at run time: not obeyed
+
+    client = ClientRuntime(elicitation_policy=ElicitationRules([trusting], AskElicitation(ask)))
+    async with spawn_agent(AGENT, client, unstable=True):
+        await client.initialize()
+        sid = (await client.new_session(str(tmp_path))).session_id
+        await client.prompt(sid, "url-open https://example.com/login")
+        assert said(client, sid).startswith("decline:")  # the user's answer, not the rule's
+        assert asked == ["https://example.com/login"]
+        assert client.sessions[sid].state.open_elicitations == set()
+
+
 async def test_a_mode_the_client_did_not_advertise_is_refused_on_both_sides(
     tmp_path: Path,
 ) -> None:
@@ -188,3 +213,49 @@ async def test_an_inner_mcp_error_without_an_id_fails_the_request_instead_of_han
         text = said(client, sid)
         assert text.startswith("error -33002: MCP server answered with an error that names no")
         assert "'code': -32700" in text and "Parse error" in text
+
+
+def counting_server() -> Any:
+    """An MCP server whose `count` tool reports its progress, one word at a time."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("tools")
+
+    @server.tool()
+    async def count(text: str, ctx: Context) -> str:
+        """Count the words of the text."""
+        words = text.split()
+        for done, word in enumerate(words, 1):
+            await ctx.report_progress(done, len(words), f"read {word}")
+        return str(len(words))
+
+    return server
+
+
+async def test_progress_of_an_mcp_server_inside_the_client_reaches_the_agent(
+    tmp_path: Path,
+) -> None:
+    """The server's progress notifications go back to the agent as `mcp/message`
+    notifications and reach its MCP client session (the tool call's progress callback)."""
+    pytest.importorskip("mcp")
+    from acpstack.schema import v1_unstable as acpu
+
+    client = ClientRuntime()
+    declaration = client.mcp_host.add("tools", counting_server())
+    async with spawn_agent(AGENT, client, unstable=True):
+        await client.initialize()
+        sid = (await client.new_session(str(tmp_path), mcp_servers=[declaration])).session_id
+        await client.prompt(sid, "mcp-progress two words")
+        assert said(client, sid) == (
+            "progress=[(1.0, 2.0, 'read two'), (2.0, 2.0, 'read words')] result=2"
+        )
+        # One for no active request (late, or made up) is dropped: nothing breaks.
+        stray = acpu.MessageMcpNotification(
+            server_id=declaration.server_id,
+            request_id="no-such-request",
+            method="notifications/progress",
+            params={"progressToken": 1, "progress": 1},
+        )
+        await client.agent.mcp_message_notification(stray)
+        await client.prompt(sid, "mcp-progress three more words")
+        assert said(client, sid).endswith("(3.0, 3.0, 'read words')] result=3")

@@ -67,10 +67,7 @@ async def test_notices_compaction_elicitation_and_system_prompt(tmp_path: Path) 
     client = _client()
     async with spawn_agent(AGENT, client, unstable=True):
         await client.initialize()
-        prompt = acpu.SystemPrompt(mode="append", content=[acp.TextContent(text="Be brief.")])
-        new = acpu.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[], system_prompt=prompt)
-        sid = (await client.agent.session_new(new)).session_id
-        client.register_session(sid, str(tmp_path))
+        sid = (await client.new_session(str(tmp_path), system_prompt="Be brief.")).session_id
         state = client.sessions[sid].state
         await client.prompt(sid, "notice")
         assert [(n.title, n.severity) for n in state.notices] == [("Heads up", "warning")]
@@ -83,12 +80,51 @@ async def test_notices_compaction_elicitation_and_system_prompt(tmp_path: Path) 
         assert state.last_agent_message.text == "accept:Ada"
         await client.prompt(sid, "system")
         assert "Be brief." in state.last_agent_message.text
+        # Past the runtime's check (which refuses it, see below), the agent refuses it too.
         bad = acpu.SystemPrompt(mode="override", content=[acp.TextContent(text="x")])
         with pytest.raises(RequestError) as refused:
             await client.agent.session_new(
                 acpu.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[], system_prompt=bad)
             )
         assert refused.value.code == -32602
+
+
+def said(client: ClientRuntime, sid: str) -> str:
+    message = client.sessions[sid].state.last_agent_message
+    return message.text if message else ""
+
+
+async def test_a_system_prompt_reaches_the_agent_on_new_load_resume_and_fork(
+    tmp_path: Path,
+) -> None:
+    client = _client()
+    cwd = str(tmp_path)
+    async with spawn_agent(AGENT, client, unstable=True):
+        await client.initialize()
+        sid = (await client.new_session(cwd, system_prompt="Be brief.")).session_id
+        await client.prompt(sid, "system")
+        assert said(client, sid) == "{'mode': 'append', 'text': 'Be brief.'}"
+        await client.load_session(sid, cwd, system_prompt="Be terse.")
+        await client.prompt(sid, "system")
+        assert said(client, sid) == "{'mode': 'append', 'text': 'Be terse.'}"
+        two = [acp.TextContent(text="One."), acp.TextContent(text="Two.")]
+        await client.resume_session(sid, cwd, system_prompt=acpu.SystemPrompt("append", two))
+        await client.prompt(sid, "system")
+        assert said(client, sid) == "{'mode': 'append', 'text': 'One.\\n\\nTwo.'}"
+        forked = await client.fork_session(sid, cwd, system_prompt="Forked.")
+        await client.prompt(forked, "system")
+        assert said(client, forked) == "{'mode': 'append', 'text': 'Forked.'}"
+        # This agent does not advertise `override`: refused here, nothing sent.
+        override = acpu.SystemPrompt("override", [acp.TextContent(text="x")])
+        with pytest.raises(CapabilityError, match=r"sessionCapabilities\.systemPrompt\.mode\."):
+            await client.new_session(cwd, system_prompt=override)
+        assert len(client.sessions) == 2
+    stable = _client()
+    async with spawn_agent(AGENT, stable):  # no unstable features: no system prompt
+        await stable.initialize()
+        with pytest.raises(CapabilityError, match="system_prompt.*unstable=True"):
+            await stable.new_session(cwd, system_prompt="Be brief.")
+        assert stable.sessions == {}
 
 
 async def test_elicitation_is_declined_without_a_policy_and_notices_fall_back(
@@ -151,9 +187,7 @@ async def test_an_mcp_server_inside_the_client_over_acp(tmp_path: Path) -> None:
         init = await client.initialize()
         mcp_caps = init.agent_capabilities.mcp_capabilities  # type: ignore[union-attr]
         assert mcp_caps.acp is True  # type: ignore[union-attr]
-        new = acpu.NewSessionRequest(cwd=str(tmp_path), mcp_servers=[declaration])
-        sid = (await client.agent.session_new(new)).session_id
-        client.register_session(sid, str(tmp_path))
+        sid = (await client.new_session(str(tmp_path), mcp_servers=[declaration])).session_id
         await client.prompt(sid, "mcp hello")
         message = client.sessions[sid].state.last_agent_message
         assert message is not None and message.text == "tools=['shout'] result=HELLO"

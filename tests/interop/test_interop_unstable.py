@@ -19,6 +19,7 @@ live in its separate `experimental/nes` entry point (not tested against it here)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+with contextlib.suppress(ImportError):  # (the tests that need `mcp` skip without it)
+    from mcp.server.mcpserver import Context  # a tool's annotation, resolved by name
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _foreign  # noqa: E402
@@ -63,6 +67,14 @@ def shouting_server() -> Any:
         """Upper-case the text."""
         return text.upper()
 
+    @server.tool()
+    async def count(text: str, ctx: Context) -> str:
+        """Count the words of the text, reporting progress (one word at a time)."""
+        words = text.split()
+        for done, word in enumerate(words, 1):
+            await ctx.report_progress(done, len(words), f"read {word}")
+        return str(len(words))
+
     return server
 
 
@@ -87,18 +99,15 @@ async def test_our_client_drives_their_unstable_agent(node_sdk: Path, tmp_path: 
         caps = init.agent_capabilities
         assert isinstance(caps, acpu.AgentCapabilities) and caps.providers is not None
         assert await client.auth_status() == "unauthenticated"
-        prompt = acpu.SystemPrompt(mode="append", content=[acp.TextContent(text="Be brief.")])
-        new = acpu.NewSessionRequest(
-            cwd=str(tmp_path), mcp_servers=[declaration], system_prompt=prompt
-        )
+        cwd = str(tmp_path)
         with pytest.raises(RequestError) as unauthenticated:
-            await client.agent.session_new(new)
+            await client.new_session(cwd, mcp_servers=[declaration], system_prompt="Be brief.")
         assert unauthenticated.value.code == -32000
         await client.agent.authenticate(acp.AuthenticateRequest(method_id="key"))
-        sid = (await client.agent.session_new(new)).session_id
+        new = await client.new_session(cwd, mcp_servers=[declaration], system_prompt="Be brief.")
+        sid = new.session_id
         assert statuses == ["unauthenticated", "authenticated"]  # pushed: auth/status_update
         assert client.auth_state == "authenticated"
-        client.register_session(sid, str(tmp_path))
         await check_turns(client, sid, asked, completed)
         await check_session_management_calls(client, sid, str(tmp_path))
         await check_providers_calls(client)
@@ -131,11 +140,18 @@ async def check_turns(
     await client.prompt(sid, "system")
     assert said() == "append:Be brief."
     await client.prompt(sid, "mcp hello")
+    progress = [
+        {"method": "notifications/progress", "progressToken": "p-1", "progress": done}
+        | {"total": 2, "message": f"read {word}"}
+        for done, word in ((1, "two"), (2, "words"))
+    ]
     assert json.loads(said()) == {
         "versions": ["2026-07-28"],
-        "tools": ["shout"],
+        "tools": ["shout", "count"],
         "text": "HELLO",
         "unknown": {"isError": True},
+        "counted": "2",
+        "progress": progress,  # our McpHost's `mcp/message` notifications, as they got them
     }
     assert state.unknown_updates == []
 
@@ -242,10 +258,14 @@ def test_their_client_drives_our_session_agent(node_sdk: Path, tmp_path: Path) -
     kinds = [u["sessionUpdate"] for u in turns["subagent"]["updates"]]
     assert kinds[:3] == ["subagent_update", "session_message", "session_message_chunk"]
     assert texts(turns["system"]) == ["{'mode': 'append', 'text': 'Be brief.'}"]
-    assert texts(turns["mcp"]) == ["tools=['shout'] result=HELLO"]
+    assert texts(turns["mcp"]) == ["tools=['shout', 'count'] result=HELLO"]
+    # Their server's progress (`mcp/message` notifications) reached our agent's MCP session.
+    assert texts(turns["mcp-progress"]) == [
+        "progress=[(1.0, 2.0, 'read two'), (2.0, 2.0, 'read words')] result=2"
+    ]
     assert report["mcpRequests"] == [
         {"method": method, "protocolVersion": "2026-07-28"}
-        for method in ("server/discover", "tools/list", "tools/call")
+        for method in ("server/discover", "tools/list", "tools/call", "tools/call")
     ]
     check_session_management(steps)
     assert [p["current"] for p in steps["providersList"]["providers"]] == [

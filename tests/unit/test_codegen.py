@@ -13,8 +13,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "vendor" / "acp-schema"
-# The newest published schema (bundled in @agentclientprotocol/sdk 2.4.0), beside the project.
-SHARED = ROOT.parent / "shared" / "acp-schema-sdk-2.4.0"
+# The newest published schema (bundled in @agentclientprotocol/sdk 2.4.0), beside the project:
+# the one name to change when a newer release is vendored.
+SHARED_RELEASE = "acp-schema-sdk-2.4.0"
+SHARED = ROOT.parent / "shared" / SHARED_RELEASE
+needs_shared = pytest.mark.skipif(
+    not SHARED.is_dir(), reason=f"../shared/{SHARED_RELEASE} is not beside the project"
+)
 
 
 def run_check(root: Path) -> subprocess.CompletedProcess[str]:
@@ -72,9 +77,7 @@ def test_vendored_schema_matches_its_pinned_hashes() -> None:
         assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
 
 
-@pytest.mark.skipif(
-    not SHARED.is_dir(), reason="../shared/acp-schema-sdk-2.4.0 is not beside the project"
-)
+@needs_shared
 def test_vendored_schema_is_byte_identical_to_the_official_copy() -> None:
     official = sorted(p.relative_to(SHARED) for p in SHARED.rglob("*") if p.is_file())
     assert official
@@ -133,8 +136,12 @@ def test_a_new_release_is_vendored_pinned_regenerated_and_summarized(tmp_path: P
     generator = copy / "tools" / "codegen" / "tables.py"
     # A method the generator cannot map (no capability gate entry) stops it with a clear error.
     failed = run_vendor(copy, release)
-    assert failed.returncode != 0
-    assert "session/ping has no capability gate entry in GATES" in failed.stderr
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1
+    assert failed.stderr.startswith("error: method session/ping has no capability gate entry")
+    assert "the vendored schema is unchanged" in failed.stderr
+    assert (copy / "vendor" / "acp-schema" / "SHA256SUMS").read_text() == (
+        VENDOR / "SHA256SUMS"
+    ).read_text()  # left as it was
     # The generator's input is all that a new method needs: its gate.
     generator.write_text(
         generator.read_text().replace(
@@ -156,3 +163,181 @@ def test_a_new_release_is_vendored_pinned_regenerated_and_summarized(tmp_path: P
     sums = (copy / "vendor" / "acp-schema" / "SHA256SUMS").read_text()
     digest = hashlib.sha256((release / "v1" / "schema.unstable.json").read_bytes()).hexdigest()
     assert f"{digest}  ./v1/schema.unstable.json" in sums
+
+
+@pytest.mark.parametrize(
+    ("unstable", "extensions", "version", "schema"),
+    [
+        (False, (), 1, "v1/schema.json"),
+        (True, (), 1, "v1/schema.unstable.json"),
+        (True, ("nes",), 1, "v1/schema.unstable.json"),
+        (False, (), 2, "v2/schema.json"),
+        (True, (), 2, "v2/schema.unstable.json"),
+    ],
+)
+def test_each_message_goes_the_way_its_x_side_says(
+    unstable: bool, extensions: tuple[str, ...], version: int, schema: str
+) -> None:
+    """Requests and notifications of one method may go opposite ways (`mcp/message`): each
+    row of the method table is handled by its own message's `x-side`, not by "both"."""
+    from acpstack.schema import method_table
+
+    defs = json.loads((VENDOR / schema).read_text())["$defs"]
+    frozen = VENDOR / "frozen-nes" / "schema.unstable.v1.21.0.json"
+    defs = json.loads(frozen.read_text())["$defs"] | defs if extensions else defs
+    checked = 0
+    for spec in method_table(unstable, extensions, version):
+        side = defs[spec.params.__name__].get("x-side")
+        if side in ("agent", "client", "protocol"):
+            assert spec.handled_by == side, (spec.name, spec.kind)
+            checked += 1
+        else:
+            assert side in ("proxy", "both") and spec.name.startswith("proxy/"), spec.name
+    assert checked >= 15
+
+
+def test_mcp_message_calls_and_stubs_exist_only_in_the_schema_s_direction() -> None:
+    """`mcp/message`: the agent requests, the client answers; the client notifies, the agent
+    receives. Nothing typed for the other way round (neither a peer call nor a stub)."""
+    from acpstack.agent import Agent, ClientPeer
+    from acpstack.client import AgentPeer, Client
+
+    assert hasattr(ClientPeer, "mcp_message") and hasattr(Client, "mcp_message")
+    assert hasattr(AgentPeer, "mcp_message_notification")
+    assert hasattr(Agent, "mcp_message_notification")
+    assert not hasattr(AgentPeer, "mcp_message") and not hasattr(Agent, "mcp_message")
+    assert not hasattr(ClientPeer, "mcp_message_notification")
+    assert not hasattr(Client, "mcp_message_notification")
+
+
+def test_the_wire_refuses_mcp_message_the_wrong_way() -> None:
+    """An agent answers an `mcp/message` request with -32601 and takes its notification;
+    neither side may send the other direction's message."""
+    from acpstack.schema import v1_unstable as acpu
+    from acpstack.wire import CapabilityError, IncomingNotification, ProtocolState
+
+    def line(obj: object) -> bytes:
+        return json.dumps(obj).encode() + b"\n"
+
+    agent = ProtocolState("agent", unstable=True)
+    init = {"protocolVersion": 1}
+    [event] = agent.receive(
+        line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+    )
+    agent.result(
+        event.id,  # type: ignore[union-attr]
+        "initialize",
+        acpu.InitializeResponse(protocol_version=1, agent_capabilities=acpu.AgentCapabilities()),
+    )
+    agent.take_outgoing()
+    message = {"serverId": "s", "requestId": "r3", "method": "notifications/progress"}
+    events = agent.receive(
+        line({"jsonrpc": "2.0", "id": 1, "method": "mcp/message", "params": message})
+        + line({"jsonrpc": "2.0", "method": "mcp/message", "params": message})
+    )
+    [note] = events
+    assert isinstance(note, IncomingNotification) and note.method == "mcp/message"
+    [reply] = [json.loads(x) for x in agent.take_outgoing().splitlines()]
+    assert reply["id"] == 1 and reply["error"]["code"] == -32601
+    with pytest.raises(CapabilityError, match="not a notification the agent can send"):
+        agent.notification(
+            "mcp/message", acpu.MessageMcpNotification(server_id="s", request_id="r3", method="x")
+        )
+    client = ProtocolState("client", unstable=True)
+    with pytest.raises(CapabilityError, match="not a request the client can send"):
+        client.start_request(
+            "mcp/message", acpu.MessageMcpRequest(server_id="s", request_id="r3", method="x")
+        )
+
+
+def test_a_message_whose_x_side_contradicts_the_method_maps_stops_the_generator() -> None:
+    from tools.codegen.methods import method_rows
+    from tools.codegen.reading import CodegenError
+
+    schema = {
+        "$defs": {
+            "PingRequest": {"type": "object", "x-side": "client", "x-method": "x/ping"},
+            "PingResponse": {"type": "object", "x-side": "client", "x-method": "x/ping"},
+        }
+    }
+    meta = {"agentMethods": {"x_ping": "x/ping"}}
+    with pytest.raises(CodegenError, match="PingRequest .* has x-side 'client'.*agent side only"):
+        method_rows(schema, meta, set(), gates={"x/ping": None})
+    [row] = method_rows(
+        schema, meta | {"clientMethods": {"x_ping": "x/ping"}}, set(), gates={"x/ping": None}
+    )
+    assert row.side == "client"
+    del schema["$defs"]["PingRequest"]["x-side"]
+    with pytest.raises(CodegenError, match="PingRequest .* has no usable x-side"):
+        method_rows(schema, meta, set(), gates={"x/ping": None})
+
+
+def _upstream_release(root: Path) -> Path:
+    """The shared release as upstream lays it out: a checkout whose `schema/` holds v1/ and
+    v2/ (with a CHANGELOG), no README.md, no frozen-nes/; one method's params changed."""
+    release = root / "checkout" / "schema"
+    shutil.copytree(SHARED, release, ignore=shutil.ignore_patterns("frozen-nes", "README.md"))
+    for path in release.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (release / "v1" / "CHANGELOG.md").write_text("# Changelog\n")
+    schema_path = release / "v1" / "schema.unstable.json"
+    schema = json.loads(schema_path.read_text())
+    schema["$defs"]["SetSessionTitleRequest"]["properties"]["pinned"] = {
+        "description": "Whether the title stays when the agent would retitle the session.",
+        "type": ["boolean", "null"],
+    }
+    schema_path.write_text(json.dumps(schema, indent=2))
+    return release
+
+
+@needs_shared
+def test_an_upstream_release_without_frozen_nes_is_vendored(tmp_path: Path) -> None:
+    copy = copy_project(tmp_path)
+    release = _upstream_release(tmp_path)
+    vendored = copy / "vendor" / "acp-schema"
+    frozen_before = {p.name: p.read_bytes() for p in (vendored / "frozen-nes").iterdir()}
+    result = run_vendor(copy, release.parent)  # the checkout: its schema/ is found
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    out = result.stdout
+    assert "frozen-nes: kept from the current copy (the release has none)" in out
+    assert "README.md: kept from the current copy (the release has none)" in out
+    assert "not vendored (not schema files): v1/CHANGELOG.md" in out
+    assert "v1/schema.unstable.json: $defs changed (1): SetSessionTitleRequest" in out
+    assert "v1/schema.json: unchanged" in out and "v2/schema.unstable.json: unchanged" in out
+    frozen_after = {p.name: p.read_bytes() for p in (vendored / "frozen-nes").iterdir()}
+    assert frozen_after == frozen_before
+    for rel in ("v1/schema.unstable.json", "v2/meta.json"):
+        assert (vendored / rel).read_bytes() == (release / rel).read_bytes(), rel
+    assert not (vendored / "v1" / "CHANGELOG.md").exists()
+    assert (vendored / "README.md").read_bytes() == (VENDOR / "README.md").read_bytes()
+    types = (copy / "src" / "acpstack" / "schema" / "_generated_v1_unstable.py").read_text()
+    assert "pinned: bool | None | UnsetType" in types
+    assert run_check(copy).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("drop v2/meta.json", "is not a complete schema release: missing v2/meta.json"),
+        ("break v1/meta.json", "v1/meta.json is not valid JSON"),
+        ("no v1", "does not look like a schema release: no v1/ (nor schema/v1/) folder"),
+    ],
+)
+def test_a_broken_release_is_refused_in_one_line(tmp_path: Path, damage: str, message: str) -> None:
+    copy = copy_project(tmp_path)
+    release = tmp_path / "release"
+    shutil.copytree(VENDOR, release)
+    if damage == "drop v2/meta.json":
+        (release / "v2" / "meta.json").unlink()
+    elif damage == "break v1/meta.json":
+        (release / "v1" / "meta.json").write_text("{not json")
+    else:
+        shutil.rmtree(release / "v1")
+    result = run_vendor(copy, release)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    vendored = copy / "vendor" / "acp-schema"
+    assert (vendored / "SHA256SUMS").read_text() == (VENDOR / "SHA256SUMS").read_text()
+    assert not (copy / "vendor" / "acp-schema.new").exists()

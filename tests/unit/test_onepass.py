@@ -304,7 +304,7 @@ def test_the_decoder_is_made_for_every_method_table(
 ) -> None:
     state = ProtocolState(role, unstable=unstable, extensions=extensions, versions=(version,))
     decode = state._call_decoder()
-    # A method name that is both a request and a notification (unstable `mcp/message`)
+    # A method name that is both a request and a notification (unstable `proxy/successor`)
     # has no tag of its own: it goes the general way, both kinds.
     both = state._requests_in.keys() & state._notifications_in.keys()
     for name in both:

@@ -1,7 +1,10 @@
 """python -m tools.codegen [--check]: regenerate (or verify) the generated modules.
 
-python -m tools.codegen vendor PATH: take a newer schema release (the layout of
-vendor/acp-schema/) in, rewrite SHA256SUMS, regenerate, print what changed.
+python -m tools.codegen vendor PATH: take a newer schema release in (upstream's layout, the
+`schema/` folder with v1/ and v2/, or ours, the layout of vendor/acp-schema/; see
+tools/codegen/vendor.py), keep our frozen-nes/ and README.md when the release has none,
+rewrite SHA256SUMS, regenerate, and print what changed. Errors are one line on stderr
+(exit 1), and the vendored copy is then left as it was.
 """
 
 from __future__ import annotations
@@ -56,12 +59,31 @@ def formatted(outputs: dict[str, str]) -> dict[str, str]:
 
 
 def vendor_main(argv: list[str]) -> int:
-    from tools.codegen.vendor import vendor
+    from tools.codegen.reading import CodegenError
+    from tools.codegen.vendor import VendorError, vendor
 
-    parser = argparse.ArgumentParser(prog="python -m tools.codegen vendor")
-    parser.add_argument("path", type=Path, help="a schema release laid out like vendor/acp-schema")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.codegen vendor",
+        description="Vendor a newer ACP schema release, regenerate, print what changed.",
+    )
+    parser.add_argument(
+        "path",
+        type=Path,
+        help="a schema release: upstream's schema/ folder (v1/, v2/) or one laid out like "
+        "vendor/acp-schema",
+    )
     args = parser.parse_args(argv)
-    summary = vendor(args.path.resolve(), regenerate)
+    try:
+        summary = vendor(args.path.resolve(), regenerate)
+    except (VendorError, CodegenError, OSError, subprocess.CalledProcessError) as exc:
+        hint = (
+            " (the vendored schema is unchanged: teach the generator the new thing, e.g. in "
+            "tools/codegen/tables.py, then run the same command again)"
+            if isinstance(exc, CodegenError)
+            else ""
+        )
+        print(f"error: {exc}{hint}", file=sys.stderr)
+        return 1
     print(f"vendored {args.path} into {VENDOR}; what changed:")
     print("\n".join(summary))
     return 0

@@ -31,7 +31,8 @@ GROUPS = (
 
 def method_sides(meta: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """Method name -> (handler name, handled_by), in the map's order. A method listed for
-    both the agent and the client (`mcp/message`) is handled by "both"."""
+    both the agent and the client (`mcp/message`) is "both" here; `method_rows` then takes
+    each message's own direction (its request's, its notification's) from its `x-side`."""
     found: dict[str, tuple[str, str]] = {}
     for group, group_side in GROUPS:
         for handler, method in meta.get(group, {}).items():
@@ -44,6 +45,28 @@ def method_sides(meta: dict[str, Any]) -> dict[str, tuple[str, str]]:
                 side = "both"
             found[method] = (found.get(method, (handler, side))[0], side)
     return found
+
+
+SCHEMA_SIDES = ("agent", "client", "protocol")
+
+
+def direction(method: str, definition: str, d: dict[str, Any], listed: str) -> str:
+    """Who handles one message of `method` (its request or its notification): the
+    definition's `x-side`. `listed` is the side the method maps give the whole method
+    ("both" when both sides list it, as `mcp/message`, whose requests the client answers
+    and whose notifications the agent receives). `x-side` "both" or "proxy" (the proxy
+    methods, see PROXY_SIDES) defers to the maps; any other disagreement is an error."""
+    side = d.get("x-side")
+    if side in ("both", "proxy"):
+        return listed
+    if side not in SCHEMA_SIDES:
+        raise CodegenError(f"{definition} ({method}) has no usable x-side: {side!r}")
+    if listed not in (side, "both"):
+        raise CodegenError(
+            f"{definition} ({method}) has x-side {side!r}, but the method maps list "
+            f"{method} for the {listed} side only"
+        )
+    return str(side)
 
 
 def method_rows(
@@ -82,8 +105,11 @@ def method_rows(
             if kind == "request" and not results:
                 raise CodegenError(f"request {method} has no response definition")
             result = results[0] if kind == "request" else None
+            handled_by = direction(method, params[0], defs[params[0]], side)
             rows.append(
-                MethodRow(method, handler, side, kind, params[0], result, gates[method], unstable)
+                MethodRow(
+                    method, handler, handled_by, kind, params[0], result, gates[method], unstable
+                )
             )
     return rows
 

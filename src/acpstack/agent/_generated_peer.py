@@ -57,17 +57,6 @@ class ClientPeerMethods:
         )
         return result
 
-    async def mcp_message_notification(self, params: acpu.MessageMcpNotification) -> None:
-        """`mcp/message` notification. Notification parameters for `mcp/message`.
-
-        Sent by the provider to the consumer for an active request (including
-        subscription acknowledgements and updates). The outer envelope has no `id`.
-
-        Unstable: only on connections opened with `unstable=True` (it may change or go).
-        """
-        self._check_group("mcp/message", "unstable")
-        await self.connection.notify("mcp/message", params)
-
     async def session_request_permission(
         self, params: acp.RequestPermissionRequest, *, timeout: float | None = None
     ) -> acp.RequestPermissionResponse:
@@ -365,15 +354,6 @@ class AgentHandlers:
         Not overridden: ignored.
         """
         log.debug("ignored %s", "session/cancel")
-
-    async def mcp_message(self, params: acpu.MessageMcpRequest) -> acpu.MessageMcpResponse:
-        """`mcp/message` request. Request parameters for `mcp/message`.
-
-        Unstable: only on connections opened with `unstable=True` (it may change or go).
-
-        Not overridden: answers -32601 (Method not found).
-        """
-        raise RequestError.method_not_found("mcp/message")
 
     async def mcp_message_notification(self, params: acpu.MessageMcpNotification) -> None:
         """`mcp/message` notification. Notification parameters for `mcp/message`.

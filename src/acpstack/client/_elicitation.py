@@ -2,18 +2,22 @@
 
 Like permissions, nothing is ever accepted without the user: `AskElicitation` asks (a UI
 shows the form or the URL and returns what the user chose), `ElicitationRules` can only
-decline or cancel before asking, and `DeclineElicitations` (the default without a policy)
-declines everything. The runtime advertises `elicitation.form` / `elicitation.url` only
-when a policy that asks is configured.
+decline or cancel before asking (a rule's "accept" is not obeyed, checked when it runs),
+and `DeclineElicitations` (the default without a policy) declines everything. The runtime
+advertises `elicitation.form` / `elicitation.url` only when a policy that asks is
+configured.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from acpstack.schema import v1 as acp
+
+log = logging.getLogger("acpstack.client")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,9 @@ ElicitationRule = Callable[[acp.CreateElicitationRequest], 'Literal["decline", "
 
 
 class ElicitationRules:
-    """Rules run first and may decline or cancel (never accept); the rest goes to `then`."""
+    """Rules run first and may decline or cancel, or return None to leave the request to
+    `then` (the user, or a decline). They never accept, and this is enforced when they run:
+    any other verdict ("accept" included) is logged as a warning and counts as None."""
 
     def __init__(
         self, rules: Sequence[ElicitationRule], then: ElicitationPolicy | None = None
@@ -78,11 +84,22 @@ class ElicitationRules:
         self.modes: tuple[str, ...] = tuple(getattr(self.then, "modes", ("form", "url")))
 
     async def decide(self, request: acp.CreateElicitationRequest) -> ElicitationReply:
-        """The first rule's verdict that is not None, else what `then` decides."""
+        """The first rule's "decline" or "cancel", else what `then` decides (the user's
+        answer, or a decline when `then` does not ask). A rule that would accept is not
+        obeyed: a warning is logged and the next rules, then `then`, decide."""
         for rule in self.rules:
             verdict = rule(request)
-            if verdict is not None:
+            if verdict is None:
+                continue
+            if verdict in ("decline", "cancel"):
                 return ElicitationReply(verdict)
+            log.warning(
+                "elicitation rule %s returned %r: rules may only decline or cancel, so the "
+                "request goes on to %s",
+                getattr(rule, "__qualname__", repr(rule)),
+                verdict,
+                "the user" if self.then.asks_user else "be declined (no policy asks the user)",
+            )
         return await self.then.decide(request)
 
 

@@ -188,19 +188,6 @@ class AgentPeerMethods:
         """
         await self.connection.notify("session/cancel", params)
 
-    async def mcp_message(
-        self, params: acpu.MessageMcpRequest, *, timeout: float | None = None
-    ) -> acpu.MessageMcpResponse:
-        """`mcp/message` request. Request parameters for `mcp/message`.
-
-        Unstable: only on connections opened with `unstable=True` (it may change or go).
-        """
-        self._check_group("mcp/message", "unstable")
-        result: acpu.MessageMcpResponse = await self.connection.request(
-            "mcp/message", params, timeout=timeout
-        )
-        return result
-
     async def mcp_message_notification(self, params: acpu.MessageMcpNotification) -> None:
         """`mcp/message` notification. Notification parameters for `mcp/message`.
 
@@ -623,18 +610,6 @@ class ClientHandlers:
         Not overridden: answers -32601 (Method not found).
         """
         raise RequestError.method_not_found("mcp/message")
-
-    async def mcp_message_notification(self, params: acpu.MessageMcpNotification) -> None:
-        """`mcp/message` notification. Notification parameters for `mcp/message`.
-
-        Sent by the provider to the consumer for an active request (including
-        subscription acknowledgements and updates). The outer envelope has no `id`.
-
-        Unstable: only on connections opened with `unstable=True` (it may change or go).
-
-        Not overridden: ignored.
-        """
-        log.debug("ignored %s", "mcp/message")
 
     async def session_request_permission(
         self, params: acp.RequestPermissionRequest

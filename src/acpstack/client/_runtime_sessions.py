@@ -15,14 +15,22 @@ from msgspec import UNSET
 from acpstack.client._state import SessionState
 from acpstack.local import TerminalManager, Workspace
 from acpstack.schema import v1 as acp
-from acpstack.wire import AUTH_REQUIRED, RequestError
+from acpstack.wire import AUTH_REQUIRED, CapabilityError, RequestError, capability_allows
 
 if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
+    from acpstack.schema import v1_unstable as acpu
 
 T = TypeVar("T")
 R = TypeVar("R", acp.LoadSessionResponse, acp.ResumeSessionResponse)
 AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
+# The params of each session setup method (the same name in the stable and unstable types).
+SETUP_REQUESTS = {
+    "session/new": "NewSessionRequest",
+    "session/load": "LoadSessionRequest",
+    "session/resume": "ResumeSessionRequest",
+    "session/fork": "ForkSessionRequest",
+}
 
 
 @dataclass
@@ -94,21 +102,30 @@ class SessionMethods:
         cwd: str,
         *,
         additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp] = (),
+        system_prompt: str | acpu.SystemPrompt | None = None,
     ) -> acp.NewSessionResponse:
         """Create a session on the agent (authenticating first when the agent asks and
         `choose_auth_method` picks a method) and track it: its workspace is `cwd` and
         `additional_directories`, its `SessionState` starts with the modes and options of
-        the answer."""
+        the answer.
+
+        `mcp_servers`: stdio, http and sse servers, and on unstable connections the MCP
+        servers this client offers over ACP (`McpServerAcp`, from `mcp_host.add`).
+        `system_prompt` (unstable): text appended to the agent's own instructions, or a
+        `SystemPrompt` (its mode and content); sent only to an agent that advertises
+        `sessionCapabilities.systemPrompt` (mode `override`: `...systemPrompt.mode.override`).
+        What cannot be sent raises `CapabilityError` before anything is sent."""
         if self._v2:
+            self._v1_only(system_prompt)
             result = await self._with_auth(
                 lambda: self._new_session_v2(cwd, additional_directories, mcp_servers)
             )
             self.register_session(result.session_id, cwd, additional_directories)
             return result
-        params = acp.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
+        params = self._setup_params(
+            "session/new", mcp_servers, system_prompt, additional_directories, cwd=cwd
+        )
         result = await self._with_auth(lambda: self.agent.session_new(params))
         self.register_session(result.session_id, cwd, additional_directories).state.seed(result)
         return result
@@ -119,17 +136,20 @@ class SessionMethods:
         cwd: str,
         *,
         additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp] = (),
+        system_prompt: str | acpu.SystemPrompt | None = None,
     ) -> acp.LoadSessionResponse:
         """Load a stored session: tracked first, so the replayed history fills its
-        `SessionState` before the answer (on v2: `session/resume` replaying from the start)."""
+        `SessionState` before the answer (on v2: `session/resume` replaying from the start).
+        `mcp_servers` and `system_prompt` as for `new_session`."""
         return await self._reopen_session(
             session_id,
             cwd,
             additional_directories,
             mcp_servers,
+            system_prompt,
             replay=True,
-            request=acp.LoadSessionRequest,
+            request="session/load",
             send=self.agent.session_load,
             answer=acp.LoadSessionResponse,
         )
@@ -140,16 +160,19 @@ class SessionMethods:
         cwd: str,
         *,
         additional_directories: Sequence[str] = (),
-        mcp_servers: Sequence[acp.McpServer] = (),
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp] = (),
+        system_prompt: str | acpu.SystemPrompt | None = None,
     ) -> acp.ResumeSessionResponse:
-        """Resume a stored session without its history (the agent does not replay it)."""
+        """Resume a stored session without its history (the agent does not replay it).
+        `mcp_servers` and `system_prompt` as for `new_session`."""
         return await self._reopen_session(
             session_id,
             cwd,
             additional_directories,
             mcp_servers,
+            system_prompt,
             replay=False,
-            request=acp.ResumeSessionRequest,
+            request="session/resume",
             send=self.agent.session_resume,
             answer=acp.ResumeSessionResponse,
         )
@@ -159,30 +182,114 @@ class SessionMethods:
         session_id: str,
         cwd: str,
         additional_directories: Sequence[str],
-        mcp_servers: Sequence[acp.McpServer],
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp],
+        system_prompt: str | acpu.SystemPrompt | None,
         *,
         replay: bool,
-        request: type[acp.LoadSessionRequest | acp.ResumeSessionRequest],
+        request: str,
         send: Callable[[Any], Awaitable[R]],
         answer: type[R],
     ) -> R:
         """session/load (`replay`) or session/resume of a stored session; on v2 both are
         session/resume, replaying from the start or not."""
-        # Registered first: a replayed history arrives before the response.
-        self.register_session(session_id, cwd, additional_directories)
         if self._v2:
+            self._v1_only(system_prompt)
+            self.register_session(session_id, cwd, additional_directories)  # (see below)
             options = await self._with_auth(
                 lambda: self._resume_v2(
                     session_id, cwd, additional_directories, mcp_servers, replay=replay
                 )
             )
             return answer(config_options=options or UNSET)
-        params = request(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
-        if additional_directories:
-            params.additional_directories = list(additional_directories)
+        params = self._setup_params(
+            request,
+            mcp_servers,
+            system_prompt,
+            additional_directories,
+            session_id=session_id,
+            cwd=cwd,
+        )
+        # Registered first: a replayed history arrives before the response.
+        self.register_session(session_id, cwd, additional_directories)
         result = await self._with_auth(lambda: send(params))
         self.sessions[session_id].state.seed(result)
         return result
+
+    # -- what session setup sends -------------------------------------------------------------
+
+    def _setup_params(
+        self,
+        method: str,
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp],
+        system_prompt: str | acpu.SystemPrompt | None,
+        additional_directories: Sequence[str] = (),
+        **fields: Any,
+    ) -> Any:
+        """The params of session setup `method` (session/new, load, resume, fork): in the
+        unstable types on an unstable connection, with the system prompt if any;
+        `CapabilityError` for what this connection or agent cannot take."""
+        request = SETUP_REQUESTS[method]
+        servers = list(mcp_servers)
+        if servers or method != "session/fork":  # (optional in a fork only)
+            fields["mcp_servers"] = servers
+        if not self.agent.connection.unstable:
+            unstable_only = [
+                (not hasattr(acp, request), method),
+                (system_prompt is not None, "system_prompt"),
+                (
+                    any(type(s).__name__ == "McpServerAcp" for s in servers),
+                    "an MCP server offered over ACP (McpServerAcp, from mcp_host.add)",
+                ),
+            ]
+            for used, what in unstable_only:
+                if used:
+                    raise CapabilityError(
+                        f"{what}: an unstable ACP feature, and this connection did not enable "
+                        "unstable features (connect with unstable=True on both sides)"
+                    )
+            params = getattr(acp, request)(**fields)
+        else:
+            from acpstack.schema import v1_unstable as acpu
+
+            params = getattr(acpu, request)(**fields)
+            prompt = self._checked_system_prompt(system_prompt)
+            if prompt is not None:
+                params.system_prompt = prompt
+        if additional_directories:
+            params.additional_directories = list(additional_directories)
+        return params
+
+    def _checked_system_prompt(
+        self, system_prompt: str | acpu.SystemPrompt | None
+    ) -> acpu.SystemPrompt | None:
+        """`system_prompt` as sent (text: one block, mode `append`), or `CapabilityError`
+        when the agent did not advertise it (`override` needs `mode.override`)."""
+        if system_prompt is None:
+            return None
+        from acpstack.schema import v1_unstable as acpu
+
+        if isinstance(system_prompt, str):
+            system_prompt = acpu.SystemPrompt("append", [acpu.TextContent(text=system_prompt)])
+        session_caps = getattr(self.agent.capabilities, "session_capabilities", None)
+        if not capability_allows(session_caps, ("system_prompt",)):
+            raise CapabilityError(
+                "the agent does not advertise sessionCapabilities.systemPrompt: it takes no "
+                "system prompt (ClientRuntime never sends one it did not offer to take)"
+            )
+        if system_prompt.mode == "override" and not capability_allows(
+            session_caps, ("system_prompt", "mode", "override")
+        ):
+            raise CapabilityError(
+                "the agent does not advertise sessionCapabilities.systemPrompt.mode.override: "
+                "it only appends to its own instructions (use mode 'append')"
+            )
+        return system_prompt
+
+    def _v1_only(self, system_prompt: Any) -> None:
+        if system_prompt is not None:
+            raise CapabilityError(
+                "system_prompt: ClientRuntime does not send it on protocol v2 connections yet"
+            )
 
     async def prompt(
         self,

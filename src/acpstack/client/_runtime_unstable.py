@@ -9,7 +9,7 @@ raise `CapabilityError` (from the typed peer) without sending anything.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acpstack.client._client import Client
@@ -40,6 +40,16 @@ class RuntimeExtras(Client):
         def register_session(
             self, session_id: str, cwd: str, additional_directories: Any = ()
         ) -> ClientSession:
+            raise NotImplementedError
+
+        def _setup_params(
+            self,
+            method: str,
+            mcp_servers: Sequence[Any],
+            system_prompt: Any,
+            additional_directories: Sequence[str] = (),
+            **fields: Any,
+        ) -> Any:
             raise NotImplementedError
 
     def elicitation_capabilities(self) -> acp.ElicitationCapabilities | None:
@@ -205,12 +215,25 @@ class RuntimeExtras(Client):
             if cursor is None:
                 return sessions
 
-    async def fork_session(self, session_id: str, cwd: str) -> str:
-        """Fork a session (unstable): the new session is tracked here; returns its id."""
-        from acpstack.schema import v1_unstable as acpu
-
-        result = await self.agent.session_fork(
-            acpu.ForkSessionRequest(session_id=session_id, cwd=cwd)
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[acp.McpServer | acpu.McpServerAcp] = (),
+        system_prompt: str | acpu.SystemPrompt | None = None,
+    ) -> str:
+        """Fork a session (unstable): the new session is tracked here; returns its id.
+        `mcp_servers` and `system_prompt` as for `new_session`."""
+        params = self._setup_params(
+            "session/fork",
+            mcp_servers,
+            system_prompt,
+            additional_directories,
+            session_id=session_id,
+            cwd=cwd,
         )
-        self.register_session(result.session_id, cwd)
+        result = await self.agent.session_fork(params)
+        self.register_session(result.session_id, cwd, additional_directories)
         return str(result.session_id)

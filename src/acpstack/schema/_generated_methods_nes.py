@@ -123,7 +123,7 @@ NES_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="mcp_message",
-        handled_by="both",
+        handled_by="client",
         kind="request",
         params=v1u.MessageMcpRequest,
         result=v1u.MessageMcpResponse,
@@ -133,7 +133,7 @@ NES_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="mcp_message_notification",
-        handled_by="both",
+        handled_by="agent",
         kind="notification",
         params=v1u.MessageMcpNotification,
         result=None,

@@ -122,7 +122,7 @@ UNSTABLE_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="mcp_message",
-        handled_by="both",
+        handled_by="client",
         kind="request",
         params=v1u.MessageMcpRequest,
         result=v1u.MessageMcpResponse,
@@ -132,7 +132,7 @@ UNSTABLE_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="mcp_message_notification",
-        handled_by="both",
+        handled_by="agent",
         kind="notification",
         params=v1u.MessageMcpNotification,
         result=None,

@@ -102,7 +102,7 @@ UNSTABLE_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="v2_mcp_message",
-        handled_by="both",
+        handled_by="client",
         kind="request",
         params=v2u.MessageMcpRequest,
         result=v2u.MessageMcpResponse,
@@ -112,7 +112,7 @@ UNSTABLE_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec(
         name="mcp/message",
         handler="v2_mcp_message_notification",
-        handled_by="both",
+        handled_by="agent",
         kind="notification",
         params=v2u.MessageMcpNotification,
         result=None,

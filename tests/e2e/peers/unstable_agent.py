@@ -3,7 +3,9 @@ prompt that uses the turn helpers, driven by its text: `notice`, `compact`, `for
 `url-open URL` (a URL elicitation, left open), `url-raw URL` (the same request sent past
 the capability check), `url-done ID` (`elicitation/complete`), `subagent` (a child session
 and a message to it), `subagent-bad` (a state ACP does not define), `system`, `mcp TEXT`
-(a tool of the client's MCP server), `mcp-raw SERVER_ID METHOD` (one raw `mcp/message`)."""
+(a tool of the client's MCP server), `mcp-progress TEXT` (its `count` tool, which reports
+progress: `mcp/message` notifications from the client), `mcp-raw SERVER_ID METHOD` (one raw
+`mcp/message`)."""
 
 from __future__ import annotations
 
@@ -118,6 +120,17 @@ class UnstableAgent(SessionAgent):
                 await turn.say(f"outcome {outcome}")
         elif text == "system":
             await turn.say(str(turn.session.system_prompt))
+        elif text.startswith("mcp-progress "):  # the client's server reports progress
+            assert turn.session.mcp is not None
+            seen: list[tuple[float, float | None, str | None]] = []
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                seen.append((done, total, message))
+
+            result = await turn.session.mcp.call_tool(
+                "tools", "count", {"text": text[13:]}, on_progress=progress
+            )
+            await turn.say(f"progress={seen} result={result.text}")
         elif text.startswith("mcp "):
             assert turn.session.mcp is not None
             tools = await turn.session.mcp.list_tools()

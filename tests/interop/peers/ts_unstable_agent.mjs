@@ -9,7 +9,8 @@
 // `session_info_update`), systemPrompt (append), auth/status (+ auth/status_update after
 // `authenticate`; session/new needs authentication first: -32000), providers/list|set|disable,
 // MCP servers a client offers over ACP (mcpCapabilities.acp, through the SDK's
-// McpOverAcpCaller). A prompt's text picks what the turn does:
+// McpOverAcpCaller; `mcp TEXT` also calls the server's `count` tool and reports the progress
+// notifications the client sent for it). A prompt's text picks what the turn does:
 //   notice | compact | form | url URL | subagent | system | mcp TEXT | <anything>: echo
 // Client errors become a message "error: <code> <message>"; the turn ends with end_turn.
 
@@ -22,6 +23,30 @@ const sessions = new Map(); // id -> { cwd, title, archived, systemPrompt, mcpSe
 const providers = new Map([["main", { apiType: "openai", baseUrl: "http://127.0.0.1:1/v1" }]]);
 let authenticated = false;
 const mcp = new acp.McpOverAcpCaller({ clientInfo: { name: "ts-unstable-agent", version: "1" } });
+// Every `mcp/message` notification as it came. (The caller's per-request listener misses
+// those the SDK dispatches after the request's answer: it runs notification handlers
+// asynchronously, so an answer sent after them on the wire can settle the request first.)
+const mcpNotes = [];
+let noteArrived = () => {};
+
+function recordMcpNote(context) {
+  mcpNotes.push(context.params);
+  noteArrived();
+  return mcp.handleNotification(context);
+}
+
+async function notesFor(requestId, count, ms) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = mcpNotes.filter((note) => note.requestId === requestId);
+    const left = deadline - Date.now();
+    if (found.length >= count || left <= 0) return found;
+    await new Promise((resolve) => {
+      noteArrived = resolve;
+      setTimeout(resolve, left);
+    });
+  }
+}
 
 function session(sessionId) {
   const found = sessions.get(sessionId);
@@ -130,11 +155,24 @@ async function run(client, sessionId, text) {
       name: "nope",
       arguments: {},
     });
+    // The client's server reports progress: `mcp/message` notifications, client to agent.
+    const requestId = `count-${randomUUID()}`;
+    const counted = await mcp.request(
+      client,
+      server.serverId,
+      "tools/call",
+      { name: "count", arguments: { text: "two words" }, _meta: { progressToken: "p-1" } },
+      { requestId },
+    );
+    const notes = await notesFor(requestId, 2, 10000);
+    const progress = notes.map((note) => ({ method: note.method, ...note.params }));
     const summary = {
       versions: discovered.result?.supportedVersions ?? discovered.error,
       tools: listed.result?.tools?.map((t) => t.name) ?? listed.error,
       text: called.result?.content?.[0]?.text ?? called.error,
       unknown: unknown.error ? { code: unknown.error.code } : { isError: unknown.result?.isError },
+      counted: counted.result?.content?.[0]?.text ?? counted.error,
+      progress,
     };
     await say(client, sessionId, JSON.stringify(summary));
   } else {
@@ -251,7 +289,7 @@ const app = acp
     return { stopReason: "end_turn" };
   })
   .onNotification(acp.methods.agent.session.cancel, () => {})
-  .onNotification(acp.methods.agent.mcp.message, mcp.handleNotification);
+  .onNotification(acp.methods.agent.mcp.message, recordMcpNote);
 
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 const connection = app.connect(stream);

@@ -7,12 +7,12 @@
 // tests/interop/_foreign.py copies it into <repo>/.cache/interop/node/peers/.
 //
 // It advertises notices, compaction, elicitation (form and URL) and subagents, answers a form
-// with {"name": "Grace"}, accepts URLs, allows what it is asked to allow, and offers one MCP server over ACP ("tools", tool
-// `shout`) through the SDK's McpOverAcpProvider. Scenarios:
+// with {"name": "Grace"}, accepts URLs, allows what it is asked to allow, and offers one MCP server over ACP ("tools", tools
+// `shout` and `count`, which reports progress) through the SDK's McpOverAcpProvider. Scenarios:
 //   full      for tests/e2e/peers/unstable_agent.py --auth: auth/status, authentication and
 //             auth/status_update, a session with systemPrompt and the MCP server, the prompts
 //             notice, compact, form, url-open URL, url-done ID, subagent, system, mcp hello,
-//             then title/status/archive/list/unarchive/fork, providers/*, and bad inputs;
+//             mcp-progress two words, then title/status/archive/list/unarchive/fork, providers/*, and bad inputs;
 //   sessions  for `acpstack agent --unstable`: the session-management part, and the MCP server
 //             through the scripted agent's `/mcp` command.
 // Prints ONE JSON report on stdout and exits 0: {initialize, steps: {name: result | {error}},
@@ -102,6 +102,11 @@ const TOOLS = [
     description: "Upper-case the text.",
     inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
   },
+  {
+    name: "count",
+    description: "Count the words of the text, reporting progress.",
+    inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  },
 ];
 
 async function mcpHandler(op) {
@@ -119,6 +124,17 @@ async function mcpHandler(op) {
   if (op.method === "tools/list") return { result: { tools: TOOLS, ...cacheable } };
   if (op.method === "tools/call" && op.params?.name === "shout") {
     const text = String(op.params?.arguments?.text ?? "").toUpperCase();
+    return { result: { content: [{ type: "text", text }], isError: false, resultType: "complete" } };
+  }
+  if (op.method === "tools/call" && op.params?.name === "count") {
+    // Progress for the caller's token: `mcp/message` notifications, client to agent.
+    const words = String(op.params?.arguments?.text ?? "").split(/\s+/).filter(Boolean);
+    const progressToken = op.params?._meta?.progressToken;
+    for (const [index, word] of words.entries()) {
+      const progress = { progressToken, progress: index + 1, total: words.length };
+      await op.notify("notifications/progress", { ...progress, message: `read ${word}` });
+    }
+    const text = String(words.length);
     return { result: { content: [{ type: "text", text }], isError: false, resultType: "complete" } };
   }
   throw new acp.McpProtocolError(-32602, `Unknown tool: ${op.params?.name}`);
@@ -231,7 +247,9 @@ async function scenario(ctx, cwd) {
       }
       const opened = rec.turns.at(-1).updates.find((u) => u.sessionUpdate === "agent_message_chunk");
       await prompt(session, `url-done ${opened.content.text.split(":")[1]}`);
-      for (const text of ["subagent", "system", "mcp hello"]) await prompt(session, text);
+      for (const text of ["subagent", "system", "mcp hello", "mcp-progress two words"]) {
+        await prompt(session, text);
+      }
     } else {
       await prompt(session, '/mcp tools shout {"text": "hello"}');
     }
