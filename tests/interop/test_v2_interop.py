@@ -196,6 +196,23 @@ def test_their_v2_client_and_our_permission_flow(node_ready: Path, tmp_path: Pat
         assert states == ["running", "requires_action", "running", "idle"]
 
 
+@pytest.mark.parametrize("what", ["tool", "terminal"])
+def test_their_v2_client_cancels_a_command(node_ready: Path, tmp_path: Path, what: str) -> None:
+    # The SDK's `session.cancelToolCall` / `cancelTerminal` (they send only what the agent
+    # advertises) on a command our agent runs: it is killed, and the turn ends normally.
+    agent, env = command_agent(tmp_path / "s.db", "1,2")
+    report = ts_v2_client(agent, tmp_path, "--prompt", "run sleep 30", "--cancel", what, **env)
+    (turn,) = report["turns"]
+    (cancel,) = report["cancels"]
+    method = "tool_call/cancel" if what == "tool" else "terminal/cancel"
+    assert (cancel["method"], cancel.get("error")) == (method, None)
+    assert (turn["stopReason"], turn["text"]) == ("end_turn", "cancelled signal=SIGTERM")
+    statuses = [u["status"] for u in turn["updates"] if "status" in u]
+    assert statuses[-1] == ("cancelled" if what == "tool" else "failed")
+    exits = [u["exitStatus"] for u in turn["updates"] if "exitStatus" in u]
+    assert exits == [{"signal": "SIGTERM"}]
+
+
 @pytest.mark.parametrize("agent_kind", ["ts-router-v1", "acpstack-v1-only"])
 def test_their_v2_client_falls_back_to_v1(
     node_ready: Path, tmp_path: Path, agent_kind: str

@@ -51,6 +51,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "SESSION_BUSY",
         "STANDARD_OPTIONS",
         "Agent",
+        "CancelScope",
         "ClientCapabilityMissing",
         "ClientPeer",
         "CommandResult",
@@ -400,3 +401,37 @@ def test_client_keeps_exporting_the_names_that_moved_to_local() -> None:
     runtime = ClientRuntime()
     assert isinstance(runtime.fs, acpstack.local.FileSystem)
     assert isinstance(runtime.terminals, acpstack.local.TerminalManager)
+
+
+@pytest.mark.skipif(COMPILED, reason="compiled with mypyc, which drops docstrings")
+def test_the_v2_cancel_api_is_documented() -> None:
+    # tool_call/cancel and terminal/cancel: the agent's scope and the client's calls.
+    from acpstack.agent import CancelScope, ToolCallHandle
+    from acpstack.client import ClientRuntime
+
+    members = (
+        CancelScope.cancel,
+        ToolCallHandle.cancellable,
+        ToolCallHandle.cancelled,
+        ClientRuntime.cancel_tool_call,
+        ClientRuntime.cancel_terminal,
+    )
+    assert [m for m in members if not (m.__doc__ or "").strip()] == []
+
+
+def test_session_setup_takes_a_system_prompt_and_mcp_servers_offered_over_acp() -> None:
+    # ClientRuntime's session setup calls: `system_prompt=` (unstable) and `mcp_servers=`
+    # typed to take an `McpServerAcp` (what `mcp_host.add` returns), keyword-only.
+    from acpstack.agent import McpConnections
+    from acpstack.client import ClientRuntime
+
+    for name in ("new_session", "load_session", "resume_session", "fork_session"):
+        params = inspect.signature(getattr(ClientRuntime, name)).parameters
+        for keyword in ("additional_directories", "mcp_servers", "system_prompt"):
+            assert params[keyword].kind is inspect.Parameter.KEYWORD_ONLY, (name, keyword)
+        assert params["system_prompt"].default is None, name
+        assert "McpServerAcp" in str(params["mcp_servers"].annotation), name
+        assert "SystemPrompt" in str(params["system_prompt"].annotation), name
+    # A tool call's progress (MCP `notifications/progress`, over ACP too).
+    progress = inspect.signature(McpConnections.call_tool).parameters["on_progress"]
+    assert progress.kind is inspect.Parameter.KEYWORD_ONLY and progress.default is None

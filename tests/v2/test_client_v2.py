@@ -396,3 +396,50 @@ async def test_values_the_model_does_not_know() -> None:
         assert [e.status for e in plan.plan.entries] == ["completed", "cancelled", "_blocked"]
         wire_tools = [u for u in runtime.wire if isinstance(u, v2.ToolCallUpdate)]
         assert [(u.kind, u.status) for u in wire_tools][0] == ("_browse", "_queued")
+
+
+async def test_options_sharing_an_id_are_refused_even_when_one_kind_is_unknown() -> None:
+    # v2's option kinds are open: an option of a kind the model does not know is left out
+    # before the policy sees the rest. The duplicate check looks at the options as they
+    # came, so the ambiguous id is refused (-32602, as on v1) and never answered.
+    asked: list[acp.RequestPermissionRequest] = []
+    refusals: list[RequestError] = []
+    answers: list[Any] = []
+
+    async def approve(request: acp.RequestPermissionRequest) -> acp.PermissionOption:
+        asked.append(request)
+        return request.options[0]
+
+    async def script(agent: ScriptedV2Agent, sid: str) -> None:
+        ambiguous = [
+            v2.PermissionOption(option_id="go", name="Reject", kind="reject_once"),
+            v2.PermissionOption(
+                option_id="go", name="Allow for this session", kind="allow_session"
+            ),
+        ]
+        request = v2.RequestPermissionRequest(session_id=sid, title="rm -rf ~", options=ambiguous)
+        try:
+            answers.append(
+                await agent.client.connection.request("session/request_permission", request)
+            )
+        except RequestError as refused:
+            refusals.append(refused)
+        # The connection goes on: a request with distinct ids is answered.
+        fine = [
+            v2.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+            v2.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+        ]
+        request = v2.RequestPermissionRequest(session_id=sid, title="Edit?", options=fine)
+        answers.append(await agent.client.connection.request("session/request_permission", request))
+        await agent.send(sid, v2.SessionUpdateIdleStateUpdate(stop_reason="end_turn"))
+
+    async with scripted(script, ask=approve) as runtime:
+        assert runtime.agent.protocol_version == 2
+        sid = (await runtime.new_session("/tmp")).session_id
+        assert (await runtime.prompt(sid, "go", timeout=10)).stop_reason == "end_turn"
+    [refused] = refusals
+    assert refused.code == -32602
+    assert refused.message == "Duplicate permission optionId: 'go'"
+    assert refused.data == {"path": "$.params.options", "optionId": "go"}
+    assert [[o.option_id for o in r.options] for r in asked] == [["yes", "no"]]
+    assert [a.outcome.option_id for a in answers] == ["yes"]

@@ -14,6 +14,7 @@ from acpstack.agent._agent import Agent, ClientPeer
 from acpstack.agent._connect import connect_agent, run_agent, serve_stdio
 
 if TYPE_CHECKING:
+    from acpstack.agent._cancel import CancelScope
     from acpstack.agent._leases import SESSION_BUSY
     from acpstack.agent._local_access import Fallback, LocalAccess
     from acpstack.agent._mcp import McpConnections, McpServerError, McpTool, McpToolResult
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from acpstack.agent._unstable import ProviderSettings
 
 _LAZY = {
+    "CancelScope": "_cancel",
     "McpConnections": "_mcp",
     "McpServerError": "_mcp",
     "McpTool": "_mcp",
@@ -94,6 +96,7 @@ __all__ = [
     "SESSION_BUSY",
     "STANDARD_OPTIONS",
     "Agent",
+    "CancelScope",
     "ClientCapabilityMissing",
     "ClientPeer",
     "CommandResult",

@@ -22,6 +22,7 @@ from acpstack.wire import METHOD_NOT_FOUND, RequestError
 
 if TYPE_CHECKING:
     from acpstack.agent._agent import ClientPeer
+    from acpstack.agent._cancel import CancelRegistry
     from acpstack.agent._mcp import McpConnections
 
 log = logging.getLogger("acpstack.agent")
@@ -39,7 +40,9 @@ class Session:
 
     Its settings mirror the stored `SessionRecord` (`save` writes them back); `client` is
     the connection's `ClientPeer`; `mcp` the session's MCP servers (with the `mcp` option);
-    `turn_task` the running prompt turn, if any; `state` is free for the author's data."""
+    `turn_task` the running prompt turn, if any; `state` is free for the author's data;
+    `cancels` what a v2 client may cancel now (`tool_call/cancel`, `terminal/cancel`;
+    None on v1, which has neither)."""
 
     session_id: str
     cwd: str
@@ -57,6 +60,7 @@ class Session:
     turn_task: asyncio.Task[Any] | None = None
     start_task: asyncio.Task[None] | None = None  # the on_session_start hook while it runs
     cancel_requested: bool = False
+    cancels: CancelRegistry | None = None
     # Free for the author's own per-session data.
     state: dict[str, Any] = field(default_factory=dict)
 

@@ -17,15 +17,17 @@ import asyncio
 import contextlib
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from msgspec import UNSET
 
+from acpstack.agent._cancel import CancellableTool, CommandControl, mark_cancelled
 from acpstack.agent._client_terminals import ClientTerminals, Terminals
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
+from acpstack.local import TerminalOutput
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError
 
@@ -64,7 +66,8 @@ class PermissionDecision:
 @dataclass(frozen=True)
 class CommandResult:
     """How a command ended. `terminal_id` is the client terminal's id, or "" when the
-    command ran in the agent's process (the client offers no terminals)."""
+    command ran in the agent's process (the client offers no terminals). `cancelled`: the
+    client stopped it (v2 `terminal/cancel`, or `tool_call/cancel` of its tool call)."""
 
     output: str
     truncated: bool
@@ -72,6 +75,7 @@ class CommandResult:
     signal: str | None
     timed_out: bool
     terminal_id: str
+    cancelled: bool = False
 
 
 def text_content(text: str) -> acp.Content:
@@ -108,13 +112,16 @@ def output_content(result: CommandResult) -> acp.Content:
         status = "ended"
     if result.timed_out:
         status += " (timed out)"
+    if result.cancelled:
+        status += " (cancelled)"
     if result.truncated:
         status += "; the beginning of the output was dropped (output limit)"
     return text_content(f"{fence}\n{output}{fence}\n{status}")
 
 
-class ToolCallHandle:
-    """One tool call of a turn: start it, stream progress, then complete or fail it."""
+class ToolCallHandle(CancellableTool):
+    """One tool call of a turn: start it, stream progress, then complete or fail it (on
+    protocol v2, the client may cancel it inside `cancellable()` and `Turn.run_command`)."""
 
     def __init__(self, turn: Turn, tool_call_id: str, title: str, kind: acp.ToolKind) -> None:
         self.turn: Turn = turn
@@ -178,7 +185,9 @@ class ToolCallHandle:
             update.locations = self.locations = list(locations)
         if raw_output is not UNSET:
             update.raw_output = raw_output
-        self.turn._track(self, status)
+        if self.cancelled:  # for good (v2 shows `cancelled`, see _cancel.py)
+            mark_cancelled(update)
+        self.turn._track(self, "failed" if self.cancelled else status)
         await self.turn.session.send(update)
 
 
@@ -375,6 +384,7 @@ class Turn(TurnExtras):
         timeout: float | None = None,
         output_byte_limit: int | None = None,
         tool: ToolCallHandle | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> CommandResult:
         """Run a command to its end: create, wait (or kill on timeout), output, release.
 
@@ -383,7 +393,12 @@ class Turn(TurnExtras):
         group, with the same timeout and output limit). The command is ended and freed
         even when waiting fails or the turn is cancelled. With `tool`, a client terminal
         is embedded in that tool call (before release, as ACP asks); a local command's
-        output is shown there as text when it ends. Ask permission before calling this.
+        output is shown there as text when it ends. On protocol v2 such a command is a
+        display terminal the client may cancel (`terminal/cancel`), as it may cancel the
+        `tool` call (`tool_call/cancel`): the command is then killed and the result says
+        `cancelled` (and a cancelled tool call stays `cancelled`). `redact` rewrites the
+        output before it is shown or returned (e.g. to mask secrets it may print; a client
+        terminal shows the client's own copy). Ask permission before calling this.
         """
         client_side = ClientTerminals(self.session.client, self.session.session_id)
         terminals: Terminals = client_side
@@ -398,28 +413,28 @@ class Turn(TurnExtras):
                 command, args, cwd=cwd, env=env, output_byte_limit=output_byte_limit
             )
         local = terminals is not client_side
-        timed_out = False
+        control = CommandControl(self.session, tid, [command, *args], cwd, tool, local=local)
+        out: TerminalOutput | None = None
         try:
             if tool is not None:
                 await tool.progress(content=None if local else [terminal_content(tid)])
-            try:
-                await asyncio.wait_for(terminals.wait_for_exit(tid), timeout)
-            except TimeoutError:
-                timed_out = True
-                await terminals.kill(tid)
+            timed_out, cancelled = await control.wait(terminals, timeout)
             out = await terminals.output(tid)
         finally:
             with contextlib.suppress(Exception):
                 # Shielded: a cancelled turn still ends and frees the command.
                 await asyncio.shield(terminals.release(tid))
+            await control.close(out.exit_status if out is not None else None)
+        assert out is not None
         status = out.exit_status
         result = CommandResult(
-            output=out.output,
+            output=redact(out.output) if redact is not None else out.output,
             truncated=out.truncated,
             exit_code=status.exit_code if status is not None else None,
             signal=status.signal if status is not None else None,
             timed_out=timed_out,
             terminal_id="" if local else tid,
+            cancelled=cancelled,
         )
         if local and tool is not None:
             await tool.progress(content=[output_content(result)])

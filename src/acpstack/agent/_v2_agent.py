@@ -9,7 +9,8 @@ What v2 changes for the agent:
   with the error object when the turn failed);
 - `session/resume` with `replayFrom: {type: "start"}` instead of `session/load`;
 - modes are the config option of category "mode";
-- no client file system or terminals: `Turn` does that work on the agent's machine.
+- no client file system or terminals: `Turn` does that work on the agent's machine;
+- `tool_call/cancel` and `terminal/cancel` cancel one tool call or command (`_cancel.py`).
 
 v2 types load only when a connection negotiates version 2 (imported in the handlers).
 """
@@ -310,20 +311,36 @@ class V2SessionMethods:
     async def v2_tool_call_cancel(
         self, params: v2.CancelToolCallRequest
     ) -> v2.CancelToolCallResponse:
-        """No tool call of this runtime advertises `capabilities.cancel` (a turn is
-        cancelled as a whole), so every one is "not cancellable" (-32602, as v2 asks)."""
-        self._active(params.session_id)
-        raise RequestError.invalid_params(
-            {"toolCallId": params.tool_call_id}, "This tool call cannot be cancelled"
-        )
+        """v2 `tool_call/cancel`: cancel the work of a tool call that advertises
+        `capabilities.cancel` (inside `ToolCallHandle.cancellable()`, or running a command
+        of `Turn.run_command`). Answered once accepted; the call's final status
+        (`cancelled`) follows, and the turn goes on. -32602 for a tool call that is
+        unknown, final or not cancellable (as v2 asks); -32002 for an unknown session."""
+        from acpstack.schema import v2
+
+        cancels = self._active(params.session_id).cancels
+        if cancels is None or not cancels.cancel_tool(params.tool_call_id):
+            raise RequestError.invalid_params(
+                {"toolCallId": params.tool_call_id},
+                "Unknown, finished or not cancellable tool call",
+            )
+        return v2.CancelToolCallResponse()
 
     async def v2_terminal_cancel(
         self, params: v2.CancelTerminalRequest
     ) -> v2.CancelTerminalResponse:
-        """This runtime shows no agent terminals (command output is tool call content):
-        every terminal id is unknown (-32602, as v2 asks)."""
-        self._active(params.session_id)
-        raise RequestError.invalid_params({"terminalId": params.terminal_id}, "Unknown terminal")
+        """v2 `terminal/cancel`: stop the command of an agent terminal that advertises
+        `capabilities.cancel` (a command `Turn.run_command` runs); its `terminal_update`
+        with the exit status follows. -32602 for a terminal that is unknown, exited or not
+        cancellable (as v2 asks); -32002 for an unknown session."""
+        from acpstack.schema import v2
+
+        cancels = self._active(params.session_id).cancels
+        if cancels is None or not cancels.cancel_terminal(params.terminal_id):
+            raise RequestError.invalid_params(
+                {"terminalId": params.terminal_id}, "Unknown, exited or not cancellable terminal"
+            )
+        return v2.CancelTerminalResponse()
 
     # -- helpers -------------------------------------------------------------------------
 

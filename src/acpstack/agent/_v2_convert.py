@@ -5,7 +5,9 @@ shape; a v2 connection gets the same history in v2's shape, mapped here, in one 
 for live updates and for replay alike (JSON objects in, JSON objects out):
 
 - message chunks keep (or get) a `messageId`, which v2 requires;
-- `tool_call` becomes the first `tool_call_update` (which creates the call in v2);
+- `tool_call` becomes the first `tool_call_update` (which creates the call in v2); a
+  call the client cancelled (`failed` with `_meta["acpstack/status"]: "cancelled"`, as
+  v1 has no such status) has status `cancelled`;
 - a diff `{path, oldText, newText}` becomes `{changes, patch}` with a git patch;
 - `plan` becomes `plan_update` with the session's one item plan;
 - commands get their `type`, their input a tagged `{type: "text", hint}`;
@@ -45,6 +47,7 @@ _PASS = frozenset(
 
 
 PLAN_ID = "plan"  # a session of this runtime has one item plan
+CANCELLED_META = "acpstack/status"  # {CANCELLED_META: "cancelled"}: see tool_call_to_v2
 
 
 class MessageIds:
@@ -94,6 +97,13 @@ def tool_call_to_v2(update: Json) -> Json:
             out[name] = update[name]
     if isinstance(out.get("content"), list):
         out["content"] = [c for c in map(tool_content_to_v2, out["content"]) if c is not None]
+    meta = update.get("_meta")
+    if isinstance(meta, dict) and meta.get(CANCELLED_META) == "cancelled":
+        out["status"] = "cancelled"  # v2's own status (the model's is "failed")
+        meta = {k: v for k, v in meta.items() if k != CANCELLED_META}
+        if meta:
+            out["_meta"] = meta
+        return out
     out.update(_meta(update))
     return out
 
@@ -167,6 +177,7 @@ def _meta(obj: Json) -> Json:
 
 
 __all__ = [
+    "CANCELLED_META",
     "PLAN_ID",
     "MessageIds",
     "command_to_v2",

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from acpstack.agent._cancel import CancelRegistry
 from acpstack.agent._session import PROMPT, UPDATE, Session, permission_answer
 from acpstack.agent._v2_convert import MessageIds, tool_call_to_v2, update_to_v2
 from acpstack.rpc import ConnectionClosed
@@ -34,6 +35,9 @@ def _live_ids() -> MessageIds:
 @dataclass
 class V2Session(Session):
     ids: MessageIds = field(default_factory=_live_ids)
+
+    def __post_init__(self) -> None:
+        self.cancels = CancelRegistry(self.send_live)  # v2: tool_call/ and terminal/cancel
 
     async def send(self, update: acp.SessionUpdate) -> None:
         """Record `update` in the store, then send it to the client in v2's shape."""

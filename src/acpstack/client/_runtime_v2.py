@@ -10,6 +10,8 @@ on v2 they are sent in v2's shape:
 - authentication is `auth/login`;
 - what the agent asks (`session/request_permission` with a title and a subject,
   `elicitation/*`) goes to the same policies as on v1, in the model's shape.
+- `cancel_tool_call` and `cancel_terminal` (v2 only) cancel one tool call or stop one
+  agent terminal that advertises `capabilities.cancel`; the turn goes on.
 
 v2 types load only here, for a v2 connection.
 """
@@ -29,12 +31,12 @@ from msgspec import UNSET
 from acpstack.client import _v2_values as values
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
-from acpstack.wire import RequestError
+from acpstack.wire import CapabilityError, RequestError
 
 if TYPE_CHECKING:
     from acpstack.client._client import AgentPeer
     from acpstack.client._runtime_sessions import ClientSession
-    from acpstack.client._state import SessionState
+    from acpstack.client._state import AgentTerminal, SessionState, ToolCallState
     from acpstack.schema import v2
 
 log = logging.getLogger("acpstack.client")
@@ -178,6 +180,59 @@ class V2ClientMethods:
             if not wait.done.done():
                 wait.done.set_exception(ConnectionClosed(reason))
 
+    # -- cancelling one tool call or terminal ------------------------------------------------
+
+    async def cancel_tool_call(
+        self, session_id: str, tool_call_id: str, *, timeout: float | None = 60
+    ) -> None:
+        """Cancel one tool call of the running turn (protocol v2 `tool_call/cancel`); the
+        turn goes on (`cancel` ends the whole turn).
+
+        Only a tool call that advertises it (`SessionState.tool_calls[id].cancellable`) can
+        be cancelled: otherwise, and on a v1 connection (v1 has no such method), this
+        raises `CapabilityError` and sends nothing. The agent answers once it accepted
+        the cancellation; the call's final status (normally `cancelled`) arrives as an
+        update. `RequestError` when the agent refuses (-32602: unknown, final or not
+        cancellable by then)."""
+        from acpstack.schema import v2
+
+        self._check_cancellable("tool_call/cancel", session_id, tool_call_id)
+        params = v2.CancelToolCallRequest(session_id=session_id, tool_call_id=tool_call_id)
+        await self.agent.call("tool_call/cancel", params, timeout=timeout)
+
+    async def cancel_terminal(
+        self, session_id: str, terminal_id: str, *, timeout: float | None = 60
+    ) -> None:
+        """Stop the command of one agent terminal (protocol v2 `terminal/cancel`); the
+        turn goes on, and the tool call that shows the terminal is not cancelled by it.
+
+        Only a terminal that advertises it (`SessionState.agent_terminals[id].cancellable`)
+        can be cancelled: otherwise, and on a v1 connection, this raises
+        `CapabilityError` and sends nothing. The agent answers once it accepted; the
+        terminal's exit status arrives as a `terminal_update`. `RequestError` when the
+        agent refuses (-32602: unknown, exited or not cancellable by then)."""
+        from acpstack.schema import v2
+
+        self._check_cancellable("terminal/cancel", session_id, terminal_id)
+        params = v2.CancelTerminalRequest(session_id=session_id, terminal_id=terminal_id)
+        await self.agent.call("terminal/cancel", params, timeout=timeout)
+
+    def _check_cancellable(self, method: str, session_id: str, item_id: str) -> None:
+        """As the TypeScript SDK does: never send a cancel the agent did not advertise."""
+        if not self._v2:
+            raise CapabilityError(
+                f"{method} is a protocol v2 method; this connection speaks version "
+                f"{self.agent.protocol_version}"
+            )
+        state = self._state_of(session_id)
+        item: ToolCallState | AgentTerminal | None
+        if method == "tool_call/cancel":
+            what, item = "Tool call", state.tool_calls.get(item_id)
+        else:
+            what, item = "Terminal", state.agent_terminals.get(item_id)
+        if item is None or not item.cancellable:
+            raise CapabilityError(f"{what} {item_id!r} does not advertise cancel")
+
     # -- what the agent calls ----------------------------------------------------------------
 
     async def v2_session_update(self, params: v2.UpdateSessionNotification) -> None:
@@ -258,6 +313,7 @@ def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermis
             call.tool_call_id = subject.tool_call_id
         call.kind = "execute"
         call.raw_input = {"command": subject.command, "cwd": subject.cwd}
+    _check_unique_option_ids([o.option_id for o in params.options])  # before any is left out
     options = []
     for o in params.options:
         kind = values.permission_kind(o.kind)
@@ -268,6 +324,21 @@ def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermis
     return acp.RequestPermissionRequest(
         session_id=params.session_id, tool_call=call, options=options
     )
+
+
+def _check_unique_option_ids(option_ids: Sequence[str]) -> None:
+    """Two options with one optionId make any answer ambiguous (it could mean allow): refuse
+    with -32602, as v1's `session_request_permission` does. Checked on the options as they
+    came: leaving out those of an unknown kind must not hide a duplicate."""
+    seen: set[str] = set()
+    for option_id in option_ids:
+        if option_id in seen:
+            shown = option_id if len(option_id) <= 100 else option_id[:100] + "..."
+            raise RequestError.invalid_params(
+                {"path": "$.params.options", "optionId": shown},
+                f"Duplicate permission optionId: {shown!r}",
+            )
+        seen.add(option_id)
 
 
 def mcp_servers_to_v2(servers: Sequence[Any]) -> list[Any]:

@@ -50,7 +50,8 @@ class Message:
 @dataclass
 class ToolCallState:
     """A tool call as its `tool_call` and `tool_call_update`s left it (see the module's
-    doc for how updates merge)."""
+    doc for how updates merge). `cancellable`: it advertises `capabilities.cancel` now
+    (protocol v2: `ClientRuntime.cancel_tool_call` may cancel it)."""
 
     tool_call_id: str
     title: str = ""
@@ -60,6 +61,7 @@ class ToolCallState:
     locations: list[acp.ToolCallLocation] = field(default_factory=list)
     raw_input: Any = None
     raw_output: Any = None
+    cancellable: bool = False
 
 
 @dataclass
@@ -103,7 +105,9 @@ class SessionMessageState:
 
 @dataclass
 class AgentTerminal:
-    """A terminal the agent runs and shows (protocol v2 `terminal_update`): display only."""
+    """A terminal the agent runs and shows (protocol v2 `terminal_update`): display only.
+    `cancellable`: it advertises `capabilities.cancel` now (`ClientRuntime.cancel_terminal`
+    may stop its command)."""
 
     terminal_id: str
     command: str | None = None
@@ -111,6 +115,7 @@ class AgentTerminal:
     exited: bool = False
     exit_code: int | None = None
     signal: str | None = None
+    cancellable: bool = False
 
 
 MAX_NOTICES = 100

@@ -12,7 +12,8 @@ connection each update is mapped here, in one place, to what it means in that mo
   `tool_call_content_chunk` appends to the call's content (an update with all of it);
 - a structured diff becomes a text block with its patch (the model's diff needs the old
   and new text, which a patch does not carry); an agent terminal is a `terminal` block
-  whose output the state keeps (`SessionState.agent_terminals`);
+  whose output the state keeps (`SessionState.agent_terminals`); whether a tool call or
+  an agent terminal is cancellable now (`capabilities.cancel`) is kept in the state;
 - `plan_update` (items) is the plan; the config option of category "mode" is the mode;
 - `state_update` sets `SessionState.state` and `stop_reason`; it has no model update;
 - an enum value of v2 (all open) that the model's closed v1 `Literal` lacks gets the
@@ -200,6 +201,16 @@ def _keep_exact(update: v2.ToolCallUpdate, state: SessionState) -> None:
         tool.kind = update.kind
     if isinstance(update.status, str):
         tool.status = update.status
+    tool.cancellable = _cancel_patch(update.capabilities, tool.cancellable)
+
+
+def _cancel_patch(capabilities: Any, was: bool) -> bool:
+    """A `capabilities` patch of a tool call or terminal: omitted leaves it, `null`
+    clears it, an object replaces it (cancellable if its `cancel` is an object)."""
+    if capabilities is UNSET:
+        return was
+    cancel = getattr(capabilities, "cancel", None)
+    return cancel is not None and cancel is not UNSET
 
 
 def _set_state(update: Any, state: SessionState) -> None:
@@ -223,6 +234,7 @@ def _terminal(update: v2.TerminalUpdate | v2.TerminalOutputChunk, state: Session
         terminal.output = bytearray(_bytes(update.output.data, tid))
     if isinstance(update.command, str):
         terminal.command = update.command
+    terminal.cancellable = _cancel_patch(update.capabilities, terminal.cancellable)
     status = update.exit_status
     if isinstance(status, v2.TerminalExitStatus):
         terminal.exited = True

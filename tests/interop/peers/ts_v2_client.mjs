@@ -2,16 +2,19 @@
 // (npm @agentclientprotocol/sdk, `experimental/v2`).
 //
 //   node ts_v2_client.mjs [--prompt TEXT]... [--permission allow|reject] [--cwd DIR]
-//       [--fallback] [--timeout SECONDS] -- AGENT_ARGV...
+//       [--fallback] [--cancel tool|terminal] [--timeout SECONDS] -- AGENT_ARGV...
 //
 // Asks for protocol version 2. The SDK's v2 client has no fallback: an agent that answers
 // 1 makes it throw. With --fallback the client then does what the SDK leaves to its
 // users: it starts the agent again and runs the prompts with the SDK's v1 client.
+// With --cancel, the first tool call (or terminal) of a turn that advertises cancel is
+// cancelled with the SDK's `session.cancelToolCall` (or `cancelTerminal`).
 //
 // Prints ONE JSON report on stdout:
 //   {"protocolVersion": N, "fallback": bool, "initialize": raw result, "sessionId",
 //    "turns": [{"prompt", "messageId" (v2), "stopReason", "text", "updates": [raw]}],
-//    "permissionRequests": [raw params], "v2Error": message of the v2 attempt's failure}
+//    "permissionRequests": [raw params], "v2Error": message of the v2 attempt's failure,
+//    "cancels": [{"method", "id", "result" | "error"}]}
 
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -34,6 +37,7 @@ function parseArgs(argv) {
     else if (key === "--permission") opts.permission = own[++i];
     else if (key === "--cwd") opts.cwd = own[++i];
     else if (key === "--timeout") opts.timeout = Number(own[++i]);
+    else if (key === "--cancel") opts.cancel = own[++i];
     else throw new Error(`bad option ${key}`);
   }
   opts.agent = argv.slice(split + 1);
@@ -50,6 +54,7 @@ const rec = {
   turns: [],
   permissionRequests: [],
   v2Error: null,
+  cancels: [],
 };
 let currentTurn = null;
 const timer = setTimeout(() => fail(`timed out after ${opts.timeout}s`), opts.timeout * 1000);
@@ -112,7 +117,7 @@ async function v2Run() {
         currentTurn = { prompt: text, messageId: null, stopReason: null, text: "", updates: [] };
         rec.turns.push(currentTurn);
         const answered = session.prompt(text);
-        currentTurn.text = await session.readTextUntilIdle();
+        currentTurn.text = opts.cancel ? await readCancelling(session) : await session.readTextUntilIdle();
         currentTurn.messageId = (await answered).messageId;
         const idle = [...currentTurn.updates].reverse().find((u) => u.sessionUpdate === "state_update");
         currentTurn.stopReason = idle?.stopReason ?? null;
@@ -126,6 +131,33 @@ async function v2Run() {
     return false;
   } finally {
     await stopAgent(agent);
+  }
+}
+
+// The turn's text until idle; the first tool call or terminal that advertises cancel is
+// cancelled through the SDK (which refuses, without sending, what is not advertised).
+async function readCancelling(session) {
+  let text = "";
+  let cancelled = false;
+  for (;;) {
+    const message = await session.nextUpdate();
+    if (message.kind === "stop") return text;
+    const u = message.update;
+    if (u.sessionUpdate === "agent_message_chunk" && u.content?.type === "text") text += u.content.text;
+    if (cancelled) continue;
+    let entry = null;
+    if (opts.cancel === "tool" && u.sessionUpdate === "tool_call_update" && session.canCancelToolCall(u.toolCallId)) {
+      entry = { method: "tool_call/cancel", id: u.toolCallId, call: () => session.cancelToolCall(u.toolCallId) };
+    } else if (opts.cancel === "terminal" && u.sessionUpdate === "terminal_update" && session.canCancelTerminal(u.terminalId)) {
+      entry = { method: "terminal/cancel", id: u.terminalId, call: () => session.cancelTerminal(u.terminalId) };
+    }
+    if (entry === null) continue;
+    cancelled = true;
+    try {
+      rec.cancels.push({ method: entry.method, id: entry.id, result: await entry.call() });
+    } catch (error) {
+      rec.cancels.push({ method: entry.method, id: entry.id, error: String(error?.message ?? error) });
+    }
   }
 }
 

@@ -6,8 +6,9 @@ default "1,2"), V2_AGENT_AUTH=1 (an auth method that must be used before session
 Commands: `say TEXT`, `permission` (a tool call that asks), `wait` (until cancelled),
 `fail` (a RequestError), `busy` (the error of a session another process took over,
 as a shared store reports it), `crash` (a bug), `write PATH TEXT` (asks, then writes: the client
-offers no file system in v2, so the agent writes itself), `run CMD...` (asks, then runs);
-anything else is echoed.
+offers no file system in v2, so the agent writes itself), `run CMD...` (asks, then runs:
+on v2 the client may cancel the command or its tool call), `work` (a tool call whose
+work the client may cancel, in `ToolCallHandle.cancellable()`); anything else is echoed.
 """
 
 from __future__ import annotations
@@ -67,8 +68,22 @@ class CommandAgent(SessionAgent):
             tool = await turn.start_tool(f"Run {arg}", kind="execute")
             if (await turn.request_permission(tool)).allowed:
                 result = await turn.run_command(parts[0], parts[1:], tool=tool, timeout=20)
-                await tool.complete()
-                await turn.say(f"exit={result.exit_code} output={result.output.strip()}")
+                if result.cancelled:  # (a cancelled tool call stays cancelled)
+                    await tool.fail("stopped by the user")
+                    await turn.say(f"cancelled signal={result.signal}")
+                else:
+                    await tool.complete()
+                    await turn.say(f"exit={result.exit_code} output={result.output.strip()}")
+        elif command == "work":
+            tool = await turn.start_tool("Work", status="in_progress")
+            async with tool.cancellable():
+                try:
+                    await turn.say("working")
+                    await asyncio.Event().wait()
+                finally:
+                    await turn.say("cleaned up")
+            await turn.say(f"cancelled={tool.cancelled}")
+            await tool.complete()  # (stays cancelled)
         else:
             await turn.say(f"echo: {turn.text}")
         return "end_turn"
