@@ -14,6 +14,7 @@ from tools.fuzz._mutate import (
     checked,
     dump,
     expectation,
+    generated_request_ids,
     mutate_line,
     mutate_message,
     mutate_tree,
@@ -161,7 +162,7 @@ class AgentFuzzer:
         expect, expected_id = expectation(line)
         if expect == "answer":
             self.pending.append(expected_id)
-        await self.target.send(line, expect, expected_id)
+        await self.target.send(line, expect, expected_id, generated_request_ids(value))
 
     async def stray_response(self) -> None:
         """A response to nothing (unique ids: a damaged one may read as a request)."""
@@ -169,7 +170,7 @@ class AgentFuzzer:
         if self.rng.random() < 0.5:
             value = mutate_message(self.rng, value, self.odd_id)
         line = dump(value)
-        await self.target.send(line, *expectation(line))
+        await self.target.send(line, *expectation(line), generated_request_ids(value))
 
     # -- answering the agent ------------------------------------------------------------
 
@@ -195,7 +196,7 @@ class AgentFuzzer:
             if readable_id(line) != rid:
                 # Damaged past reading its id: the agent cannot tell it was our answer and
                 # may rightly wait for one. Send the damage, then a real answer.
-                await self.target.send(line)
+                await self.target.send(line, "response")
                 line = dump(
                     {
                         "jsonrpc": "2.0",
@@ -203,7 +204,7 @@ class AgentFuzzer:
                         "error": {"code": -32603, "message": "fuzz retry"},
                     }
                 )
-        await self.target.send(line)
+        await self.target.send(line, "response")
 
     def _plausible_result(self, request: dict[str, Any], result_name: str) -> Any:
         method = request["method"]

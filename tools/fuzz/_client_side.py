@@ -15,6 +15,7 @@ from tools.fuzz._mutate import (
     checked,
     dump,
     expectation,
+    generated_request_ids,
     mutate_line,
     mutate_message,
     mutate_tree,
@@ -113,8 +114,10 @@ class ClientFuzzer:
             return
         if roll < 0.10:
             value: Any = {"jsonrpc": "2.0", "id": self.next_id(), "result": self.values.free(0)}
-            line = dump(mutate_message(rng, value, self.odd_id) if rng.random() < 0.5 else value)
-            await self.target.send(line, *expectation(line))
+            if rng.random() < 0.5:
+                value = mutate_message(rng, value, self.odd_id)
+            line = dump(value)
+            await self.target.send(line, *expectation(line), generated_request_ids(value))
             return
         if roll < 0.55:
             method = next(
@@ -133,7 +136,7 @@ class ClientFuzzer:
         line = dump(value)
         if rng.random() < 0.12:
             line = mutate_line(rng, line)
-        await self.target.send(line, *expectation(line))
+        await self.target.send(line, *expectation(line), generated_request_ids(value))
 
     # -- answering the client -------------------------------------------------------------
 
@@ -166,7 +169,7 @@ class ClientFuzzer:
         if self.rng.random() < 0.05:
             line = mutate_line(self.rng, line)
             if readable_id(line) != rid:  # unreadable: the client may rightly wait, so answer again
-                await self.target.send(line)
+                await self.target.send(line, "response")
                 line = dump(
                     {
                         "jsonrpc": "2.0",
@@ -174,7 +177,7 @@ class ClientFuzzer:
                         "error": {"code": -32603, "message": "fuzz retry"},
                     }
                 )
-        await self.target.send(line)
+        await self.target.send(line, "response")
 
     def _plausible_result(self, method: str, result_name: str) -> Any:
         if method == "initialize":

@@ -5,16 +5,17 @@ Invariants (any breach is recorded as a `Violation`):
 - no hang: every well-formed request of ours is answered within `hang_seconds`;
 - valid output: every line it writes is a JSON-RPC 2.0 message (a request, a notification,
   or a response with exactly one of result/error and a proper error object);
-- exactly one answer: a response carries the id of one of our requests, once, or `null`
-  (only on an error: JSON-RPC's answer to what cannot be identified); never the id of a
-  notification or of a response we sent.
+- exactly one answer: a response carries the id of one of our requests (its exact JSON
+  value, as `request_ids` reads the line we sent), once, or `null` (on an error: JSON-RPC's
+  answer to what cannot be identified; on a result only as the answer to a request whose
+  id was null); never the id of a notification or of a response we sent, nor an id that
+  merely appears elsewhere in a line of ours (a sessionId, an id nested in params).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import time
 from collections import deque
@@ -23,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.fuzz._internal_errors import INTERNAL_ERROR, InternalErrorLog
-from tools.fuzz._mutate import strict_parse
+from tools.fuzz._mutate import request_ids, strict_parse
+
+_KEEP_LINE_BYTES = 4096  # of a line that may be answered, to show what an answer answered
 
 
 @dataclass
@@ -68,11 +71,13 @@ class Target:
         self.violations: list[Violation] = []
         self.stats = Stats()
         self.required: dict[Any, tuple[float, bytes]] = {}  # id -> (sent at, line)
-        self.allowed: dict[Any, bytes] = {}  # damaged lines that may be answered once
+        # Ids of the other requests we sent (damaged, invalid, in batches): each may be
+        # answered as many times as it was sent (once, but for a batch that repeats it).
+        self.allowed: dict[Any, tuple[bytes, int]] = {}  # id -> (start of the line, answers left)
+        self.null_requests = 0  # well-formed requests with id null not answered yet
         self.answered: set[Any] = set()
         self.recent_answers: dict[Any, bytes] = {}  # the last answers, to show both of a duplicate
         self.our_response_ids: set[Any] = set()
-        self.recent: deque[bytes] = deque(maxlen=4096)  # recent damaged lines, to place echoed ids
         self.on_request: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self.on_answer: Callable[[dict[str, Any]], None] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=40)
@@ -98,20 +103,44 @@ class Target:
 
     # -- sending ----------------------------------------------------------------------
 
-    async def send(self, line: bytes, expect: str = "none", rid: Any = None) -> None:
+    async def send(
+        self, line: bytes, expect: str = "none", rid: Any = None, ids: Sequence[Any] = ()
+    ) -> None:
+        """Write `line`. `expect` "answer": a well-formed request, `rid` must be answered
+        exactly once; "response": our answer to one of the peer's requests (see
+        `note_response_sent`), never to be answered. Otherwise what may be answered is read
+        from the line itself, and `ids`: those of the requests in it as generated, before
+        it was damaged."""
         assert self.proc is not None and self.proc.stdin is not None
-        if expect == "answer":
-            self.required[_key(rid)] = (time.monotonic(), line)
-        elif expect == "maybe":
-            self.allowed[_key(rid)] = line
-        elif len(line) < 65536:
-            self.recent.append(line)
-        self.stats.inputs += 1
+        self.note_sent(line, expect, rid, ids)
         try:
             self.proc.stdin.write(line + b"\n")
             await self.proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             self._died("stdin closed while sending", line)
+
+    def note_sent(
+        self, line: bytes, expect: str = "none", rid: Any = None, ids: Sequence[Any] = ()
+    ) -> None:
+        """Record what a reply to `line` may carry (see `send`)."""
+        self.stats.inputs += 1
+        if expect == "answer":
+            self.required[_key(rid)] = (time.monotonic(), line)
+            return
+        if expect == "response":
+            return
+        candidates = request_ids(line)
+        for generated in ids:  # recovered from the damage by a more lenient reader than ours
+            if not any(_key(c) == _key(generated) for c in candidates if c is not None):
+                candidates.append(generated)
+        for candidate in candidates:
+            if candidate is None:
+                self.null_requests += 1
+                continue
+            # (Damage can make a request's id read as one of the peer's: it is still ours.)
+            key = _key(candidate)
+            _, left = self.allowed.get(key, (b"", 0))
+            self.allowed[key] = (line[:_KEEP_LINE_BYTES], left + 1)
 
     def note_response_sent(self, rid: Any) -> None:
         self.our_response_ids.add(_key(rid))
@@ -186,22 +215,20 @@ class Target:
             if code == INTERNAL_ERROR and self.internal_errors is not None:
                 self.internal_errors.note_answer(message, self._sent_line(rid))
         if rid is None:
-            # An error about a line that could not be identified, or the answer to a
-            # request whose id was null (valid in JSON-RPC and in ACP's RequestId).
-            self.stats.null_id_errors += 1
+            self._check_null_id(message, raw)
             return
         key = _key(rid)
-        if key in self.answered:
+        if key in self.required:
+            del self.required[key]
+        elif key in self.allowed:
+            line, left = self.allowed.pop(key)
+            if left > 1:
+                self.allowed[key] = (line, left - 1)
+        elif key in self.answered:
             first = self.recent_answers.get(key, b"(no longer kept)")
             detail = f"id {rid!r} answered twice; the first answer: {first[:300]!r}"
             self.violations.append(Violation("duplicate answer", detail, raw))
             return
-        if key in self.required:
-            del self.required[key]
-        elif key in self.allowed:
-            del self.allowed[key]
-        elif self._in_recent_damage(rid):
-            pass  # read out of a damaged line more leniently than the fuzzer reads it: fine, once
         else:
             what = "a response we sent" if key in self.our_response_ids else "no request of ours"
             self.violations.append(
@@ -216,26 +243,29 @@ class Target:
         if self.on_answer is not None:
             self.on_answer(message)
 
+    def _check_null_id(self, message: dict[str, Any], raw: bytes) -> None:
+        """`id: null` is JSON-RPC's answer to what cannot be identified: fine on an error.
+        A result with id null can only answer a request whose id was null."""
+        if "error" in message:
+            self.stats.null_id_errors += 1
+        elif self.null_requests > 0:
+            self.null_requests -= 1
+            self.stats.answers += 1
+        else:
+            self.violations.append(
+                Violation("unexpected answer", "a result with id null answers no request", raw)
+            )
+
     def _sent_line(self, rid: Any) -> bytes | None:
-        """The line we sent with this id, when we still know it."""
+        """The line we sent with this id (or its start), when we still know it."""
         if rid is None:
             return None
         key = _key(rid)
         if key in self.required:
             return self.required[key][1]
         if key in self.allowed:
-            return self.allowed[key]
-        token = json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        return next((line for line in reversed(self.recent) if token in line), None)
-
-    def _in_recent_damage(self, rid: Any) -> bool:
-        if _key(rid) in self.our_response_ids:
-            return False
-        tokens = {
-            json.dumps(rid).encode(),
-            json.dumps(rid, ensure_ascii=False).encode("utf-8", "surrogatepass"),
-        }
-        return any(token in line for line in self.recent for token in tokens)
+            return self.allowed[key][0]
+        return None
 
     # -- waiting ----------------------------------------------------------------------
 

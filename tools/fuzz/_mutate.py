@@ -250,6 +250,53 @@ def expectation(line: bytes) -> tuple[str, Any]:
     return ("maybe", rid) if rid is not None else ("none", None)
 
 
+def request_ids(line: bytes) -> list[Any]:
+    """The ids a reply to `line` may carry: the exact JSON value of the id of every request
+    in it, read as a strict peer reads it. A request here is a top-level object (or an
+    element of a batch) with an integer or string id that is not a response: it has a
+    method, or neither result nor error (an invalid request is answered with its id). For a
+    damaged line, the top-level id a lenient reader could take (`readable_id`). `None`
+    stands for a well-formed request whose id is null (ACP v1 allows it; the answer to it
+    has id null). A notification, or an `id` nested in params, gives nothing."""
+    if b"\n" in line:  # NDJSON splits it: each piece is a line of its own
+        return [rid for piece in line.split(b"\n") for rid in request_ids(piece)]
+    try:
+        value = strict_parse(line.strip(b" \t\r"))
+    except (ValueError, RecursionError, UnicodeError):
+        rid = readable_id(line)
+        return [] if rid is None else [rid]
+    items = value if isinstance(value, list) else [value]
+    return [item["id"] for item in items if _is_request(item)]
+
+
+def generated_request_ids(value: Any) -> list[Any]:
+    """The ids of the requests in a message as it was generated, before any byte-level
+    damage (`mutate_line`): a reader that recovers more of a damaged line than
+    `readable_id` does (bytes between `"id"` and its colon, say) may rightly answer them."""
+    ids: list[Any] = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, Dup | dict):
+            pairs = item.items if isinstance(item, Dup) else list(item.items())
+            shape = {key: v for key, v in pairs if key != "id"}
+            rids = [v for key, v in pairs if key == "id" and isinstance(v, int | str)]
+            for rid in dict.fromkeys(r for r in rids if not isinstance(r, bool)):
+                if _is_request({**shape, "id": rid}):
+                    ids.append(rid)
+    return ids
+
+
+def _is_request(item: Any) -> bool:
+    if not isinstance(item, dict) or "id" not in item:
+        return False
+    rid = item["id"]
+    response = "result" in item or "error" in item
+    if rid is None:
+        return item.get("jsonrpc") == "2.0" and isinstance(item.get("method"), str) and not response
+    if not isinstance(rid, int | str) or isinstance(rid, bool):
+        return False
+    return "method" in item or not response
+
+
 _ID_VALUE = re.compile(rb'\s*:\s*(-?\d+(?=\s*[,}\]])|"(?:[^"\\]|\\.)*")')
 
 
