@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,25 @@ def test_a_message_over_the_limit_is_reported_by_size_quickly_and_in_bounded_mem
     assert agent_texts(lines) == ["done"]  # and the connection went on
     # Each decoder may hold up to the limit before it knows the line is too long.
     assert peak - before < 200, f"RSS grew from {before:.0f} to {peak:.0f} MiB"
+
+
+@pytest.mark.timeout(120)
+def test_a_message_over_the_limit_is_shown_as_a_notice(tmp_path: Path) -> None:
+    # Not --json: the person (or script) reading the chat's output learns that an update
+    # from the agent was lost, and the turn goes on.
+    size = 65 * MB  # the wire's limit is 64 MiB
+    _, _, stdout, stderr = run_chat_measured(tmp_path, f"bigline {size}", work_timeout=30)
+    notices = [line for line in stderr.splitlines() if line.startswith("(dropped")]
+    assert len(notices) == 1, stderr
+    found = re.fullmatch(
+        r"\(dropped session/update from the agent: too_large, message of at least (\d+) "
+        r"bytes exceeds the limit of (\d+) bytes\)",
+        notices[0],
+    )
+    assert found is not None, notices[0]
+    assert int(found[1]) > size and int(found[2]) == 64 * MB
+    assert stdout.strip() == "done"
+    assert "Traceback" not in stderr
 
 
 def test_a_large_message_within_the_limit_arrives_whole(tmp_path: Path) -> None:

@@ -106,14 +106,17 @@ async def test_kill_ends_what_left_the_group_and_keeps_the_terminal(
 
 
 async def test_a_process_that_escapes_while_the_terminal_ends_is_ended_too(
-    manager: TerminalManager,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # On SIGTERM the command waits a little (past the first sweep), starts a process in
-    # a session of its own and exits: only the sweep after the group is gone finds it.
+    # On SIGTERM the command waits until the first sweep for escapees is over (the test
+    # says so through a FIFO), starts a process in a session of its own and exits: only
+    # the sweep after the group is gone can find it. Nothing depends on timing: the grace
+    # before SIGKILL is longer than the test's waits (the command exits by itself, so
+    # nothing waits for the grace to run out).
     script = (
-        "import os, signal, subprocess as s, sys, time\n"
+        "import os, signal, subprocess as s, sys\n"
         "def escape(*_):\n"
-        "    time.sleep(0.3)\n"
+        "    os.read(os.open(sys.argv[1], os.O_RDONLY), 1)\n"
         "    p = s.Popen(['sleep', '300'], start_new_session=True, stdout=s.DEVNULL, stderr=s.DEVNULL)\n"
         "    print(p.pid, flush=True)\n"
         "    os._exit(0)\n"
@@ -121,15 +124,41 @@ async def test_a_process_that_escapes_while_the_terminal_ends_is_ended_too(
         "print('ready', flush=True)\n"
         "signal.pause()\n"
     )
-    tid = await manager.create(SESSION, PY, ["-c", script])
-    await asyncio.wait_for(manager._wait_for_output(SESSION, tid, lambda t: t == "ready\n"), T)
-    await asyncio.wait_for(manager.kill(SESSION, tid), T)
-    text = await asyncio.wait_for(
-        manager._wait_for_output(SESSION, tid, lambda t: t.count("\n") == 2), T
-    )
-    late = int(text.split()[1])
-    await exited(late)
-    assert not running(late)
+    manager = TerminalManager(kill_grace_seconds=3 * T)
+    sweeps: list[str] = []
+    swept = asyncio.Event()
+    end_escapees = manager._end_escapees
+
+    async def sweep(terminal: Any) -> None:
+        await end_escapees(terminal)
+        sweeps.append(terminal.id)
+        swept.set()
+
+    monkeypatch.setattr(manager, "_end_escapees", sweep)
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    held = os.open(go, os.O_RDWR)  # the command's open never waits for a writer
+    released = False
+    try:
+        tid = await manager.create(SESSION, PY, ["-c", script, str(go)])
+        await asyncio.wait_for(manager._wait_for_output(SESSION, tid, lambda t: t == "ready\n"), T)
+        kill = asyncio.ensure_future(manager.kill(SESSION, tid))
+        await asyncio.wait_for(swept.wait(), T)
+        assert sweeps == [tid] and not kill.done()  # the first sweep found nothing to end
+        os.write(held, b"!")  # now escape
+        released = True
+        await asyncio.wait_for(kill, T)
+        assert sweeps == [tid, tid]
+        text = manager.output(SESSION, tid).output
+        assert text.startswith("ready\n") and text.count("\n") == 2, text
+        late = int(text.split()[1])
+        await exited(late)
+        assert not running(late)
+    finally:
+        if not released:  # failed before: let the command go on rather than wait for SIGKILL
+            os.write(held, b"!")
+        os.close(held)
+        await asyncio.wait_for(manager.aclose(), T)
 
 
 async def test_only_the_terminals_own_processes_are_ended(manager: TerminalManager) -> None:
