@@ -74,6 +74,13 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
 
     cases: list[tuple[bytes, int, Any]] = [
         (b"{not json at all\n", -32700, None),
+        (b"[1,\n", -32700, None),  # refused as an array before it was read to its end
+        (b"[" * 1000 + b"\n", -32700, None),
+        (
+            b'{"jsonrpc":"2.0","id":13,"method":"session/new","params":{"cwd":"/","mcpServers":[]},"x":"\\ud800"}\n',
+            -32700,
+            13,
+        ),
         (b"[]\n", -32600, None),
         (b"[1, 2]\n", -32600, None),
         (b"42\n", -32600, None),
@@ -96,6 +103,8 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
         ), (data, reply)
         if code == -32602:
             assert reply["error"]["data"]["path"] == "$.params.cwd"
+        if rid == 13:
+            assert "lone UTF-16 surrogate escape \\ud800" in reply["error"]["data"]["detail"]
 
     # Notifications that must get no answer at all, then a request that must be answered first.
     await peer.send(b'{"jsonrpc":"2.0","method":"no/such/notification"}\n')
@@ -139,6 +148,11 @@ async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
     assert updates[-1] == {"jsonrpc": "2.0", "id": 12, "result": {"stopReason": "end_turn"}}
     await peer.close()
     assert "secret-detail" in peer.stderr  # the details went to the log
+    # Each refused line was logged once, the one refused for its params too (not its values).
+    assert (
+        peer.stderr.count("refused request 'session/new' (id 8): invalid params at $.params.cwd")
+        == 1
+    )
     assert "noise from initialize" in peer.stderr
 
 

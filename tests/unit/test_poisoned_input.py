@@ -258,3 +258,102 @@ def test_a_notification_with_invalid_params_is_reported_to_the_application() -> 
         and dropped.reason == "invalid_params"
         and dropped.session_id == "s1"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "detail"),
+    [
+        # msgspec refuses an array (or a bad id) before reading on: whether the line is JSON
+        # at all decides between -32700 and -32600.
+        (b"[1,", -32700, "invalid JSON: Input data was truncated"),
+        (b"[" * 1000, -32700, ""),  # too deep, or cut short, depending on the interpreter
+        (b"[" * 20_000, -32700, "JSON nested too deeply"),
+        (b"[1, 2] x", -32700, "trailing characters"),
+        (b'{"jsonrpc":"2.0","id":1.5,', -32700, "invalid JSON: Input data was truncated"),
+        (b"[1, 2]", -32600, "not a JSON-RPC message"),
+        (DEEP, -32700, "JSON nested too deeply"),
+        (b'{"jsonrpc":"2.0","id":1e400,"method":"x"}', -32600, "Number out of range"),
+        (b'{"jsonrpc":"2.0","id":' + HUGE_INT + b',"method":"x"}', -32600, "out of range"),
+    ],
+)
+def test_a_line_that_is_not_json_is_a_parse_error_whatever_its_start(
+    line: bytes, code: int, detail: str
+) -> None:
+    state = agent()
+    assert [e for e in state.receive(line + b"\n") if not isinstance(e, DroppedMessage)] == []
+    [reply] = replies(state)
+    assert reply["id"] is None and reply["error"]["code"] == code, reply
+    assert detail in reply["error"]["data"]["detail"]
+    still_serves(state)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"/w","mcpServers":[]},"x":"\\ud800"}',
+        b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"\\ud800"}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"\\ud800 and more text","mcpServers":[]}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"\\udc00","mcpServers":[]}}',
+    ],
+)
+def test_a_lone_surrogate_escape_is_named_for_what_it_is(line: bytes) -> None:
+    state = agent()
+    assert state.receive(line + b"\n") == []
+    [reply] = replies(state)
+    assert reply["id"] == 7 and reply["error"]["code"] == -32700
+    detail = reply["error"]["data"]["detail"]
+    assert detail.startswith("invalid JSON: lone UTF-16 surrogate escape \\u"), detail
+
+
+def test_other_parse_errors_keep_their_detail() -> None:
+    state = agent()
+    # An escaped backslash before "ud800" is no escape; a pair is no lone surrogate: these
+    # lines are only cut short. A bad escape before a lone surrogate is the first error.
+    state.receive(b'{"jsonrpc":"2.0","id":7,"method":"x","params":{"a":"\\\\ud800"\n')
+    state.receive(b'{"jsonrpc":"2.0","id":8,"method":"x","params":{"a":"\\ud800\\udc00\n')
+    state.receive(b'{"jsonrpc":"2.0","id":9,"method":"x","params":{"a":"\\q","b":"\\ud800"}}\n')
+    assert [r["error"]["data"]["detail"] for r in replies(state)] == [
+        "invalid JSON: Input data was truncated",
+        "invalid JSON: Input data was truncated",
+        "invalid JSON: JSON is malformed: invalid escaped character (byte 53)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "method", "path"),
+    [
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"session/new","params":{"cwd":"sk-SECRET","mcpServers":7}}',
+            "session/new",
+            "$.params.mcpServers",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"_ext/x","params":{"n":1e400,"k":"sk-SECRET"}}',
+            "_ext/x",
+            "$.params",
+        ),
+    ],
+)
+def test_a_request_refused_for_its_params_is_logged_once_without_them(
+    line: bytes, method: str, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = agent()
+    with caplog.at_level("DEBUG", logger="acpstack"):
+        assert state.receive(line + b"\n") == []
+    [reply] = replies(state)
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602
+    [record] = [r for r in caplog.records if r.levelname != "DEBUG"]
+    assert (record.levelname, record.name) == ("WARNING", "acpstack.wire")
+    assert record.getMessage() == f"refused request {method!r} (id 7): invalid params at {path}"
+    assert "SECRET" not in caplog.text
+
+
+def test_a_refused_initialize_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    state = ProtocolState("agent")
+    with caplog.at_level("DEBUG", logger="acpstack"):
+        state.receive(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":[]}\n')
+    [reply] = replies(state)
+    assert reply["error"]["code"] == -32602
+    [record] = [r for r in caplog.records if r.levelname != "DEBUG"]
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == "refused request 'initialize' (id 0): invalid params at $.params"

@@ -407,6 +407,11 @@ class Connection(TypedRequests):
                 raise
         except RequestError as err:
             self._send(self.state.error(event.id, err))
+        except ConnectionClosed as closed:
+            if self._closed is None:  # another connection's, not ours: a failure like any
+                self._send(self._internal_error(event, "handler for %s failed"))
+            else:  # ours closed (e.g. stdin EOF) while the handler waited on the peer
+                log.info("%s not answered: %s", event.method, closed)
         except Exception:
             self._send(self._internal_error(event, "handler for %s failed"))
         else:

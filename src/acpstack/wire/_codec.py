@@ -41,7 +41,8 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
     when it also has an id, else a notification), or an id and exactly one of result/error.
 
     Never raises: anything else becomes `Invalid` (-32700 for what is not JSON text, which
-    includes invalid UTF-8 anywhere in the line, even where msgspec would skip it unread;
+    includes invalid UTF-8 anywhere in the line, even where msgspec would skip it unread,
+    and a line whose shape was refused before it was read to its end, such as `[1,`;
     -32600 for JSON that is not a message), with the id when one can be recovered."""
     if not frame.isascii():
         try:
@@ -51,10 +52,13 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError: test it first)
-        # Valid JSON but not an object (array, number, string, null) or a bad id/method type.
-        return Invalid(INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {exc}")
+        # Not an object (array, number, string, null) or a bad id/method type: found before
+        # the rest was read, so whether the line is JSON at all is still to be checked.
+        return _not_a_message(frame, exc)
     except msgspec.DecodeError as exc:
-        return Invalid(PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {exc}")
+        return Invalid(
+            PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {_parse_detail(frame, exc)}"
+        )
     except RecursionError:
         return Invalid(PARSE_ERROR, _salvage_id(frame), "JSON nested too deeply")
     except (ValueError, OverflowError) as exc:
@@ -76,6 +80,55 @@ def decode_envelope(frame: bytes) -> Envelope | Invalid:
     return Invalid(
         INVALID_REQUEST, _known_id(env), "neither a request, a notification nor a response"
     )
+
+
+def _not_a_message(frame: bytes, refused: msgspec.ValidationError) -> Invalid:
+    """-32600 for valid JSON that is not a message; -32700 when the line is not JSON (read
+    to its end as a raw value: syntax only, numbers are not converted)."""
+    try:
+        msgspec.json.decode(frame, type=msgspec.Raw)
+    except msgspec.DecodeError as exc:
+        return Invalid(
+            PARSE_ERROR, _salvage_id(frame), f"invalid JSON: {_parse_detail(frame, exc)}"
+        )
+    except RecursionError:
+        return Invalid(PARSE_ERROR, _salvage_id(frame), "JSON nested too deeply")
+    return Invalid(INVALID_REQUEST, _salvage_id(frame), f"not a JSON-RPC message: {refused}")
+
+
+# A JSON string escape: `\uXXXX` (the hex digits kept), or a backslash and any one byte.
+_ESCAPE_RE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+_BYTE_RE = re.compile(r"\(byte (\d+)\)")
+
+
+def _parse_detail(frame: bytes, exc: msgspec.DecodeError) -> str:
+    """msgspec's reason, or a truer one for a lone UTF-16 surrogate escape (`"\\ud800"`),
+    which msgspec reports as truncated input or a bad hex escape when it is near the end."""
+    text = str(exc)
+    if not (text.startswith("Input data was truncated") or "escape" in text or "surrogate" in text):
+        return text
+    lone = _lone_surrogate(frame)
+    at = _BYTE_RE.search(text)
+    if lone is None or (at is not None and lone.start() > int(at[1])):
+        return text  # none, or after what msgspec stopped at
+    return f"lone UTF-16 surrogate escape {lone[0].decode('ascii')} (byte {lone.start()})"
+
+
+def _lone_surrogate(frame: bytes) -> re.Match[bytes] | None:
+    """The first `\\uD800`-`\\uDFFF` escape that is not half of a surrogate pair."""
+    high: re.Match[bytes] | None = None
+    for match in _ESCAPE_RE.finditer(frame):
+        unit = int(match[1], 16) if match[1] is not None else -1
+        if high is not None:
+            if match.start() == high.end() and 0xDC00 <= unit <= 0xDFFF:
+                high = None
+                continue
+            return high
+        if 0xD800 <= unit <= 0xDBFF:
+            high = match
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return match
+    return high
 
 
 def _known_id(env: Envelope) -> RequestId:

@@ -29,7 +29,7 @@ from acpstack.wire._codec import (
     salvage,
     salvage_session_id,
 )
-from acpstack.wire._decode import decode_error, decode_plain, decode_typed
+from acpstack.wire._decode import decode_error, decode_plain, decode_typed, log_refused
 from acpstack.wire._errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -315,6 +315,7 @@ class ProtocolState(OnePass):
                 try:
                     return IncomingRequest(rid, method, None, decode_plain(raw_params))
                 except RequestError as err:
+                    log_refused(rid, method, err)
                     self._queue_error(rid, err)
                     return None
             self._queue_error(rid, RequestError.method_not_found(method))
@@ -351,6 +352,7 @@ class ProtocolState(OnePass):
         try:
             params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
+            log_refused(rid, method, err)
             self._queue_error(rid, err)
             return None
         return IncomingRequest(rid, method, spec, params)

@@ -6,6 +6,7 @@ never another exception: values msgspec cannot represent fail like any other bad
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -17,6 +18,7 @@ from acpstack.wire._codec import UNDECODABLE
 from acpstack.wire._errors import INTERNAL_ERROR, RequestError
 from acpstack.wire._structs import WireError
 
+log = logging.getLogger("acpstack.wire")
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 _PATH_RE = re.compile(r" - at `\$(.*)`$")
 
@@ -93,6 +95,15 @@ def _convert(data: Any, tp: type, where: str) -> Any:
     except (msgspec.ValidationError, ValueError, TypeError, RecursionError) as exc:
         path, detail = _error_path(exc, where)
         raise RequestError.invalid_params({"path": path, "detail": detail}) from None
+
+
+def log_refused(rid: Any, method: str, err: RequestError) -> None:
+    """One warning for a request refused for its params: its method and where the params
+    failed, never their values (they may hold secrets, and the peer got the details)."""
+    path = err.data.get("path") if isinstance(err.data, dict) else None
+    log.warning(
+        "refused request %r (id %r): invalid params at %s", method[:100], rid, path or "$.params"
+    )
 
 
 def decode_plain(raw: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from acpstack.schema import MethodSpec, method_table
-from acpstack.wire._decode import decode_typed
+from acpstack.wire._decode import decode_typed, log_refused
 from acpstack.wire._errors import INVALID_REQUEST, RequestError
 from acpstack.wire._events import Event, IncomingRequest, IncomingResponse, PendingCall
 from acpstack.wire._structs import RequestId
@@ -132,6 +132,7 @@ class Negotiation:
                     raise
                 params = decode_typed(_lenient_v2(raw_params), spec.params, method)
         except RequestError as err:
+            log_refused(rid, method, err)
             self._queue_error(rid, err)
             return None
         # What the client advertised (the agent's own answer is recorded in `result`).
