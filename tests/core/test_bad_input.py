@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,8 +66,20 @@ class RawPeer:
         self.stderr = (await self.proc.stderr.read()).decode()
 
 
-async def test_every_kind_of_bad_input_and_the_connection_survives() -> None:
-    peer = await RawPeer.start()
+@pytest.fixture
+async def peer() -> AsyncIterator[RawPeer]:
+    """A raw agent process, ended at teardown even when the test fails half way (its
+    pipes left open would hold the event loop's teardown)."""
+    raw = await RawPeer.start()
+    try:
+        yield raw
+    finally:
+        if raw.proc.returncode is None:
+            raw.proc.kill()
+            await raw.proc.wait()
+
+
+async def test_every_kind_of_bad_input_and_the_connection_survives(peer: RawPeer) -> None:
     # Before initialize: refused.
     reply = await peer.call(1, "session/new", {"cwd": "/", "mcpServers": []})
     assert reply["id"] == 1 and reply["error"]["code"] == -32600
