@@ -9,7 +9,9 @@ with `archived`, session/fork, auth/status and auth/status_update, elicitation/c
 (form and URL) and elicitation/complete, providers/*, systemPrompt, MCP over ACP
 (mcp/message both ways: their McpOverAcpCaller against our McpHost, our McpConnections
 against their McpOverAcpProvider), notices, compaction, subagent and inter-session
-message updates, and bad inputs.
+message updates, and bad inputs. The session lifecycle too, both ways: session/load (the
+history replayed before the answer), session/resume (no replay), session/close,
+session/delete, session/set_mode, session/set_config_option, and logout.
 
 Not covered because the TypeScript SDK 2.4.0 does not route them: `proxy/initialize` and
 `proxy/successor` (its unstable entry point has their types and names, `PROXY_METHODS`,
@@ -194,6 +196,103 @@ async def check_providers_calls(client: ClientRuntime) -> None:
     assert unknown.value.code == -32602
 
 
+def current_values(options: Any) -> dict[str, Any]:
+    return {o.id: o.current_value for o in options}
+
+
+async def test_our_client_drives_their_session_lifecycle(node_sdk: Path, tmp_path: Path) -> None:
+    statuses: list[str] = []
+    client = ClientRuntime(on_auth_status=lambda status: statuses.append(str(status.state)))
+    cwd = str(tmp_path)
+    async with spawn_agent(_foreign.ts_unstable_agent_cmd(), client, unstable=True):
+        caps = (await client.initialize()).agent_capabilities
+        assert isinstance(caps, acp.AgentCapabilities) and caps.load_session is True
+        assert isinstance(caps.auth, acp.AgentAuthCapabilities)
+        assert isinstance(caps.auth.logout, acp.LogoutCapabilities)
+        await client.agent.authenticate(acp.AuthenticateRequest(method_id="key"))
+        sid = (await client.new_session(cwd)).session_id
+        await check_their_modes_and_options(client, sid)
+        await check_their_close_load_resume(client, sid, cwd)
+        await check_their_delete_and_logout(client, sid, cwd)
+        # auth/status_update after authenticate and after logout, then our auth/status.
+        assert statuses == ["authenticated", "unauthenticated", "unauthenticated"]
+
+
+async def check_their_modes_and_options(client: ClientRuntime, sid: str) -> None:
+    state = client.sessions[sid].state
+    assert state.current_mode_id == "code" and [m.id for m in state.available_modes] == [
+        "code",
+        "ask",
+    ]
+    assert current_values(state.config_options) == {"model": "small"}
+    await client.prompt(sid, "hello")
+    await client.agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="ask"))
+    assert state.current_mode_id == "ask"  # their current_mode_update came before the answer
+    answer = await client.agent.session_set_config_option(
+        acp.SetSessionConfigOptionRequest(session_id=sid, config_id="model", value="large")
+    )
+    assert current_values(answer.config_options) == {"model": "large"}
+    await client.prompt(sid, "settings")
+    assert agent_said(state) == "mode=ask model=large"  # what the agent itself now reports
+    with pytest.raises(RequestError) as bad_mode:
+        await client.agent.session_set_mode(acp.SetSessionModeRequest(session_id=sid, mode_id="x"))
+    with pytest.raises(RequestError) as bad_value:
+        await client.agent.session_set_config_option(
+            acp.SetSessionConfigOptionRequest(session_id=sid, config_id="model", value="huge")
+        )
+    assert bad_mode.value.code == bad_value.value.code == -32602
+
+
+def agent_said(state: Any) -> str:
+    message = state.last_agent_message
+    return message.text if message else ""
+
+
+async def check_their_close_load_resume(client: ClientRuntime, sid: str, cwd: str) -> None:
+    await client.close_session(sid)
+    assert sid not in client.sessions and await client.session_status(sid) == "saved"
+    with pytest.raises(RequestError) as closed:
+        await client.prompt(sid, "hello")
+    assert closed.value.code == -32002 and closed.value.data == {"sessionId": sid}
+    loaded = await client.load_session(sid, cwd)
+    state = client.sessions[sid].state
+    # Their replay of the history came before the answer: both turns, in a fresh state.
+    assert [(m.speaker, m.text) for m in state.messages] == [
+        ("user", "hello"),
+        ("agent", "echo: hello"),
+        ("user", "settings"),
+        ("agent", "mode=ask model=large"),
+    ]
+    assert isinstance(loaded.modes, acp.SessionModeState) and loaded.modes.current_mode_id == "ask"
+    assert current_values(state.config_options) == {"model": "large"}
+    assert await client.session_status(sid) == "open"
+    await client.close_session(sid)
+    resumed = await client.resume_session(sid, cwd)
+    state = client.sessions[sid].state
+    assert state.messages == []  # no replay
+    assert isinstance(resumed.modes, acp.SessionModeState)
+    assert resumed.modes.current_mode_id == state.current_mode_id == "ask"
+    assert isinstance(resumed.config_options, list)
+    assert current_values(resumed.config_options) == {"model": "large"}
+    await client.prompt(sid, "again")  # resumed: it takes prompts again
+    assert [m.text for m in state.messages] == ["again", "echo: again"]
+
+
+async def check_their_delete_and_logout(client: ClientRuntime, sid: str, cwd: str) -> None:
+    assert [s.session_id for s in await client.list_sessions()] == [sid]
+    await client.agent.session_delete(acp.DeleteSessionRequest(session_id=sid))
+    assert await client.list_sessions() == []
+    with pytest.raises(RequestError) as gone:
+        await client.load_session(sid, cwd)
+    assert gone.value.code == -32002 and gone.value.data == {"sessionId": sid}
+    await client.agent.logout()
+    assert client.auth_state == "unauthenticated"  # their auth/status_update
+    assert await client.auth_status() == "unauthenticated"
+    with pytest.raises(RequestError) as unauthenticated:
+        await client.new_session(cwd)
+    assert unauthenticated.value.code == -32000
+
+
 # -- their client, our agents -----------------------------------------------------------------
 
 
@@ -203,6 +302,9 @@ def their_client(agent: list[str], *options: str) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr[-4000:]
     report: dict[str, Any] = json.loads(proc.stdout)
     assert report["agentExitCode"] == 0
+    # The SDK's schemas accepted every session/update we sent, whatever the step.
+    counts = report["updateCounts"]
+    assert counts["parsed"] == counts["received"] > 0, counts
     for turn in report["turns"]:
         assert turn["stopReason"] == "end_turn", turn
         # The SDK accepted every update we sent (its zod schemas drop invalid ones).
@@ -235,13 +337,15 @@ def check_session_management(steps: dict[str, Any]) -> None:
 def test_their_client_drives_our_session_agent(node_sdk: Path, tmp_path: Path) -> None:
     report = their_client([*E2E_AGENT, "--auth"], "--cwd", str(tmp_path))
     caps = report["initialize"]["agentCapabilities"]
-    assert caps["providers"] == {} and caps["auth"]["status"] == {}
+    assert caps["providers"] == {} and caps["auth"] == {"status": {}, "logout": {}}
     assert caps["mcpCapabilities"]["acp"] is True
     steps = report["steps"]
     assert steps["authStatusBefore"] == {"state": "unauthenticated"}
     assert steps["newBeforeAuth"]["error"]["code"] == -32000
     assert steps["authStatusAfter"] == {"state": "authenticated"}
-    assert report["authUpdates"] == [{"state": "authenticated"}]
+    assert report["authUpdates"] == [{"state": "authenticated"}, {"state": "unauthenticated"}]
+    assert steps["logout"] == {} and steps["authStatusAfterLogout"] == {"state": "unauthenticated"}
+    assert steps["newAfterLogout"]["error"]["code"] == -32000  # logged out: authenticate again
     turns = {t["prompt"].split()[0]: t for t in report["turns"]}
     assert [u["sessionUpdate"] for u in turns["notice"]["updates"]] == ["notice"]
     assert [u["sessionUpdate"] for u in turns["compact"]["updates"]] == [
@@ -290,3 +394,74 @@ def test_their_client_drives_the_reference_agent(node_sdk: Path, tmp_path: Path)
         "tools/call",
     ]
     check_session_management(report["steps"])
+
+
+def said(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> str:
+    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
+
+
+def option_values(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {o["id"]: o["currentValue"] for o in options}
+
+
+def test_their_client_drives_the_reference_agents_session_lifecycle(
+    node_sdk: Path, tmp_path: Path
+) -> None:
+    agent = [sys.executable, "-m", "acpstack", "agent", "--unstable"]
+    agent += ["--store", str(tmp_path / "store.sqlite3")]
+    report = their_client(agent, "--scenario", "lifecycle", "--cwd", str(tmp_path))
+    caps = report["initialize"]["agentCapabilities"]
+    assert caps["loadSession"] is True
+    assert {"resume", "close", "delete"} <= set(caps["sessionCapabilities"])
+    steps, traces = report["steps"], report["traces"]
+    check_reference_modes_and_options(steps, traces)
+    check_reference_reopening(steps, traces)
+    sid = steps["sessionId"]
+    assert [s["sessionId"] for s in steps["listBeforeDelete"]["sessions"]] == [sid]
+    assert steps["delete"] == {} and steps["listAfterDelete"] == {"sessions": []}
+    for after_delete in ("loadDeleted", "resumeDeleted", "promptDeleted"):
+        assert steps[after_delete]["error"]["code"] == -32002, after_delete
+    assert steps["deleteAgain"] == {}  # deleting what is gone is a no-op
+    # The reference agent takes no authentication (no auth.logout advertised): refused.
+    assert "logout" not in caps.get("auth", {})
+    assert steps["logout"]["error"]["code"] == -32601
+
+
+def check_reference_modes_and_options(steps: dict[str, Any], traces: dict[str, Any]) -> None:
+    new = steps["new"]
+    assert new["modes"]["currentModeId"] == "code"
+    assert [m["id"] for m in new["modes"]["availableModes"]] == ["code", "ask"]
+    assert option_values(new["configOptions"]) == {"mode": "code"}
+    assert steps["prompt"] == {"stopReason": "end_turn"}
+    assert "Commands:\n- `/help`" in said(traces["prompt"])
+    assert steps["setMode"] == {}
+    switched = traces["setMode"]
+    assert switched[0] == {"sessionUpdate": "current_mode_update", "currentModeId": "ask"}
+    assert option_values(switched[1]["configOptions"]) == {"mode": "ask"}
+    # set_config_option answers every option with its new value (the mode option: the mode).
+    assert option_values(steps["setConfigOption"]["configOptions"]) == {"mode": "code"}
+    assert traces["setConfigOption"][0] == {
+        "sessionUpdate": "current_mode_update",
+        "currentModeId": "code",
+    }
+    for bad in ("setModeUnknown", "setConfigUnknown", "setConfigBadValue"):
+        assert steps[bad]["error"]["code"] == -32602, bad
+
+
+def check_reference_reopening(steps: dict[str, Any], traces: dict[str, Any]) -> None:
+    assert steps["close"] == {}
+    assert steps["promptClosed"]["error"]["code"] == -32002  # closed: load or resume it first
+    replayed = traces["load"]  # before the answer: the earlier turn and the mode switches
+    assert said(replayed, "user_message_chunk") == "/help"
+    assert said(replayed) == said(traces["prompt"])
+    modes = [u["currentModeId"] for u in replayed if u["sessionUpdate"] == "current_mode_update"]
+    assert modes == ["ask", "code"]
+    assert steps["load"]["modes"]["currentModeId"] == "code"
+    assert steps["setModeLoaded"] == {} and steps["closeLoaded"] == {}
+    # Resumed without a replay, in the mode set after the load (kept in the store).
+    history = {"user_message_chunk", "agent_message_chunk", "current_mode_update"}
+    assert [u for u in traces["resume"] if u["sessionUpdate"] in history] == []
+    assert steps["resume"]["modes"]["currentModeId"] == "ask"
+    assert option_values(steps["resume"]["configOptions"]) == {"mode": "ask"}
+    assert steps["promptResumed"] == {"stopReason": "end_turn"}
+    assert said(traces["promptResumed"]) == said(traces["prompt"])

@@ -10,8 +10,17 @@
 // `authenticate`; session/new needs authentication first: -32000), providers/list|set|disable,
 // MCP servers a client offers over ACP (mcpCapabilities.acp, through the SDK's
 // McpOverAcpCaller; `mcp TEXT` also calls the server's `count` tool and reports the progress
-// notifications the client sent for it). A prompt's text picks what the turn does:
-//   notice | compact | form | url URL | subagent | system | mcp TEXT | <anything>: echo
+// notifications the client sent for it), and the session lifecycle over its in-memory table:
+// session/load (replays the session's history, the prompts and every update sent for it, as
+// session/update before answering), session/resume (no replay), session/close (the session
+// stays listed but takes no prompts: -32002 until loaded or resumed), session/delete (gone:
+// later calls get the SDK's sessionNotFound, -32002 with data.sessionId), modes `code`/`ask`
+// (session/set_mode, answered after a `current_mode_update`), a `model` select option
+// (`small`/`large`, session/set_config_option answers every option), and logout (auth.logout:
+// sessions need `authenticate` again, and an auth/status_update says so). A prompt's text
+// picks what the turn does:
+//   notice | compact | form | url URL | subagent | system | mcp TEXT | settings (says
+//   "mode=<id> model=<value>") | <anything>: echo
 // Client errors become a message "error: <code> <message>"; the turn ends with end_turn.
 
 import { randomUUID } from "node:crypto";
@@ -19,7 +28,13 @@ import { Readable, Writable } from "node:stream";
 
 import * as acp from "@agentclientprotocol/sdk/unstable";
 
-const sessions = new Map(); // id -> { cwd, title, archived, systemPrompt, mcpServers, open }
+// id -> { cwd, title, archived, systemPrompt, mcpServers, open, modeId, model, history }
+const sessions = new Map();
+const MODES = [
+  { id: "code", name: "Code" },
+  { id: "ask", name: "Ask" },
+];
+const MODELS = ["small", "large"];
 const providers = new Map([["main", { apiType: "openai", baseUrl: "http://127.0.0.1:1/v1" }]]);
 let authenticated = false;
 const mcp = new acp.McpOverAcpCaller({ clientInfo: { name: "ts-unstable-agent", version: "1" } });
@@ -50,8 +65,53 @@ async function notesFor(requestId, count, ms) {
 
 function session(sessionId) {
   const found = sessions.get(sessionId);
-  if (!found) throw acp.RequestError.resourceNotFound(sessionId);
+  if (!found) throw acp.RequestError.sessionNotFound(sessionId);
   return found;
+}
+
+function newSession(params) {
+  return {
+    cwd: params.cwd,
+    title: null,
+    archived: false,
+    systemPrompt: params.systemPrompt ?? null,
+    mcpServers: params.mcpServers ?? [],
+    open: true,
+    modeId: MODES[0].id,
+    model: MODELS[0],
+    history: [],
+  };
+}
+
+// What session/new, load and resume report: the current mode and the config options.
+function settings(s) {
+  return {
+    modes: { currentModeId: s.modeId, availableModes: MODES },
+    configOptions: [
+      {
+        id: "model",
+        name: "Model",
+        type: "select",
+        currentValue: s.model,
+        options: MODELS.map((value) => ({ value, name: value })),
+      },
+    ],
+  };
+}
+
+// session/load and session/resume: the session becomes usable again on this connection.
+function reopen(params) {
+  const s = session(params.sessionId);
+  Object.assign(s, { cwd: params.cwd, mcpServers: params.mcpServers ?? [], open: true });
+  if (params.systemPrompt) s.systemPrompt = params.systemPrompt;
+  return s;
+}
+
+// A session that takes requests: known, and not closed (load or resume it first).
+function openSession(sessionId) {
+  const s = session(sessionId);
+  if (!s.open) throw acp.RequestError.sessionNotFound(sessionId);
+  return s;
 }
 
 function errorText(error) {
@@ -60,6 +120,7 @@ function errorText(error) {
 }
 
 async function update(client, sessionId, update) {
+  sessions.get(sessionId)?.history.push(update); // what session/load replays
   await client.notify(acp.methods.client.session.update, { sessionId, update });
 }
 
@@ -142,6 +203,8 @@ async function run(client, sessionId, text) {
   } else if (text === "system") {
     const prompt = current.systemPrompt;
     await say(client, sessionId, prompt ? `${prompt.mode}:${prompt.content.map((b) => b.text).join("|")}` : "none");
+  } else if (text === "settings") {
+    await say(client, sessionId, `mode=${current.modeId} model=${current.model}`);
   } else if (text.startsWith("mcp ")) {
     const server = current.mcpServers.find(acp.isMcpServerAcp);
     if (!server) return say(client, sessionId, "no acp MCP server");
@@ -189,7 +252,7 @@ const app = acp
   .onRequest(acp.methods.agent.initialize, async () => ({
     protocolVersion: 1,
     agentCapabilities: {
-      loadSession: false,
+      loadSession: true,
       mcpCapabilities: { acp: true },
       sessionCapabilities: {
         list: {},
@@ -198,8 +261,11 @@ const app = acp
         status: {},
         title: {},
         systemPrompt: {},
+        resume: {},
+        close: {},
+        delete: {},
       },
-      auth: { status: {} },
+      auth: { status: {}, logout: {} },
       providers: {},
     },
     authMethods: [{ id: "key", name: "API key" }],
@@ -216,15 +282,51 @@ const app = acp
   .onRequest(acp.methods.agent.session.new, async ({ params }) => {
     if (!authenticated) throw acp.RequestError.authRequired();
     const sessionId = `ts-${randomUUID()}`;
-    sessions.set(sessionId, {
-      cwd: params.cwd,
-      title: null,
-      archived: false,
-      systemPrompt: params.systemPrompt ?? null,
-      mcpServers: params.mcpServers ?? [],
-      open: true,
-    });
-    return { sessionId };
+    sessions.set(sessionId, newSession(params));
+    return { sessionId, ...settings(sessions.get(sessionId)) };
+  })
+  .onRequest(acp.methods.agent.logout, async ({ client }) => {
+    authenticated = false;
+    await client.notify(acp.methods.client.auth.statusUpdate, { state: "unauthenticated" });
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
+    if (!authenticated) throw acp.RequestError.authRequired();
+    const s = reopen(params);
+    for (const past of s.history) {
+      await client.notify(acp.methods.client.session.update, { sessionId: params.sessionId, update: past });
+    }
+    return settings(s);
+  })
+  .onRequest(acp.methods.agent.session.resume, async ({ params }) => {
+    if (!authenticated) throw acp.RequestError.authRequired();
+    return settings(reopen(params));
+  })
+  .onRequest(acp.methods.agent.session.close, async ({ params }) => {
+    session(params.sessionId).open = false;
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.delete, async ({ params }) => {
+    sessions.delete(params.sessionId);
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.setMode, async ({ params, client }) => {
+    const s = openSession(params.sessionId);
+    if (!MODES.some((m) => m.id === params.modeId)) {
+      throw acp.RequestError.invalidParams({ modeId: params.modeId }, `unknown mode ${params.modeId}`);
+    }
+    s.modeId = params.modeId;
+    await update(client, params.sessionId, { sessionUpdate: "current_mode_update", currentModeId: s.modeId });
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
+    const s = openSession(params.sessionId);
+    if (params.configId !== "model" || !MODELS.includes(params.value)) {
+      const data = { configId: params.configId, value: params.value };
+      throw acp.RequestError.invalidParams(data, "unknown option or value");
+    }
+    s.model = params.value;
+    return { configOptions: settings(s).configOptions };
   })
   .onRequest(acp.methods.agent.session.list, async ({ params }) => {
     const filter = params.archived ?? "exclude";
@@ -257,7 +359,7 @@ const app = acp
   .onRequest(acp.methods.agent.session.fork, async ({ params }) => {
     const s = session(params.sessionId);
     const sessionId = `ts-${randomUUID()}`;
-    sessions.set(sessionId, { ...s, cwd: params.cwd, archived: false, open: true });
+    sessions.set(sessionId, { ...s, cwd: params.cwd, archived: false, open: true, history: [...s.history] });
     return { sessionId };
   })
   .onRequest(acp.methods.agent.providers.list, async () => ({
@@ -280,6 +382,8 @@ const app = acp
     return {};
   })
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+    const s = openSession(params.sessionId);
+    for (const content of params.prompt) s.history.push({ sessionUpdate: "user_message_chunk", content });
     const first = params.prompt.find((block) => block.type === "text");
     try {
       await run(client, params.sessionId, first ? first.text : "");

@@ -1,7 +1,7 @@
 // An ACP client on the official TypeScript SDK's *unstable* entry point
 // (`@agentclientprotocol/sdk/unstable`, 2.4.0), for the interop tests of the newer methods.
 //
-//   node ts_unstable_client.mjs [--scenario full|sessions] [--cwd DIR] [--timeout S] -- AGENT...
+//   node ts_unstable_client.mjs [--scenario full|sessions|lifecycle] [--cwd DIR] [--timeout S] -- AGENT...
 //
 // Must run from a directory whose node_modules holds the SDK (ESM ignores NODE_PATH):
 // tests/interop/_foreign.py copies it into <repo>/.cache/interop/node/peers/.
@@ -12,13 +12,21 @@
 //   full      for tests/e2e/peers/unstable_agent.py --auth: auth/status, authentication and
 //             auth/status_update, a session with systemPrompt and the MCP server, the prompts
 //             notice, compact, form, url-open URL, url-done ID, subagent, system, mcp hello,
-//             mcp-progress two words, then title/status/archive/list/unarchive/fork, providers/*, and bad inputs;
+//             mcp-progress two words, then title/status/archive/list/unarchive/fork, providers/*, bad
+//             inputs, and logout (then auth/status and a session/new that needs authentication);
 //   sessions  for `acpstack agent --unstable`: the session-management part, and the MCP server
-//             through the scripted agent's `/mcp` command.
+//             through the scripted agent's `/mcp` command;
+//   lifecycle for `acpstack agent --unstable --store FILE`: session/new, a `/help` prompt,
+//             session/set_mode, session/set_config_option, close (then a prompt), load, set_mode,
+//             close, resume, a prompt, list, delete, list, load and delete of the deleted session,
+//             logout, and bad inputs (all raw requests, see `lifecycle`).
 // Prints ONE JSON report on stdout and exits 0: {initialize, steps: {name: result | {error}},
+// traces: {step name: [raw session/update objects received while that step ran]},
 // turns: [{prompt, stopReason, updates (raw, wire order), sdkUpdates (as the SDK parsed them)}],
 // elicitations, completions, authUpdates, mcpRequests: [{method, protocolVersion}],
-// agentExitCode}. On failure: non-zero exit, message and partial report on stderr.
+// updateCounts: {received, parsed} (every session/update on the wire, and those the SDK's
+// schemas accepted and handed to the client's handler), agentExitCode}. On failure: non-zero
+// exit, message and partial report on stderr.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -41,7 +49,7 @@ if (split < 0) usage("missing -- before the agent command");
 const opts = { scenario: "full", cwd: null, timeout: 60 };
 for (let i = 0; i < split; i += 2) {
   const [key, value] = [argv[i], argv[i + 1]];
-  if (key === "--scenario" && ["full", "sessions"].includes(value)) opts.scenario = value;
+  if (key === "--scenario" && ["full", "sessions", "lifecycle"].includes(value)) opts.scenario = value;
   else if (key === "--cwd" && value) opts.cwd = value;
   else if (key === "--timeout" && Number(value) > 0) opts.timeout = Number(value);
   else usage(`bad option ${key} ${value}`);
@@ -54,14 +62,18 @@ if (opts.agent.length === 0) usage("missing agent command after --");
 const rec = {
   initialize: null,
   steps: {},
+  traces: {},
   turns: [],
   elicitations: [],
   completions: [],
   authUpdates: [],
   mcpRequests: [],
+  updateCounts: { received: 0, parsed: 0 },
   agentExitCode: null,
 };
 let wireTurn = null; // the turn whose updates the tap records
+let trace = null; // the step whose updates the tap records (see `traced`)
+let parsedArrived = () => {};
 
 function clone(value) {
   return value === undefined ? null : structuredClone(value);
@@ -81,12 +93,43 @@ async function step(name, call) {
   return rec.steps[name];
 }
 
+// A step, and the session/update messages that came while it ran (in rec.traces[name]).
+async function traced(name, call) {
+  trace = rec.traces[name] = [];
+  try {
+    return await step(name, call);
+  } finally {
+    trace = null;
+  }
+}
+
+// Every session/update the SDK accepted (its handlers run after its zod schemas parsed the
+// params, and asynchronously: wait until they caught up with the wire, or `ms` passed).
+function parsedUpdate() {
+  rec.updateCounts.parsed += 1;
+  parsedArrived();
+}
+
+async function allParsed(ms) {
+  const deadline = Date.now() + ms;
+  while (rec.updateCounts.parsed < rec.updateCounts.received && Date.now() < deadline) {
+    await new Promise((resolve) => {
+      parsedArrived = resolve;
+      setTimeout(resolve, deadline - Date.now());
+    });
+  }
+}
+
 // Every incoming message is seen raw, before the SDK parses it.
 function tap(stream) {
   const readable = stream.readable.pipeThrough(
     new TransformStream({
       transform(msg, controller) {
-        if (msg?.method === "session/update" && wireTurn) wireTurn.updates.push(clone(msg.params.update));
+        if (msg?.method === "session/update") {
+          rec.updateCounts.received += 1;
+          if (wireTurn) wireTurn.updates.push(clone(msg.params.update));
+          if (trace) trace.push(clone(msg.params.update));
+        }
         controller.enqueue(msg);
       },
     }),
@@ -160,7 +203,8 @@ const app = acp
     const allow = params.options.find((o) => o.kind === "allow_once");
     return { outcome: { outcome: "selected", optionId: allow.optionId } };
   })
-  .onRequest(acp.methods.client.mcp.message, provider.handleRequest);
+  .onRequest(acp.methods.client.mcp.message, provider.handleRequest)
+  .onNotification(acp.methods.client.session.update, parsedUpdate);
 
 async function prompt(session, text) {
   const turn = { prompt: text, stopReason: null, updates: [], sdkUpdates: [] };
@@ -204,6 +248,45 @@ async function sessionManagement(ctx, sid, cwd) {
   await step("statusUnknown", () => ctx.request(m.status, { sessionId: "nope" }));
 }
 
+// The session lifecycle, by raw requests (an ActiveSession only wraps session/new), each
+// step's session/update messages traced: load replays, resume does not.
+async function lifecycle(ctx, cwd) {
+  const m = acp.methods.agent.session;
+  const created = await step("new", () => ctx.request(m.new, { cwd, mcpServers: [] }));
+  const sessionId = created.sessionId;
+  rec.steps.sessionId = sessionId;
+  const ask = (text) => ctx.request(m.prompt, { sessionId, prompt: [{ type: "text", text }] });
+  const reopen = { sessionId, cwd, mcpServers: [] };
+  await traced("prompt", () => ask("/help"));
+  await traced("setMode", () => ctx.request(m.setMode, { sessionId, modeId: "ask" }));
+  const option = { sessionId, configId: "mode", value: "code" };
+  await traced("setConfigOption", () => ctx.request(m.setConfigOption, option));
+  await step("setModeUnknown", () => ctx.request(m.setMode, { sessionId, modeId: "yolo" }));
+  await step("setConfigUnknown", () => ctx.request(m.setConfigOption, { ...option, configId: "zz" }));
+  await step("setConfigBadValue", () => ctx.request(m.setConfigOption, { ...option, value: "zz" }));
+  await step("close", () => ctx.request(m.close, { sessionId }));
+  await step("promptClosed", () => ask("/help"));
+  await traced("load", () => ctx.request(m.load, reopen));
+  await step("setModeLoaded", () => ctx.request(m.setMode, { sessionId, modeId: "ask" }));
+  await step("closeLoaded", () => ctx.request(m.close, { sessionId }));
+  await traced("resume", () => ctx.request(m.resume, reopen));
+  await traced("promptResumed", () => ask("/help"));
+  await step("listBeforeDelete", () => ctx.request(m.list, {}));
+  await step("delete", () => ctx.request(m.delete, { sessionId }));
+  await step("listAfterDelete", () => ctx.request(m.list, {}));
+  await step("loadDeleted", () => ctx.request(m.load, reopen));
+  await step("resumeDeleted", () => ctx.request(m.resume, reopen));
+  await step("promptDeleted", () => ask("/help"));
+  await step("deleteAgain", () => ctx.request(m.delete, { sessionId }));
+  await step("logout", () => ctx.request(acp.methods.agent.logout, {}));
+}
+
+async function logout(ctx, cwd) {
+  await step("logout", () => ctx.request(acp.methods.agent.logout, {}));
+  await step("authStatusAfterLogout", () => ctx.request(acp.methods.agent.auth.status, {}));
+  await step("newAfterLogout", () => ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }));
+}
+
 async function providers(ctx) {
   const p = acp.methods.agent.providers;
   await step("providersList", () => ctx.request(p.list, {}));
@@ -228,6 +311,7 @@ async function scenario(ctx, cwd) {
     },
     clientInfo: { name: "ts-unstable-client", version: "1" },
   });
+  if (opts.scenario === "lifecycle") return lifecycle(ctx, cwd);
   const tools = provider.registerServer(ctx, { name: "tools", handler: mcpHandler });
   const systemPrompt = { mode: "append", content: [{ type: "text", text: "Be brief." }] };
   const request = { cwd, mcpServers: [tools.declaration], systemPrompt };
@@ -257,7 +341,10 @@ async function scenario(ctx, cwd) {
     session.dispose();
   }
   await sessionManagement(ctx, session.sessionId, cwd);
-  if (opts.scenario === "full") await providers(ctx);
+  if (opts.scenario === "full") {
+    await providers(ctx);
+    await logout(ctx, cwd);
+  }
 }
 
 // ------------------------------------------------------------------ agent process
@@ -277,7 +364,10 @@ const timer = setTimeout(() => fail(`timed out after ${opts.timeout}s`), opts.ti
 const cwd = resolvePath(opts.cwd ?? mkdtempSync(join(tmpdir(), "ts-unstable-client-")));
 const stream = tap(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
 try {
-  await app.connectWith(stream, (ctx) => scenario(ctx, cwd));
+  await app.connectWith(stream, async (ctx) => {
+    await scenario(ctx, cwd);
+    await allParsed(5000);
+  });
 } catch (error) {
   fail(error?.stack ?? String(error));
 }
