@@ -177,6 +177,11 @@ async def test_every_v1_method(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as info:
             await client.load_session(third, str(tmp_path))
         assert info.value.code == -32002
+        # A session the agent does not know is not tracked after the refusal.
+        for reopen in (client.load_session, client.resume_session):
+            with pytest.raises(RequestError):
+                await reopen("no-such-session", str(tmp_path))
+            assert "no-such-session" not in client.sessions
 
         # logout: new sessions need authentication again (the runtime does it again).
         await conn.agent.logout()

@@ -6,7 +6,8 @@ version (v2's calls are in `_runtime_v2.py`). Each session it knows gets a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -194,12 +195,12 @@ class SessionMethods:
         session/resume, replaying from the start or not."""
         if self._v2:
             self._v1_only(system_prompt)
-            self.register_session(session_id, cwd, additional_directories)  # (see below)
-            options = await self._with_auth(
-                lambda: self._resume_v2(
-                    session_id, cwd, additional_directories, mcp_servers, replay=replay
+            with self._tracked_while_reopening(session_id, cwd, additional_directories):
+                options = await self._with_auth(
+                    lambda: self._resume_v2(
+                        session_id, cwd, additional_directories, mcp_servers, replay=replay
+                    )
                 )
-            )
             return answer(config_options=options or UNSET)
         params = self._setup_params(
             request,
@@ -209,11 +210,25 @@ class SessionMethods:
             session_id=session_id,
             cwd=cwd,
         )
-        # Registered first: a replayed history arrives before the response.
-        self.register_session(session_id, cwd, additional_directories)
-        result = await self._with_auth(lambda: send(params))
+        with self._tracked_while_reopening(session_id, cwd, additional_directories):
+            result = await self._with_auth(lambda: send(params))
         self.sessions[session_id].state.seed(result)
         return result
+
+    @contextlib.contextmanager
+    def _tracked_while_reopening(
+        self, session_id: str, cwd: str, additional_directories: Sequence[str]
+    ) -> Iterator[None]:
+        """Track the session before asking (a replayed history arrives before the answer),
+        and forget it again when the agent refused (it stays tracked if it already was)."""
+        known = session_id in self.sessions
+        self.register_session(session_id, cwd, additional_directories)
+        try:
+            yield
+        except BaseException:
+            if not known:
+                self.sessions.pop(session_id, None)
+            raise
 
     # -- what session setup sends -------------------------------------------------------------
 
