@@ -21,6 +21,12 @@ import pytest
 
 BOTH_LOOPS = {"core", "e2e"}
 
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment, which the
+# chat's terminal tests' programs would take over the size of the terminal given to them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 # CI sets ACPSTACK_NO_SKIPS for the main run: a test that skips there (node, tmux, an SDK
 # that did not install, ...) is a failure, so "green" never means "not run". These skips
 # stay allowed: they say something about the machine that CI cannot change.

@@ -385,7 +385,7 @@ def test_unreachable_server_is_a_clear_error_without_the_password() -> None:
 
 def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # makes the import fail
-    with pytest.raises(ImportError, match=r'pip install "acpstack\[postgres\]"'):
+    with pytest.raises(ImportError, match=r'pip install "\.\[postgres\]"'):
         PostgresSessionStore("postgresql://localhost/db")
 
 

@@ -10,6 +10,7 @@ pytest run. The same run at any size: `python -m benchmarks.failover`.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -94,6 +95,7 @@ def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Pa
             timeout=30,
             dimensions=(50, 160),
         )
+        chat.logfile_read = transcript = io.StringIO()  # shown when the test fails
         try:
             chat.expect("connected to")
             chat.sendline("turn 0 chunks 3")
@@ -112,5 +114,8 @@ def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Pa
                 chat.expect(PROMPT)  # the line editor reads again: a quit now is not lost
                 chat.sendline("/quit")
                 chat.expect(pexpect.EOF)
+        except BaseException:
+            print(transcript.getvalue())
+            raise
         finally:
             chat.close(force=True)
