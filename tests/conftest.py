@@ -127,3 +127,19 @@ def postgres_url(postgres_server: Any) -> str:
     with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     return f"{postgres_server.url()}&options=-csearch_path%3D{schema}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what the failover runs counted (tests/remote/test_failover.py). Here and not
+    in tests/remote: under pytest-xdist the process that prints the summary loads only this
+    conftest; the counts come to it in the reports' user_properties."""
+    lines = [
+        value
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in getattr(report, "user_properties", [])
+        if name == "failover"
+    ]
+    if lines:
+        terminalreporter.section("failover runs")
+        for line in lines:
+            terminalreporter.write_line(line)
