@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -134,12 +134,8 @@ class CancelRegistry:
 
     async def offer_tool(self, tool_call_id: str, accept: Accept, **fields: Any) -> None:
         """Make the tool call cancellable and advertise it (with `fields`, v2's names)."""
-        self._tools[tool_call_id] = accept
-        try:
-            await self.send_tool(tool_call_id, **fields, capabilities={"cancel": {}})
-        except BaseException:
-            self._tools.pop(tool_call_id, None)
-            raise
+        announce = self.send_tool(tool_call_id, **fields, capabilities={"cancel": {}})
+        await _offer(self._tools, tool_call_id, accept, announce)
 
     async def withdraw_tool(self, tool_call_id: str) -> None:
         """The tool call can no longer be cancelled: say so (`capabilities: null`)."""
@@ -155,12 +151,8 @@ class CancelRegistry:
 
     async def offer_terminal(self, terminal_id: str, accept: Accept, **fields: Any) -> None:
         """Show an agent terminal (`terminal_update`) that the client may cancel."""
-        self._terminals[terminal_id] = accept
-        try:
-            await self.send_terminal(terminal_id, **fields, capabilities={"cancel": {}})
-        except BaseException:
-            self._terminals.pop(terminal_id, None)
-            raise
+        announce = self.send_terminal(terminal_id, **fields, capabilities={"cancel": {}})
+        await _offer(self._terminals, terminal_id, accept, announce)
 
     def withdraw_terminal(self, terminal_id: str) -> None:
         """The terminal can no longer be cancelled (its exit update says so)."""
@@ -169,6 +161,19 @@ class CancelRegistry:
     async def send_terminal(self, terminal_id: str, **fields: Any) -> None:
         """A live `terminal_update`."""
         await self._send({"sessionUpdate": "terminal_update", "terminalId": terminal_id, **fields})
+
+
+async def _offer(
+    offers: dict[str, Accept], key: str, accept: Accept, announce: Coroutine[Any, Any, None]
+) -> None:
+    """Make `key` cancellable while `announce` tells the client so (the coroutine starts only
+    when awaited, after the registration); undone when telling fails."""
+    offers[key] = accept
+    try:
+        await announce
+    except BaseException:
+        offers.pop(key, None)
+        raise
 
 
 def mark_cancelled(update: acp.ToolCallUpdate) -> None:
