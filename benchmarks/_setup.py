@@ -86,7 +86,9 @@ def acpstack_python(base: str, build: str = "pure") -> Path:
             _source_digest() + " mypyc",
             {"ACPSTACK_MYPYC": "1"},
         )
-    return _venv("acpstack", base, [f"{PROJECT}[fast,remote]"], _source_digest())
+    return _venv(
+        "acpstack", base, [f"{PROJECT}[fast,remote,postgres]"], _source_digest() + " postgres"
+    )
 
 
 def python_sdk(base: str) -> Path:

@@ -178,6 +178,26 @@ class LocalPostgres(Service):
         self.psql(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def halt(self) -> None:
+        """Stop the server as a crash would (`immediate`), keeping its data and port:
+        `resume()` starts it again (an outage, for tests)."""
+        pg_ctl = find_bin("pg_ctl")
+        assert pg_ctl is not None and self._started
+        self._run([pg_ctl, "-D", str(self.data_dir), "-m", "immediate", "stop"], "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again on the same port."""
+        pg_ctl = find_bin("pg_ctl")
+        assert pg_ctl is not None and self._started
+        log = self.base / "sock" / "server.log" if self.base is not None else None
+        options = [f"-p {self.port}", f"-k {self.socket_dir}", "-c listen_addresses=127.0.0.1"]
+        options += [f"-c {name}={value}" for name, value in self.settings.items()]
+        self._run(
+            [pg_ctl, "-D", str(self.data_dir), "-l", str(log), "-w", "-t", "60"]
+            + ["-o", " ".join(options), "start"],
+            "pg_ctl start",
+        )
+
     def stop(self) -> None:
         if self._started:
             self._started = False

@@ -81,7 +81,7 @@ class ConfigOptionMethods:
         if mode_id not in {i for i, _ in self.modes}:
             raise RequestError.invalid_params({"modeId": mode_id}, f"Unknown mode: {mode_id}")
         session.mode_id = mode_id
-        session.save()
+        await session.save()
         await session.send(acp.CurrentModeUpdate(current_mode_id=mode_id))
         options = self._config_options(session)
         if options:
@@ -123,7 +123,7 @@ class ConfigOptionMethods:
                 {"configId": config_id, "value": value}, "Unknown value for this option"
             )
         session.config_values[option.id] = value
-        session.save()
+        await session.save()
 
 
 __all__ = ["MODE_CONFIG_ID", "ConfigOptionMethods"]

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterator
 
 from acpstack.agent._store import SessionBusy, SessionLeases, SessionStore
+from acpstack.agent._writer import writer_for
 from acpstack.wire import RequestError
 
 log = logging.getLogger("acpstack.agent")
@@ -33,22 +34,22 @@ def session_busy(session_id: str) -> RequestError:
     )
 
 
-def hold(store: SessionStore, session_id: str) -> None:
+async def hold(store: SessionStore, session_id: str) -> None:
     """Make the session live in this process (a shared store's lease), or SESSION_BUSY."""
     if isinstance(store, SessionLeases):
         try:
-            store.acquire(session_id)
+            await writer_for(store).call(store.acquire, session_id)
         except SessionBusy:
             raise session_busy(session_id) from None
         except KeyError:
             raise RequestError.resource_not_found(session_id) from None
 
 
-def let_go(store: SessionStore, session_id: str) -> None:
+async def let_go(store: SessionStore, session_id: str) -> None:
     """Undo one `hold`; never raises (the lease ends with this process's presence anyway)."""
     if isinstance(store, SessionLeases):
         try:
-            store.release(session_id)
+            await writer_for(store).call(store.release, session_id)
         except Exception:
             log.warning("session %s: could not release it in the store", session_id, exc_info=True)
 

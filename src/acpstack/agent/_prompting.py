@@ -15,7 +15,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from acpstack.agent._local_access import Fallback, LocalAccess
-from acpstack.agent._store import SessionBusy
+from acpstack.agent._session import store_unavailable
+from acpstack.agent._store import SessionBusy, StoreUnavailable
 from acpstack.agent._turn import Turn
 from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.schema import v1 as acp
@@ -77,6 +78,7 @@ class PromptMethods:
                 "A prompt turn is already running in this session",
             )
         session.cancel_requested = False
+        session.clear_failure()  # a store that failed the last turn is tried again
         session.record_prompt(prompt, message_id)
         local = self._local.get(session.session_id)
         if local is None:
@@ -91,17 +93,27 @@ class PromptMethods:
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:
-            return "cancelled"
+            stop = "cancelled"
         except (ClientCapabilityMissing, CapabilityError) as exc:
-            if session.cancel_requested:
-                return "cancelled"
-            stop = await _missing_capability(turn, exc)
+            stop = "cancelled"
+            if not session.cancel_requested:
+                stop = await _missing_capability(turn, exc)
+        except StoreUnavailable as exc:
+            await _end_unstored(session)
+            raise store_unavailable(exc) from None
         except Exception:
-            if session.cancel_requested:
-                return "cancelled"
-            with contextlib.suppress(Exception):  # none is left pending
-                await turn.fail_unfinished("The agent stopped on an error.")
-            raise
+            if not session.cancel_requested:
+                with contextlib.suppress(Exception):  # none is left pending
+                    await turn.fail_unfinished("The agent stopped on an error.")
+                await session.drain()
+                session.clear_failure()
+                raise
+        # Every update of the turn reaches the client before its answer.
+        try:
+            await session.flush()
+        except StoreUnavailable as exc:
+            await _end_unstored(session)
+            raise store_unavailable(exc) from None
         if session.cancel_requested:
             return "cancelled"
         return stop or "end_turn"
@@ -122,6 +134,13 @@ class PromptMethods:
         if wait and task is not asyncio.current_task():
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(task), 10)
+
+
+async def _end_unstored(session: Session) -> None:
+    """The store failed during the turn: what was stored is delivered, the rest dropped;
+    the next turn tries the store again."""
+    await session.drain()
+    session.clear_failure()
 
 
 async def _missing_capability(

@@ -25,8 +25,8 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 from acpstack._version import __version__
 from acpstack.agent._auth import AuthMethods
@@ -36,13 +36,14 @@ from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._prompting import PromptMethods
 from acpstack.agent._requests import check_absolute, dirs, plain
-from acpstack.agent._session import Session
+from acpstack.agent._session import Session, store_unavailable
 from acpstack.agent._store import (
     SessionBusy,
     SessionChanges,
     SessionRecord,
     SessionStore,
     SqliteSessionStore,
+    StoreUnavailable,
 )
 from acpstack.agent._turn import Turn
 from acpstack.agent._unstable import (
@@ -52,6 +53,7 @@ from acpstack.agent._unstable import (
     unstable_capabilities,
 )
 from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
+from acpstack.agent._writer import writer_for
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from acpstack.schema import v1_unstable as acpu
 
 log = logging.getLogger("acpstack.agent")
+T = TypeVar("T")
 
 
 class SessionAgent(
@@ -230,11 +233,19 @@ class SessionAgent(
             config_values=self._default_config_values(),
             meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
-        self.store.create(record)
-        hold(self.store, record.session_id)
+        await self._stored(self.store.create, record)
+        await hold(self.store, record.session_id)
         session = self._session_of(record)
         await self._activate(session, servers)
         return session
+
+    async def _stored(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A call of the store, off the event loop (its writer's thread), in order with the
+        events being written; a store that is down answers `store_unavailable`."""
+        try:
+            return await writer_for(self.store).call(fn, *args, **kwargs)
+        except StoreUnavailable as exc:
+            raise store_unavailable(exc) from None
 
     def _session_of(self, record: SessionRecord) -> Session:
         """The live session of `record`, speaking the connection's protocol version."""
@@ -278,7 +289,7 @@ class SessionAgent(
     async def session_list(self, params: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         """`session/list`: one page of stored sessions, newest first (only `cwd`'s if given);
         -32602 for a cursor this agent did not hand out."""
-        records, next_cursor = self._list_records(params)
+        records, next_cursor = await self._list_records(params)
         infos = []
         for r in records:
             info = self.session_info(r)
@@ -290,13 +301,15 @@ class SessionAgent(
             result.next_cursor = next_cursor
         return result
 
-    def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
+    async def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
         self._require_auth()
         cwd = params.cwd if isinstance(params.cwd, str) else None
         cursor = params.cursor if isinstance(params.cursor, str) else None
         archived: Any = self.archive_filter(params)
         try:
-            return self.store.list_sessions(cwd=cwd, cursor=cursor, archived=archived)
+            return await self._stored(
+                self.store.list_sessions, cwd=cwd, cursor=cursor, archived=archived
+            )
         except ValueError as exc:
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
 
@@ -310,7 +323,7 @@ class SessionAgent(
         async with self._lifecycle.exclusive(session_id):
             session = self.sessions.pop(session_id, None)
             if session is None:
-                if self.store.get(session_id) is None:
+                if await self._stored(self.store.get, session_id) is None:
                     raise self._not_found(session_id)
                 return
             await self._stop(session)
@@ -332,24 +345,28 @@ class SessionAgent(
             if session is not None:
                 await self._stop(session)
             with refused_as_busy(session_id):
-                self.store.delete(session_id)
+                await self._stored(self.store.delete, session_id)
 
     async def session_fork(self, params: acpu.ForkSessionRequest) -> acpu.ForkSessionResponse:
         """Unstable `session/fork` (only routed on connections with unstable enabled)."""
         from acpstack.schema import v1_unstable as acpu
 
         self._require_auth()
-        if self.store.get(params.session_id) is None:
+        if await self._stored(self.store.get, params.session_id) is None:
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
         extra = dirs(params.additional_directories)
         system_prompt = self.system_prompt_of(params)
-        record = self.store.fork(
-            params.session_id, new_id, cwd=params.cwd, additional_directories=extra
+        source = self.sessions.get(params.session_id)
+        if source is not None:
+            await source.flush()  # the fork copies every update sent so far
+        record = await self._stored(
+            self.store.fork, params.session_id, new_id, cwd=params.cwd, additional_directories=extra
         )
-        hold(self.store, new_id)
+        await hold(self.store, new_id)
         if system_prompt is not None:
-            record = self.store.update(new_id, meta={**record.meta, SYSTEM_PROMPT: system_prompt})
+            meta = {**record.meta, SYSTEM_PROMPT: system_prompt}
+            record = await self._stored(self.store.update, new_id, meta=meta)
         session = self._session_of(record)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
@@ -365,10 +382,12 @@ class SessionAgent(
     ) -> Session:
         check_absolute(cwd, "cwd")
         async with self._lifecycle.exclusive(session_id):
-            record = self.store.get(session_id)
+            record = await self._stored(self.store.get, session_id)
             if record is None:
                 raise self._not_found(session_id)
-            hold(self.store, session_id)  # before the old copy lets go: no other process slips in
+            await hold(
+                self.store, session_id
+            )  # before the old copy lets go: no other process slips in
             try:
                 old = self.sessions.pop(session_id, None)
                 if old is not None:
@@ -381,9 +400,9 @@ class SessionAgent(
                 }
                 if system_prompt:
                     changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
-                record = self.store.update(session_id, **changes)
+                record = await self._stored(self.store.update, session_id, **changes)
             except BaseException:
-                let_go(self.store, session_id)
+                await let_go(self.store, session_id)
                 raise
             session = self._session_of(record)
             await self._activate(session, servers)
@@ -441,7 +460,8 @@ class SessionAgent(
         if local is not None:  # ends the commands the agent still runs for the session
             with contextlib.suppress(Exception):
                 await local.aclose()
-        let_go(self.store, session.session_id)
+        await session.aclose()
+        await let_go(self.store, session.session_id)
 
     async def _lost(self, session: Session) -> RequestError:
         """Another process took the session over (the store refused our write): it is no
@@ -455,11 +475,17 @@ class SessionAgent(
     async def _writing(self, session: Session) -> AsyncIterator[None]:
         """Around a request's writes to a live session (a setting, its title): a write the
         store refuses because another process took the session over ends it here, and the
-        request is answered SESSION_BUSY, as a turn is."""
+        request is answered SESSION_BUSY, as a turn is. The updates the request sent reach
+        the client before its answer; a store that is down answers `store_unavailable`."""
         try:
             yield
+            await session.flush()
         except SessionBusy:
             raise await self._lost(session) from None
+        except StoreUnavailable as exc:
+            await session.drain()
+            session.clear_failure()
+            raise store_unavailable(exc) from None
 
     async def on_disconnect(self) -> None:
         """The client left: close every active session (their turns are cancelled)."""
@@ -470,7 +496,7 @@ class SessionAgent(
     async def set_title(self, session: Session, title: str | None) -> None:
         """Rename a session (sends `session_info_update`, stored for `session/list`)."""
         session.title = title
-        session.save()
+        await session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
 
 

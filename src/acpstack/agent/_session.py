@@ -1,24 +1,42 @@
 """A live session of a `SessionAgent`: its settings, its running turn, its history.
 
-Every `session/update` goes through `Session.send`, which records it in the store (one
-committed transaction) before writing it to the wire, so an update the client saw is
-never missing from the history, even if the agent is killed right after.
+Every `session/update` goes through `Session.send`, which hands it to the store's writer
+(`_writer.py`: batched commits off the event loop) and returns; the update is written to
+the wire once its batch is committed, in order, by the session's delivery task. So an
+update the client saw is never missing from the history, even if the agent is killed right
+after, and a turn streams without waiting for each commit. `flush()` waits until every
+update sent so far is delivered: the runtime calls it before anything else goes to the
+client (a request, the turn's answer), so nothing overtakes an update.
+
+When the store fails (disk full, database down: `StoreUnavailable`), or the connection
+breaks, the updates not yet delivered are dropped and the next `send` or `flush` raises
+that error; `clear_failure()` lets the next turn try again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from acpstack.agent._store import SessionRecord, SessionStore
+from acpstack.agent._store import (
+    SessionBusy,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+    StoreUnavailable,
+)
+from acpstack.agent._store._records import EVENT_BATCH
+from acpstack.agent._writer import StoreWriter, Ticket, writer_for
 from acpstack.schema import v1 as acp
-from acpstack.wire import METHOD_NOT_FOUND, RequestError
+from acpstack.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, RequestError
 
 if TYPE_CHECKING:
     from acpstack.agent._agent import ClientPeer
@@ -63,6 +81,14 @@ class Session:
     cancels: CancelRegistry | None = None
     # Free for the author's own per-session data.
     state: dict[str, Any] = field(default_factory=dict)
+    _writer: StoreWriter | None = field(default=None, init=False, repr=False)
+    # Events waiting for their batch: (ticket, the update to deliver or None), in order.
+    _outbox: deque[tuple[Ticket, bytes | None]] = field(
+        default_factory=deque, init=False, repr=False
+    )
+    _delivery: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _failure: Exception | None = field(default=None, init=False, repr=False)
+    _notification_prefix: bytes = field(default=b"", init=False, repr=False)
 
     @property
     def roots(self) -> list[str]:
@@ -70,21 +96,138 @@ class Session:
         return [self.cwd, *self.additional_directories]
 
     async def send(self, update: acp.SessionUpdate) -> None:
-        """Record `update` in the store, then send it to the client."""
-        payload = _encode(update)
-        self.store.append_event(self.session_id, UPDATE, payload)
-        await self.client.session_update_encoded(self.session_id, payload)
+        """Record `update` in the store, then (once stored) send it to the client."""
+        await self.log(UPDATE, _encode(update), deliver=True)
+
+    async def log(self, kind: str, payload: bytes, *, deliver: bool = False) -> None:
+        """Append one event to the session's history (through the store's writer); with
+        `deliver`, `payload` (an encoded update) goes to the client once it is stored.
+        Raises the failure that stopped an earlier event, if any (see `clear_failure`)."""
+        writer = self._get_writer()
+        if writer.pending >= writer.max_pending:
+            await writer.room()
+        seq = self.log_nowait(kind, payload, deliver=deliver)
+        if seq is not None and deliver:
+            await self.deliver(payload, seq)
+
+    def log_nowait(self, kind: str, payload: bytes, *, deliver: bool = False) -> int | None:
+        """`log` without waiting for room in the writer's queue. Returns the event's seq
+        when it is stored at once (a store that never blocks) and nothing waits before it:
+        the caller then delivers it itself; else None (queued for the delivery task)."""
+        if self._failure is not None:
+            raise self._failure
+        writer = self._get_writer()
+        if writer.inline and not self._outbox:  # a store that never blocks: at once
+            try:
+                return writer.append_now(self.session_id, kind, payload)
+            except (KeyError, SessionBusy, StoreUnavailable) as exc:
+                raise self._fail(exc) from None
+        ticket = writer.append(self.session_id, kind, payload)
+        if ticket.done and not self._outbox:
+            result = ticket.result
+            if isinstance(result, Exception):
+                raise self._fail(result)
+            return result
+        self._outbox.append((ticket, payload if deliver else None))
+        if self._delivery is None:
+            # Owned by the session: ended by `aclose`.
+            self._delivery = asyncio.get_running_loop().create_task(self._deliver_stored())
+        return None
+
+    def _get_writer(self) -> StoreWriter:
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = writer_for(self.store)
+        return writer
+
+    async def deliver(self, payload: bytes, seq: int) -> None:
+        """Write one stored update (`payload`, its `seq` in the history) to the client."""
+        prefix = self._notification_prefix
+        if not prefix:
+            prefix = self._notification_prefix = (
+                b'{"sessionId":' + _encode(self.session_id) + b',"update":'
+            )
+        await self.client.connection.notify("session/update", msgspec.Raw(prefix + payload + b"}"))
+
+    async def _deliver_stored(self) -> None:
+        outbox = self._outbox
+        try:
+            while outbox:
+                ticket, payload = outbox[0]
+                if not ticket.done:
+                    await ticket.batch.wait()
+                result = ticket.result
+                if isinstance(result, Exception):
+                    self._fail(result)
+                    return
+                if payload is not None:
+                    try:
+                        await self.deliver(payload, result)
+                    except Exception as exc:  # the connection broke: the turn hears of it
+                        self._fail(exc)
+                        return
+                outbox.popleft()
+        finally:
+            self._delivery = None
+
+    def _fail(self, error: Exception) -> Exception:
+        """Remember why events stopped; what was not delivered yet is dropped."""
+        self._outbox.clear()
+        if isinstance(error, StoreUnavailable):
+            log.warning("session %s: %s", self.session_id, error)
+        self._failure = error
+        return error
+
+    async def flush(self) -> None:
+        """Wait until every update sent so far is stored and delivered (raises the failure
+        that stopped them, if any)."""
+        await self.drain()
+        if self._failure is not None:
+            raise self._failure
+
+    async def drain(self) -> None:
+        """Wait until every update sent so far is delivered or dropped (never raises)."""
+        while self._delivery is not None:
+            await asyncio.wait([self._delivery])
+
+    def clear_failure(self) -> Exception | None:
+        """Forget the failure that stopped events (the next turn tries the store again);
+        returns it."""
+        failure, self._failure = self._failure, None
+        return failure
+
+    async def aclose(self) -> None:
+        """Stop delivering (the session ends): what was stored stays stored."""
+        task = self._delivery
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
+        self._outbox.clear()
 
     def record_prompt(self, blocks: list[acp.ContentBlock], message_id: str | None = None) -> None:
         """Record a user prompt in the history (one `user_message_chunk` per block, sharing
         `message_id`, a fresh one if None), so `session/load` replays it."""
         mid = message_id or uuid.uuid4().hex
         for block in blocks:
-            self.store.append_event(
-                self.session_id,
-                PROMPT,
-                _encode(acp.UserMessageChunk(content=block, message_id=mid)),
-            )
+            chunk = acp.UserMessageChunk(content=block, message_id=mid)
+            self.log_nowait(PROMPT, _encode(chunk))
+
+    async def stored(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a call of the session's store off the event loop, after the events sent so
+        far (e.g. `await session.stored(session.store.get, session.session_id)`)."""
+        return await self._get_writer().call(fn, *args, **kwargs)
+
+    async def history(self, after_seq: int = 0) -> AsyncIterator[StoredEvent]:
+        """The session's recorded events after `after_seq`, read off the event loop in
+        batches, once the events sent so far are stored."""
+        await self.flush()
+        while True:
+            batch = await self.stored(_read_batch, self.store, self.session_id, after_seq)
+            for event in batch:
+                yield event
+            if len(batch) < EVENT_BATCH:
+                return
+            after_seq = batch[-1].seq
 
     async def ask_permission(
         self, tool_call: acp.ToolCallUpdate, options: list[acp.PermissionOption]
@@ -95,6 +238,7 @@ class Session:
         params = acp.RequestPermissionRequest(
             session_id=self.session_id, tool_call=tool_call, options=options
         )
+        await self.flush()  # the client has every update before it is asked
         request = self.client.session_request_permission(params)
         answer = await permission_answer(self.session_id, request)
         return None if answer is None else answer.outcome
@@ -102,16 +246,17 @@ class Session:
     async def replay(self) -> int:
         """Send the whole recorded history (prompts and updates) as session/update, in order."""
         count = 0
-        for event in self.store.events(self.session_id):
+        async for event in self.history():
             if event.kind not in (UPDATE, PROMPT):
                 continue
-            await self.client.session_update_encoded(self.session_id, event.payload)
+            await self.deliver(event.payload, event.seq)
             count += 1
         return count
 
-    def save(self) -> None:
+    async def save(self) -> None:
         """Write the session's settings back to the store (`updated_at` moves)."""
-        self.store.update(
+        await self.stored(
+            self.store.update,
             self.session_id,
             cwd=self.cwd,
             additional_directories=list(self.additional_directories),
@@ -138,6 +283,16 @@ class Session:
         )
 
 
+def store_unavailable(error: StoreUnavailable) -> RequestError:
+    """The answer to a request that needed the store while it was down: retryable, and
+    without the store's own message (which may name a host or a path)."""
+    return RequestError(
+        INTERNAL_ERROR,
+        "The session store is unavailable; nothing acknowledged was lost, try again",
+        {"reason": "store_unavailable", "retryable": True},
+    )
+
+
 async def permission_answer(session_id: str, request: Awaitable[T]) -> T | None:
     """The client's answer to `session/request_permission`, or None (a refusal) when it
     answered with an error: -32601 from a client without a permission handler (the base
@@ -159,3 +314,7 @@ async def permission_answer(session_id: str, request: Awaitable[T]) -> T | None:
                 err,
             )
         return None
+
+
+def _read_batch(store: SessionStore, session_id: str, after_seq: int) -> list[StoredEvent]:
+    return list(itertools.islice(store.events(session_id, after_seq), EVENT_BATCH))

@@ -352,6 +352,7 @@ class Turn(TurnExtras):
             params.line = line
         if limit is not None:
             params.limit = limit
+        await self.session.flush()  # the client has every update before it is asked
         try:
             result = await self.session.client.fs_read_text_file(params)
         except CapabilityError:
@@ -368,6 +369,7 @@ class Turn(TurnExtras):
         params = acp.WriteTextFileRequest(
             session_id=self.session.session_id, path=path, content=content
         )
+        await self.session.flush()
         try:
             await self.session.client.fs_write_text_file(params)
         except CapabilityError:
@@ -400,6 +402,7 @@ class Turn(TurnExtras):
         output before it is shown or returned (e.g. to mask secrets it may print; a client
         terminal shows the client's own copy). Ask permission before calling this.
         """
+        await self.session.flush()
         client_side = ClientTerminals(self.session.client, self.session.session_id)
         terminals: Terminals = client_side
         try:

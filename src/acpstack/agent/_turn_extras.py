@@ -341,6 +341,7 @@ class TurnExtras:
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client the interaction of a URL elicitation finished (the answer's
         `elicitation_id`), so it can stop waiting for it."""
+        await self.session.flush()
         await self.session.client.elicitation_complete(
             acp.CompleteElicitationNotification(elicitation_id=elicitation_id)
         )
@@ -350,6 +351,7 @@ class TurnExtras:
     ) -> ElicitationAnswer:
         if tool_call_id is not None:
             params.tool_call_id = tool_call_id
+        await self.session.flush()
         try:
             answer = await self.session.client.elicitation_create(params)
         except CapabilityError as exc:

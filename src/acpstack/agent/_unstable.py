@@ -10,7 +10,8 @@ connections opened with `unstable=True`; the capabilities are advertised there o
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from msgspec import UNSET
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from acpstack.agent._session import Session
     from acpstack.schema import v1_unstable as acpu
 
+T = TypeVar("T")
 log = logging.getLogger("acpstack.agent")
 
 SYSTEM_PROMPT = "system_prompt"  # key in SessionRecord.meta: {"mode": ..., "text": ...}
@@ -73,8 +75,11 @@ class UnstableSessionMethods(Agent):
         def _writing(self, session: Session) -> AbstractAsyncContextManager[None]:
             raise NotImplementedError
 
-    def _record(self, session_id: str) -> SessionRecord:
-        record = self.store.get(session_id)
+        async def _stored(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+            raise NotImplementedError
+
+    async def _record(self, session_id: str) -> SessionRecord:
+        record = await self._stored(self.store.get, session_id)
         if record is None:
             raise RequestError.resource_not_found(session_id)
         return record
@@ -91,16 +96,16 @@ class UnstableSessionMethods(Agent):
         title = " ".join(params.title.split())[:200]
         if not title:
             raise RequestError.invalid_params({"title": params.title}, "The title is empty")
-        self._record(params.session_id)
+        await self._record(params.session_id)
         session = self.sessions.get(params.session_id)
         if session is not None:
             session.title = title
             async with self._writing(session):
-                session.save()
+                await session.save()
                 await session.send(acp.SessionInfoUpdate(title=title))
         else:
             with refused_as_busy(params.session_id):
-                self.store.update(params.session_id, title=title)
+                await self._stored(self.store.update, params.session_id, title=title)
         return acpu.SetSessionTitleResponse(title=title)
 
     async def session_archive(
@@ -111,12 +116,12 @@ class UnstableSessionMethods(Agent):
         from acpstack.schema import v1_unstable as acpu
 
         async with self._lifecycle.exclusive(params.session_id):
-            self._record(params.session_id)
+            await self._record(params.session_id)
             session = self.sessions.pop(params.session_id, None)
             if session is not None:  # as if session/close: the turn is cancelled, resources freed
                 await self._stop(session)
             with refused_as_busy(params.session_id):
-                self.store.update(params.session_id, archived=True)
+                await self._stored(self.store.update, params.session_id, archived=True)
         return acpu.ArchiveSessionResponse()
 
     async def session_unarchive(
@@ -125,9 +130,9 @@ class UnstableSessionMethods(Agent):
         """`session/unarchive`: list the session again."""
         from acpstack.schema import v1_unstable as acpu
 
-        self._record(params.session_id)
+        await self._record(params.session_id)
         with refused_as_busy(params.session_id):
-            self.store.update(params.session_id, archived=False)
+            await self._stored(self.store.update, params.session_id, archived=False)
         return acpu.UnarchiveSessionResponse()
 
     async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:
@@ -136,7 +141,7 @@ class UnstableSessionMethods(Agent):
 
         if params.session_id in self.sessions:
             return acpu.SessionStatusResponse(status="open")
-        self._record(params.session_id)
+        await self._record(params.session_id)
         return acpu.SessionStatusResponse(status="saved")
 
     def archive_filter(self, params: Any) -> str:

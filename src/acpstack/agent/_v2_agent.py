@@ -84,7 +84,7 @@ class V2SessionMethods:
         ) -> Session:
             raise NotImplementedError
 
-        def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
+        async def _list_records(self, params: Any) -> tuple[list[SessionRecord], str | None]:
             raise NotImplementedError
 
         async def _close(self, session_id: str) -> None:
@@ -213,7 +213,7 @@ class V2SessionMethods:
         """v2 `session/list`: one page of stored sessions, newest first, as in v1."""
         from acpstack.schema import v2
 
-        records, next_cursor = self._list_records(params)
+        records, next_cursor = await self._list_records(params)
         infos = [
             v2.SessionInfo(
                 session_id=r.session_id,

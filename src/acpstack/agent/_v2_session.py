@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from acpstack.agent._cancel import CancelRegistry
-from acpstack.agent._session import PROMPT, UPDATE, Session, permission_answer
+from acpstack.agent._session import Session, permission_answer
 from acpstack.agent._v2_convert import MessageIds, tool_call_to_v2, update_to_v2
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
@@ -32,25 +32,22 @@ def _live_ids() -> MessageIds:
     return MessageIds(f"m{uuid.uuid4().hex[:12]}-")
 
 
-@dataclass
+@dataclass(slots=True)
 class V2Session(Session):
     ids: MessageIds = field(default_factory=_live_ids)
 
     def __post_init__(self) -> None:
         self.cancels = CancelRegistry(self.send_live)  # v2: tool_call/ and terminal/cancel
 
-    async def send(self, update: acp.SessionUpdate) -> None:
-        """Record `update` in the store, then send it to the client in v2's shape."""
-        payload = _encode(update)
-        self.store.append_event(self.session_id, UPDATE, payload)
-        await self._emit(_decode(payload), self.ids)
-
-    async def _emit(self, update: dict[str, Any], ids: MessageIds) -> None:
-        for item in update_to_v2(update, ids):
+    async def deliver(self, payload: bytes, seq: int) -> None:
+        """Write one stored update to the client in v2's shape."""
+        for item in update_to_v2(_decode(payload), self.ids):
             await self.client.session_update_encoded(self.session_id, _encode(item))
 
     async def send_live(self, update: Any) -> None:
-        """Send a v2 update (a struct or its JSON object) without recording it."""
+        """Send a v2 update (a struct or its JSON object) without recording it, after the
+        updates sent before it."""
+        await self.drain()
         await self.client.session_update_encoded(self.session_id, _encode(update))
 
     async def send_state(
@@ -81,6 +78,7 @@ class V2Session(Session):
             },
             v2.RequestPermissionRequest,
         )
+        await self.flush()  # the client has every update before it is asked
         await self.send_state("requires_action")
         request = self.client.connection.request("session/request_permission", params)
         answer = await permission_answer(self.session_id, request)
@@ -98,14 +96,11 @@ class V2Session(Session):
 
     async def replay(self) -> int:
         """Send the recorded history in v2's shape (ids numbered the same every time)."""
-        ids = MessageIds("h")
-        count = 0
-        for event in self.store.events(self.session_id):
-            if event.kind not in (UPDATE, PROMPT):
-                continue
-            await self._emit(_decode(event.payload), ids)
-            count += 1
-        return count
+        live, self.ids = self.ids, MessageIds("h")
+        try:
+            return await Session.replay(self)  # (slots: no zero-argument super)
+        finally:
+            self.ids = live
 
 
 __all__ = ["V2Session"]

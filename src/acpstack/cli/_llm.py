@@ -137,11 +137,14 @@ class LlmBrain:
         self.enabled = True
 
     async def respond(self, turn: Turn) -> acp.StopReason:
-        history = History.of(turn.session)
+        history = await History.of(turn.session)
         content, _attachments = await read_prompt(turn, images=self.images)
         history.append({"role": "user", "content": content})
         tools = Toolbox(await mcp_tools(turn.session), redact=self.redactor.values)
         for _ in range(self.max_tool_rounds):
+            # Each step's messages are stored before the model is asked again: a session
+            # continued after a crash carries on from the last finished step.
+            await turn.session.flush()
             reply = Reply()
             try:
                 await self._complete(turn, history, tools, reply)

@@ -41,13 +41,14 @@ class History:
         self.messages = messages
 
     @classmethod
-    def of(cls, session: Session) -> History:
-        """The session's history: read from the store once per live session, then cached."""
+    async def of(cls, session: Session) -> History:
+        """The session's history: read from the store once per live session (off the event
+        loop), then cached."""
         cached = session.state.get("llm_history")
         if isinstance(cached, History):
             return cached
         messages: list[Message] = []
-        for event in session.store.events(session.session_id):
+        async for event in session.history():
             if event.kind != LLM_EVENT:
                 continue
             try:
@@ -66,9 +67,10 @@ class History:
         return history
 
     def append(self, message: Message) -> None:
-        """Store the message (one committed transaction), then keep it in memory."""
+        """Store the message (through the store's writer, in order with the session's
+        updates), then keep it in memory."""
         payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-        self.session.store.append_event(self.session.session_id, LLM_EVENT, payload)
+        self.session.log_nowait(LLM_EVENT, payload)
         self.messages.append(message)
 
 

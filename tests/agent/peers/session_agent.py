@@ -1,6 +1,7 @@
 """A SessionAgent whose prompts are commands, for the runtime tests.
 
-The store is the SQLite file named by SESSION_AGENT_DB; SESSION_AGENT_AUTH=1 turns on an
+The store is the SQLite file (or the `postgresql://` URL) named by SESSION_AGENT_DB;
+SESSION_AGENT_AUTH=1 turns on an
 agent-kind auth method that accepts only after `authenticate`.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from acpstack.agent import SessionAgent, SqliteSessionStore, Turn, serve_stdio
+from acpstack.agent import SessionAgent, Turn, open_store, serve_stdio
 from acpstack.schema import v1 as acp
 
 
@@ -67,7 +68,7 @@ def main() -> None:
         id="verbose", name="Verbose", type="boolean", current_value=False
     )
     agent = CommandAgent(
-        store=SqliteSessionStore(os.environ["SESSION_AGENT_DB"]),
+        store=open_store(os.environ["SESSION_AGENT_DB"]),
         modes=[("ask", "Ask"), ("code", "Code")],
         config_options=[verbose],
         auth_methods=auth,

@@ -23,9 +23,11 @@ Timestamps are ISO 8601 UTC strings with microseconds and a trailing "Z"
 string order is time order. A session's ``updated_at`` is strictly increasing: a bump is
 ``max(now, previous + 1 microsecond)``, so it never goes backwards even if the wall clock does.
 
-The store is synchronous: SQLite appends take tens of microseconds and PostgreSQL ones a
-single round trip (about 150 microseconds on a local server), so the runtime calls it
-straight from the event loop.
+The store is synchronous; the runtime never calls it on the event loop: its appends go
+through one group-committing writer per process (`acpstack.agent._writer`), which commits
+the waiting events of every session in one transaction (`append_events`) on a thread of
+the store's own, and every other call runs on that thread too. A store that never waits
+(`blocking = False`, such as `MemorySessionStore`) is called inline.
 """
 
 from acpstack.agent._store._memory import MemorySessionStore
@@ -34,12 +36,14 @@ from acpstack.agent._store._postgres import PostgresSessionStore
 from acpstack.agent._store._records import (
     ARCHIVE_FILTERS,
     ArchiveFilter,
+    NewEvent,
     SessionBusy,
     SessionChanges,
     SessionLeases,
     SessionRecord,
     SessionStore,
     StoredEvent,
+    StoreUnavailable,
     default_store_path,
 )
 from acpstack.agent._store._sqlite import SCHEMA_VERSION, SqliteSessionStore
@@ -56,7 +60,9 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",
+    "StoreUnavailable",
     "StoredEvent",
+    "NewEvent",
     "default_store_path",
     "is_postgres_url",
     "open_store",

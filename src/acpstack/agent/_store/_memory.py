@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Unpack
 
 from acpstack.agent._store._paging import (
@@ -16,6 +16,7 @@ from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    NewEvent,
     SessionChanges,
     SessionRecord,
     SessionStore,
@@ -48,11 +49,13 @@ class MemorySessionStore(ClosingStore, SessionStore):
     supports_list = True
     supports_delete = True
     supports_fork = True
+    blocking = False  # nothing here waits for a disk or a server: called on the event loop
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[str, StoredRow] = {}
-        self._events: dict[str, list[StoredEvent]] = {}
+        self._events: dict[str, list[EventRow]] = {}
+        self._stale: set[str] = set()  # sessions whose row lags behind their events
         self._closed = False
 
     def _check_open(self) -> None:
@@ -76,7 +79,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         """A fresh copy of the session's record, or None if there is no such session."""
         with self._lock:
             self._check_open()
-            row = self._rows.get(session_id)
+            row = self._row(session_id)
         return None if row is None else from_row(row)
 
     def update(self, session_id: str, **changes: Unpack[SessionChanges]) -> SessionRecord:
@@ -84,7 +87,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         for an unknown session, TypeError for a field that cannot change)."""
         with self._lock:
             self._check_open()
-            row = self._rows.get(session_id)
+            row = self._row(session_id)
             if row is None:
                 raise KeyError(session_id)
             new_row = to_row(apply_changes(from_row(row), changes))
@@ -96,16 +99,37 @@ class MemorySessionStore(ClosingStore, SessionStore):
         unknown session)."""
         data = check_event_args(kind, payload)
         with self._lock:
-            self._check_open()
-            row = self._rows.get(session_id)
-            if row is None:
+            if self._closed:
+                raise RuntimeError("session store is closed")
+            log = self._events.get(session_id)
+            if log is None:
                 raise KeyError(session_id)
+            # A hot path (every update of a streaming turn): the row is rebuilt only when
+            # it is read, from the newest event's time.
+            now = bump(log[-1][3] if log else self._rows[session_id].updated_at)
+            log.append((len(log) + 1, kind, data, now))
+            self._stale.add(session_id)
+            return len(log)
+
+    def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
+        """Append events of any sessions at once (see `SessionStore.append_events`)."""
+        results: list[int | Exception] = []
+        for sid, kind, payload in events:
+            try:
+                results.append(self.append_event(sid, kind, payload))
+            except KeyError as exc:
+                results.append(exc)
+        return results
+
+    def _row(self, session_id: str) -> StoredRow | None:
+        """The session's row, with `updated_at` moved by the events appended since."""
+        row = self._rows.get(session_id)
+        if row is not None and session_id in self._stale:
+            self._stale.discard(session_id)
             log = self._events[session_id]
-            now = bump(row.updated_at)
-            seq = len(log) + 1
-            log.append(StoredEvent(seq, kind, data, now))
-            self._rows[session_id] = row._replace(updated_at=now)
-        return seq
+            if log and log[-1][3] > row.updated_at:
+                row = self._rows[session_id] = row._replace(updated_at=log[-1][3])
+        return row
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
         """The session's events with `seq` > `after_seq`, in order, read in batches
@@ -123,8 +147,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
             with self._lock:
                 self._check_open()
                 log = self._events.get(session_id)
-                batch = [] if log is None else log[last : last + EVENT_BATCH]
-            return [(ev.seq, ev.kind, ev.payload, ev.created_at) for ev in batch]
+                return [] if log is None else log[last : last + EVENT_BATCH]
 
         return events_in_batches(fetch, after_seq)
 
@@ -142,6 +165,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
         after = decode_cursor(cursor) if cursor is not None else None
         with self._lock:
             self._check_open()
+            for stale in list(self._stale):
+                self._row(stale)
             rows = [
                 r
                 for r in self._rows.values()
@@ -158,6 +183,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
             self._check_open()
             self._rows.pop(session_id, None)
             self._events.pop(session_id, None)
+            self._stale.discard(session_id)
 
     def fork(
         self,
@@ -172,7 +198,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
         check_id(new_id, "new_id")
         with self._lock:
             self._check_open()
-            row = self._rows.get(source_id)
+            row = self._row(source_id)
             if row is None:
                 raise KeyError(source_id)
             if new_id in self._rows:
@@ -189,3 +215,4 @@ class MemorySessionStore(ClosingStore, SessionStore):
             self._closed = True
             self._rows.clear()
             self._events.clear()
+            self._stale.clear()

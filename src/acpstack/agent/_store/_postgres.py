@@ -4,11 +4,13 @@ psycopg 3, synchronous, with its connection pool. The store interface is synchro
 the runtime calls it from the event loop, so every hot operation is one statement in
 autocommit mode: one round trip and one transaction (an append is an UPDATE of the
 session row that takes the next `seq` and the new `updated_at`, and an INSERT of the
-event, in one statement). Commits do not wait for the server's disk by default
-(`synchronous_commit = off`): an acknowledged event survives the death of the node that
-wrote it, as with SQLite's WAL mode; a crash of the database server itself can lose the
-last fraction of a second, never consistency. Put `options=-csynchronous_commit%3Don` in
-the URL to wait for the disk on every event instead (docs/deployment.md has the figures).
+event, in one statement). The runtime appends through `append_events`, a group commit of
+every session's waiting events in one transaction, off the event loop (see `_writer.py`),
+so commits wait for the server's disk (`synchronous_commit = on`, PostgreSQL's default):
+an acknowledged event survives a crash of the database server too. An operator may trade
+that for latency with `options=-csynchronous_commit%3Doff` in the URL: a server crash can
+then lose the last fraction of a second of acknowledged events, never consistency
+(docs/deployment.md).
 
 One writer per session (`SessionLeases`): the session row names the node that has it live
 (`owner`, a random 63-bit key per store). Every write carries that fence in its WHERE
@@ -27,7 +29,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -37,6 +39,7 @@ from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    NewEvent,
     SessionBusy,
     SessionChanges,
     SessionLeases,
@@ -64,8 +67,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("acpstack.agent.store")
 
 INSTALL_HINT = 'in the acpstack checkout, pip install ".[postgres]" (or pip install "psycopg[binary,pool]>=3.2")'
-# Commits do not wait for the server's disk (see the module docstring).
-STORE_SETTINGS = {"synchronous_commit": "off"}
+# Nothing to change by default: commits wait for the server's disk (see the module docstring).
+STORE_SETTINGS: dict[str, str] = {}
 # The server drops a vanished node's presence connection after about 25 s (over TCP).
 PRESENCE_SETTINGS = {
     "tcp_keepalives_idle": "10",
@@ -96,6 +99,18 @@ WITH bumped AS (
 INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at)
 SELECT %(sid)s, last_seq, %(kind)s, %(payload)s, updated_at FROM bumped
 RETURNING seq
+"""
+_APPEND_MANY = """
+UPDATE acpstack_sessions AS s
+SET last_seq = s.last_seq + v.n,
+    updated_at = GREATEST(%(now)s, s.updated_at + interval '1 microsecond')
+FROM unnest(%(sids)s::text[], %(counts)s::bigint[], %(held)s::boolean[]) AS v(sid, n, held)
+WHERE s.session_id = v.sid AND (s.owner = %(me)s OR (s.owner IS NULL AND NOT v.held))
+RETURNING s.session_id, s.last_seq, s.updated_at
+"""
+_INSERT_EVENTS = """
+INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at)
+SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[], %s::timestamptz[])
 """
 _ACQUIRE = """
 UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
@@ -279,6 +294,44 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 raise self._refusal(conn, session_id)
         seq: int = row[0]
         return seq
+
+    def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
+        """Append events of any sessions in one transaction of two statements (see
+        `SessionStore.append_events`): each session's row takes its seqs and one new
+        `updated_at`, fenced by this node's lease, then every event is inserted."""
+        checked = [(sid, kind, check_event_args(kind, payload)) for sid, kind, payload in events]
+        counts: dict[str, int] = {}
+        for sid, _, _ in checked:
+            counts[sid] = counts.get(sid, 0) + 1
+        sids = list(counts)
+        with self._conn() as conn, conn.transaction():
+            taken = conn.execute(
+                _APPEND_MANY,
+                {
+                    "sids": sids,
+                    "counts": [counts[sid] for sid in sids],
+                    "held": [sid in self._held for sid in sids],
+                    "me": self.key,
+                    "now": datetime.now(UTC),
+                },
+            ).fetchall()
+            # session -> (its first new seq, the time of its events)
+            first = {sid: (last - counts[sid] + 1, at) for sid, last, at in taken}
+            refused = {sid: self._refusal(conn, sid) for sid in sids if sid not in first}
+            results: list[int | Exception] = []
+            rows: list[tuple[str, int, str, bytes, datetime]] = []
+            for sid, kind, data in checked:
+                if sid in refused:
+                    results.append(refused[sid])
+                    continue
+                seq, at = first[sid]
+                first[sid] = (seq + 1, at)
+                rows.append((sid, seq, kind, data, at))
+                results.append(seq)
+            if rows:
+                columns = list(zip(*rows, strict=True))
+                conn.execute(_INSERT_EVENTS, [list(column) for column in columns])
+        return results
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
         """The session's history events after `after_seq`, in order."""

@@ -47,6 +47,10 @@ class SessionChanges(TypedDict, total=False):
     meta: Mapping[str, Any]  # JSON-able
 
 
+NewEvent = tuple[str, str, bytes]
+"""An event to append: (session_id, kind, payload)."""
+
+
 @dataclass(slots=True)
 class StoredEvent:
     """One recorded event. ``seq`` runs 1, 2, 3, ... per session, without gaps."""
@@ -94,6 +98,22 @@ class SessionStore(Protocol):
         """
         ...
 
+    def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
+        """Append several events, of any sessions, in one transaction (a group commit);
+        for each, its seq or the exception that refused it alone (KeyError for an unknown
+        session, `SessionBusy`). An exception raised instead (the store is down, the disk
+        is full) means that nothing was stored.
+
+        The default appends one at a time; the stores of acpstack do it in one transaction.
+        """
+        results: list[int | Exception] = []
+        for session_id, kind, payload in events:
+            try:
+                results.append(self.append_event(session_id, kind, payload))
+            except (KeyError, SessionBusy) as exc:
+                results.append(exc)
+        return results
+
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
         """Events with seq > after_seq, in order. Unknown session: nothing."""
         ...
@@ -131,6 +151,16 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Release resources. Idempotent."""
         ...
+
+
+class StoreUnavailable(RuntimeError):
+    """The session store could not take or give data now (disk full, file locked, database
+    down or failing over). Retryable: nothing acknowledged before is lost, and the store
+    is tried again on the next write."""
+
+    def __init__(self, cause: BaseException | str) -> None:
+        super().__init__(f"the session store is unavailable: {cause}")
+        self.cause = cause
 
 
 class SessionBusy(RuntimeError):

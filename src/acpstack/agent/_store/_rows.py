@@ -15,6 +15,7 @@ import base64
 import binascii
 import copy
 import dataclasses
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -40,7 +41,13 @@ _ONE_US = timedelta(microseconds=1)
 
 
 def _format_ts(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime(_TS_FORMAT)
+    if dt.tzinfo is not UTC:
+        dt = dt.astimezone(UTC)
+    # The fixed-width form of _TS_FORMAT, without strftime (a hot path: every event).
+    return (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
+        f"{dt.second:02d}.{dt.microsecond:06d}Z"
+    )
 
 
 def _utcnow() -> datetime:
@@ -64,18 +71,31 @@ def _normalize_ts(value: str, what: str) -> str:
     return _format_ts(_parse_ts(value, what))
 
 
+_clock_second = -1
+_clock_prefix = ""
+
+
+def now_text() -> str:
+    """Now in the fixed-width form, cheaply (every appended event needs one): the
+    date-and-seconds part is formatted once a second."""
+    global _clock_second, _clock_prefix
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    if second != _clock_second:
+        _clock_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _clock_second = second
+    return f"{_clock_prefix}.{micro:06d}Z"
+
+
 def bump(previous: str | None) -> str:
-    """A new updated_at: now, but strictly after `previous` even if the clock stepped back."""
-    now = _utcnow()
-    if previous:
-        try:
-            floor = _parse_ts(previous, "updated_at") + _ONE_US
-        except (TypeError, ValueError):
-            pass
-        else:
-            if now < floor:
-                now = floor
-    return _format_ts(now)
+    """A new updated_at: now, but strictly after `previous` even if the clock stepped back
+    (fixed-width texts compare as the times they say)."""
+    now = now_text()
+    if not previous or now > previous:
+        return now
+    try:
+        return _format_ts(_parse_ts(previous, "updated_at") + _ONE_US)
+    except (TypeError, ValueError):
+        return now
 
 
 def _json_dumps(value: Any) -> str:

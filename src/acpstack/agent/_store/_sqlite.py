@@ -8,7 +8,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -17,6 +17,7 @@ from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
     ClosingStore,
+    NewEvent,
     SessionChanges,
     SessionRecord,
     SessionStore,
@@ -118,14 +119,9 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         self.path: str = os.fspath(path)
         if self.path != ":memory:":
             _prepare_file(Path(self.path))
-        conn = sqlite3.connect(
-            self.path,
-            timeout=_BUSY_TIMEOUT_S,
-            isolation_level=None,  # autocommit; we issue BEGIN IMMEDIATE/COMMIT ourselves
-            check_same_thread=False,  # the lock serialises all use of the connection
-        )
+        self._closed = False
+        conn = self._open()
         try:
-            self._configure(conn)
             self._migrate(conn)
         except BaseException:
             conn.close()
@@ -184,9 +180,25 @@ class SqliteSessionStore(ClosingStore, SessionStore):
 
     # -- plumbing -----------------------------------------------------------------
 
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=_BUSY_TIMEOUT_S,
+            isolation_level=None,  # autocommit; we issue BEGIN IMMEDIATE/COMMIT ourselves
+            check_same_thread=False,  # the lock serialises all use of the connection
+        )
+        try:
+            self._configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise RuntimeError("session store is closed")
+            if self._closed:
+                raise RuntimeError("session store is closed")
+            self._conn = self._open()  # after a failed write left the old one unusable
         return self._conn
 
     @contextlib.contextmanager
@@ -200,9 +212,24 @@ class SqliteSessionStore(ClosingStore, SessionStore):
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                self._roll_back(conn)
                 raise
+
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        """End a failed transaction. When SQLite cannot (a full disk can fail the ROLLBACK
+        too), open the file again: a connection left inside a transaction would refuse
+        every later write, long after the disk has room again."""
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if not conn.in_transaction:
+                return
+        except sqlite3.Error:
+            pass
+        logger.warning("session store %s: reopening the file after a failed write", self.path)
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        self._conn = None  # opened again by the next call
 
     def _read_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._lock:
@@ -306,6 +333,43 @@ class SqliteSessionStore(ClosingStore, SessionStore):
             )
         return seq
 
+    def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
+        """Append events of any sessions in one transaction (see `SessionStore`): each
+        session's `updated_at` is bumped once, its events share that time."""
+        checked = [(sid, kind, check_event_args(kind, payload)) for sid, kind, payload in events]
+        results: list[int | Exception] = []
+        with self._write() as conn:
+            # session -> (next seq, time of its events), or None for an unknown session
+            sessions: dict[str, tuple[int, str] | None] = {}
+            rows: list[tuple[str, int, str, bytes, str]] = []
+            for sid, kind, data in checked:
+                if sid not in sessions:
+                    found = conn.execute(
+                        "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE "
+                        "session_id = :sid ORDER BY seq DESC LIMIT 1), 0) FROM sessions "
+                        "WHERE session_id = :sid",
+                        {"sid": sid},
+                    ).fetchone()
+                    sessions[sid] = None if found is None else (found[1] + 1, bump(found[0]))
+                state = sessions[sid]
+                if state is None:
+                    results.append(KeyError(sid))
+                    continue
+                seq, now = state
+                rows.append((sid, seq, kind, data, now))
+                results.append(seq)
+                sessions[sid] = (seq + 1, now)
+            conn.executemany(
+                "INSERT INTO events (session_id, seq, kind, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany(
+                "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
+                [(state[1], sid) for sid, state in sessions.items() if state is not None],
+            )
+        return results
+
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
         """The session's events with `seq` > `after_seq`, in order, read in batches
         (nothing for an unknown session)."""
@@ -379,6 +443,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         """Release the store; later calls raise RuntimeError. Idempotent."""
         with self._lock:
             conn, self._conn = self._conn, None
+            self._closed = True
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("PRAGMA optimize")
@@ -386,7 +451,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
                 logger.debug("closed session store %s", self.path)
 
     def __repr__(self) -> str:
-        state = "closed" if self._conn is None else "open"
+        state = "closed" if self._closed else "open"
         return f"<SqliteSessionStore {self.path!r} ({state})>"
 
 

@@ -1,0 +1,221 @@
+"""`StoreWriter`: how a `SessionAgent` writes its session store without blocking the loop.
+
+Appends from every session of the process are queued and committed in batches, one
+transaction per batch (`SessionStore.append_events`), on a thread of the store's own:
+while one batch commits, the next one fills. A session hands each event to `append` and
+gets a `Ticket`; the event reaches the client only once its ticket says it is stored
+(`Session` does that), so "what a client saw is in the store" holds per batch. The added
+latency is at most one commit of the batch before (tens of microseconds for SQLite, a
+round trip and a disk flush for PostgreSQL).
+
+The queue is bounded (`max_pending` events): a session that produces faster than the
+disk waits in `room()`. Every other store call (`call`) runs on the same thread, in order
+with the batches, so reads and settings never block the loop either.
+
+A store that never blocks (`blocking = False`, such as `MemorySessionStore`) is called
+inline, with no thread and no batch: its tickets are done at once.
+
+A batch that fails as a whole (disk full, database down) fails each of its tickets with
+`StoreUnavailable`; the writer goes on with the next batch, so storing resumes by itself
+when the store comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from acpstack.agent._store import SessionBusy, SessionStore, StoreUnavailable
+from acpstack.agent._store._records import NewEvent
+
+log = logging.getLogger("acpstack.agent.store")
+
+T = TypeVar("T")
+
+MAX_PENDING = 16_384
+"""Events queued and not yet committed, per store, before producers wait."""
+
+
+class Batch:
+    """Events committed in one transaction; `results[i]` is the seq of event i or the
+    exception that refused it, once `done`."""
+
+    __slots__ = ("events", "results", "done", "_waiter")
+
+    def __init__(self) -> None:
+        self.events: list[NewEvent] = []
+        self.results: list[int | Exception] = []
+        self.done = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    async def wait(self) -> None:
+        """Until the batch is committed (or failed)."""
+        if self.done:
+            return
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._waiter)  # one waiter cancelled leaves it to the others
+
+    def finish(self, results: list[int | Exception]) -> None:
+        self.results = results
+        self.done = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+class Ticket:
+    """One appended event: where its result will be."""
+
+    __slots__ = ("batch", "index")
+
+    def __init__(self, batch: Batch, index: int) -> None:
+        self.batch = batch
+        self.index = index
+
+    @property
+    def done(self) -> bool:
+        return self.batch.done
+
+    @property
+    def result(self) -> int | Exception:
+        """The event's seq, or the exception that refused it (only once `done`)."""
+        return self.batch.results[self.index]
+
+
+def _done_ticket(result: int | Exception) -> Ticket:
+    batch = Batch()
+    batch.finish([result])
+    return Ticket(batch, 0)
+
+
+class StoreWriter:
+    """The group-committing writer of one store in one process (see the module's doc).
+    Get it with `writer_for(store)`: every `SessionAgent` of the process shares it."""
+
+    def __init__(self, store: SessionStore, *, max_pending: int = MAX_PENDING) -> None:
+        self.store = store
+        self.blocking: bool = getattr(store, "blocking", True)
+        self.max_pending = max_pending
+        self.pending = 0  # events handed to `append` and not committed yet
+        self.batches = 0  # batches committed (or failed): for benchmarks and tests
+        self._open: Batch | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._room = asyncio.Event()
+        self._room.set()
+        self._append_many: Callable[[list[NewEvent]], list[int | Exception]] = getattr(
+            store, "append_events", None
+        ) or (lambda events: SessionStore.append_events(store, events))
+        # One thread: batches and every other call run in order, never two at once.
+        self._thread = (
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="acpstack-store")
+            if self.blocking
+            else None
+        )
+
+    @property
+    def full(self) -> bool:
+        return self.pending >= self.max_pending
+
+    async def room(self) -> None:
+        """Wait while `max_pending` events are queued (backpressure)."""
+        while self.pending >= self.max_pending:
+            self._room.clear()
+            await self._room.wait()
+
+    @property
+    def inline(self) -> bool:
+        """Whether the store is called at once, on the loop (it never blocks)."""
+        return self._thread is None
+
+    def append_now(self, session_id: str, kind: str, payload: bytes) -> int:
+        """Append one event at once (an `inline` writer): its seq; KeyError, SessionBusy,
+        or `StoreUnavailable` for any other failure of the store."""
+        try:
+            return self.store.append_event(session_id, kind, payload)
+        except (KeyError, SessionBusy, TypeError, ValueError):
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(exc) from exc
+
+    def append(self, session_id: str, kind: str, payload: bytes) -> Ticket:
+        """Queue one event for the next batch (call `room()` first to respect the bound)."""
+        if self._thread is None:
+            try:
+                return _done_ticket(self.append_now(session_id, kind, payload))
+            except (KeyError, SessionBusy, StoreUnavailable) as exc:
+                return _done_ticket(exc)
+        batch = self._open
+        if batch is None:
+            batch = self._open = Batch()
+        batch.events.append((session_id, kind, payload))
+        self.pending += 1
+        if self._task is None:
+            # Owned by the writer; it ends by itself once no batch is waiting.
+            self._task = asyncio.get_running_loop().create_task(self._commit_batches())
+        return Ticket(batch, len(batch.events) - 1)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store call off the loop, in order with the batches (inline for a store
+        that never blocks). A failure of the store itself raises `StoreUnavailable`."""
+        if self._thread is None:
+            return fn(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._thread, lambda: fn(*args, **kwargs))
+        try:
+            return await future
+        except (KeyError, ValueError, TypeError, SessionBusy, StoreUnavailable, RuntimeError):
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(exc) from exc
+
+    async def _commit_batches(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._open is not None:
+                batch, self._open = self._open, None
+                assert self._thread is not None
+                try:
+                    results = await loop.run_in_executor(
+                        self._thread, self._append_many, batch.events
+                    )
+                except Exception as exc:
+                    log.warning(
+                        "session store: a batch of %d events failed: %s", len(batch.events), exc
+                    )
+                    failure = StoreUnavailable(exc)
+                    results = [failure] * len(batch.events)
+                self.batches += 1
+                self.pending -= len(batch.events)
+                batch.finish(results)
+                if self.pending < self.max_pending:
+                    self._room.set()
+        finally:
+            self._task = None
+
+    def close(self) -> None:
+        """Stop the thread once what it runs now is done (the store stays open)."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=False)
+
+
+_writers: weakref.WeakKeyDictionary[Any, dict[int, StoreWriter]] = weakref.WeakKeyDictionary()
+
+
+def writer_for(store: SessionStore) -> StoreWriter:
+    """The writer of `store` for the running event loop (made on first use)."""
+    loop_id = id(asyncio.get_running_loop())
+    try:
+        per_loop = _writers.setdefault(store, {})
+    except TypeError:  # a store that cannot be weakly referenced: one writer per call site
+        return StoreWriter(store)
+    writer = per_loop.get(loop_id)
+    if writer is None:
+        writer = per_loop[loop_id] = StoreWriter(store)
+    return writer
+
+
+__all__ = ["Batch", "StoreWriter", "Ticket", "writer_for"]

@@ -1,0 +1,136 @@
+"""The store writer: group commits off the event loop, a bounded queue, failures per batch.
+
+Real SQLite files; a full database is SQLite's own SQLITE_FULL, reached by capping the
+file's page count (`PRAGMA max_page_count`), which is how SQLite reports a full disk too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from acpstack.agent import MemorySessionStore, SessionRecord, SqliteSessionStore
+from acpstack.agent._store import SessionStore, StoreUnavailable
+from acpstack.agent._writer import StoreWriter, writer_for
+
+
+def new_store(tmp_path: Path, *sessions: str) -> SqliteSessionStore:
+    store = SqliteSessionStore(tmp_path / "w.db")
+    for sid in sessions:
+        store.create(SessionRecord(sid, "/tmp"))
+    return store
+
+
+async def test_events_queued_together_commit_in_one_batch(tmp_path: Path) -> None:
+    store = new_store(tmp_path, "a", "b", "c")
+    writer = StoreWriter(store)
+    tickets = [writer.append(sid, "update", b"%d" % i) for i in range(900) for sid in "abc"]
+    assert writer.pending == 2700
+    await tickets[-1].batch.wait()
+    assert writer.batches == 1 and writer.pending == 0
+    for sid in "abc":
+        seqs = [t.result for t in tickets if t.batch.events[t.index][0] == sid]
+        assert seqs == list(range(1, 901))
+        stored = list(store.events(sid))
+        assert [e.payload for e in stored] == [b"%d" % i for i in range(900)]
+    writer.close()
+    store.close()
+
+
+async def test_commits_run_off_the_event_loop(tmp_path: Path) -> None:
+    store = new_store(tmp_path, "a")
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+    append_many = store.append_events
+
+    def recording(events: list[tuple[str, str, bytes]]) -> list[int | Exception]:
+        seen.append(threading.get_ident())
+        return append_many(events)
+
+    store.append_events = recording  # type: ignore[method-assign]
+    writer = StoreWriter(store)
+    ticket = writer.append("a", "update", b"x")
+    await ticket.batch.wait()
+    got = await writer.call(store.get, "a")
+    assert got is not None and seen and loop_thread not in seen
+    writer.close()
+    store.close()
+
+
+async def test_a_producer_waits_while_the_queue_is_full(tmp_path: Path) -> None:
+    store = new_store(tmp_path, "a")
+    writer = StoreWriter(store, max_pending=10)
+    highest = 0
+    last = None
+    for i in range(200):
+        await writer.room()
+        last = writer.append("a", "update", b"%d" % i)
+        highest = max(highest, writer.pending)
+    assert last is not None
+    await last.batch.wait()
+    assert highest <= 10
+    assert [e.seq for e in store.events("a")] == list(range(1, 201))
+    writer.close()
+    store.close()
+
+
+async def test_an_unknown_session_fails_alone(tmp_path: Path) -> None:
+    store = new_store(tmp_path, "a")
+    writer = StoreWriter(store)
+    first = writer.append("a", "update", b"1")
+    lost = writer.append("gone", "update", b"2")
+    second = writer.append("a", "update", b"3")
+    await second.batch.wait()
+    assert first.result == 1 and second.result == 2
+    assert isinstance(lost.result, KeyError)
+    writer.close()
+    store.close()
+
+
+async def test_a_full_database_fails_the_batch_and_storing_resumes(tmp_path: Path) -> None:
+    store = new_store(tmp_path, "a")
+    writer = StoreWriter(store)
+    first = writer.append("a", "update", b"kept")
+    await first.batch.wait()
+    pages = await writer.call(
+        lambda: store._connection().execute("PRAGMA page_count").fetchone()[0]
+    )
+    await writer.call(lambda: store._connection().execute(f"PRAGMA max_page_count = {pages}"))
+    big = [writer.append("a", "update", b"x" * 4000) for _ in range(50)]
+    await big[-1].batch.wait()
+    assert all(isinstance(t.result, StoreUnavailable) for t in big)
+    assert "full" in str(big[0].result)
+    # Space again: the same writer and store take the next batch (the failed connection
+    # was replaced, so the pragma no longer caps it).
+    after = writer.append("a", "update", b"after")
+    await after.batch.wait()
+    assert after.result == 2
+    assert [e.payload for e in store.events("a")] == [b"kept", b"after"]
+    writer.close()
+    store.close()
+
+
+async def test_a_store_that_never_blocks_is_written_at_once() -> None:
+    store = MemorySessionStore()
+    store.create(SessionRecord("a", "/tmp"))
+    writer = writer_for(store)
+    assert writer.inline
+    ticket = writer.append("a", "update", b"1")
+    assert ticket.done and ticket.result == 1
+    assert writer.append_now("a", "update", b"2") == 2
+    with pytest.raises(KeyError):
+        writer.append_now("gone", "update", b"3")
+
+
+async def test_one_writer_per_store_and_loop(tmp_path: Path) -> None:
+    store: SessionStore = new_store(tmp_path)
+    assert writer_for(store) is writer_for(store)
+    (tmp_path / "x").mkdir()
+    other = new_store(tmp_path / "x")
+    assert writer_for(other) is not writer_for(store)
+    writer_for(store).close()
+    writer_for(other).close()
+    await asyncio.sleep(0)
