@@ -49,6 +49,7 @@ UPDATE = "update"  # an update the agent sent
 PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
 
 _encode = msgspec.json.Encoder().encode
+_Raw = msgspec.Raw
 T = TypeVar("T")
 
 
@@ -97,7 +98,19 @@ class Session:
 
     async def send(self, update: acp.SessionUpdate) -> None:
         """Record `update` in the store, then (once stored) send it to the client."""
-        await self.log(UPDATE, _encode(update), deliver=True)
+        payload = _encode(update)
+        writer = self._writer or self._get_writer()
+        if writer.inline and not self._outbox and self._failure is None:
+            # The hot path of a store that never blocks (each streamed chunk of a turn).
+            try:
+                seq = self.store.append_event(self.session_id, UPDATE, payload)
+            except (KeyError, SessionBusy, TypeError, ValueError) as exc:
+                raise self._fail(exc) from None
+            except Exception as exc:
+                raise self._fail(StoreUnavailable(exc)) from None
+            await self.deliver(payload, seq)
+            return
+        await self.log(UPDATE, payload, deliver=True)
 
     async def log(self, kind: str, payload: bytes, *, deliver: bool = False) -> None:
         """Append one event to the session's history (through the store's writer); with
@@ -147,7 +160,7 @@ class Session:
             prefix = self._notification_prefix = (
                 b'{"sessionId":' + _encode(self.session_id) + b',"update":'
             )
-        await self.client.connection.notify("session/update", msgspec.Raw(prefix + payload + b"}"))
+        await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
 
     async def _deliver_stored(self) -> None:
         outbox = self._outbox

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Unpack
 
@@ -25,7 +26,6 @@ from acpstack.agent._store._records import (
 from acpstack.agent._store._rows import (
     StoredRow,
     apply_changes,
-    bump,
     check_after_seq,
     check_event_args,
     check_id,
@@ -33,7 +33,9 @@ from acpstack.agent._store._rows import (
     decode_cursor,
     fork_record,
     from_row,
+    micros_of,
     prepare_new,
+    text_of,
     to_row,
 )
 
@@ -54,7 +56,9 @@ class MemorySessionStore(ClosingStore, SessionStore):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[str, StoredRow] = {}
-        self._events: dict[str, list[EventRow]] = {}
+        # Each event: (seq, kind, payload, its time in microseconds).
+        self._events: dict[str, list[tuple[int, str, bytes, int]]] = {}
+        self._last: dict[str, int] = {}  # a session's newest event time, microseconds
         self._stale: set[str] = set()  # sessions whose row lags behind their events
         self._closed = False
 
@@ -92,22 +96,30 @@ class MemorySessionStore(ClosingStore, SessionStore):
                 raise KeyError(session_id)
             new_row = to_row(apply_changes(from_row(row), changes))
             self._rows[session_id] = new_row
+            self._last.pop(session_id, None)  # the next event comes after the new time
         return from_row(new_row)
 
     def append_event(self, session_id: str, kind: str, payload: bytes) -> int:
         """Append one event to the session's history; its `seq` (KeyError for an
         unknown session)."""
-        data = check_event_args(kind, payload)
+        if type(payload) is not bytes or type(kind) is not str or not kind:
+            payload = check_event_args(kind, payload)
         with self._lock:
             if self._closed:
                 raise RuntimeError("session store is closed")
             log = self._events.get(session_id)
             if log is None:
                 raise KeyError(session_id)
-            # A hot path (every update of a streaming turn): the row is rebuilt only when
-            # it is read, from the newest event's time.
-            now = bump(log[-1][3] if log else self._rows[session_id].updated_at)
-            log.append((len(log) + 1, kind, data, now))
+            # A hot path (every update of a streaming turn): times are kept as integer
+            # microseconds, made text when read; the row's updated_at catches up then.
+            last = self._last.get(session_id)
+            if last is None:
+                last = micros_of(self._rows[session_id].updated_at)
+            now = time.time_ns() // 1000
+            if now <= last:
+                now = last + 1
+            self._last[session_id] = now
+            log.append((len(log) + 1, kind, payload, now))
             self._stale.add(session_id)
             return len(log)
 
@@ -126,9 +138,9 @@ class MemorySessionStore(ClosingStore, SessionStore):
         row = self._rows.get(session_id)
         if row is not None and session_id in self._stale:
             self._stale.discard(session_id)
-            log = self._events[session_id]
-            if log and log[-1][3] > row.updated_at:
-                row = self._rows[session_id] = row._replace(updated_at=log[-1][3])
+            newest = text_of(self._last[session_id])
+            if newest > row.updated_at:
+                row = self._rows[session_id] = row._replace(updated_at=newest)
         return row
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
@@ -147,7 +159,8 @@ class MemorySessionStore(ClosingStore, SessionStore):
             with self._lock:
                 self._check_open()
                 log = self._events.get(session_id)
-                return [] if log is None else log[last : last + EVENT_BATCH]
+                batch = [] if log is None else log[last : last + EVENT_BATCH]
+            return [(seq, kind, data, text_of(at)) for seq, kind, data, at in batch]
 
         return events_in_batches(fetch, after_seq)
 
@@ -183,6 +196,7 @@ class MemorySessionStore(ClosingStore, SessionStore):
             self._check_open()
             self._rows.pop(session_id, None)
             self._events.pop(session_id, None)
+            self._last.pop(session_id, None)
             self._stale.discard(session_id)
 
     def fork(
@@ -215,4 +229,5 @@ class MemorySessionStore(ClosingStore, SessionStore):
             self._closed = True
             self._rows.clear()
             self._events.clear()
+            self._last.clear()
             self._stale.clear()

@@ -86,6 +86,22 @@ def now_text() -> str:
     return f"{_clock_prefix}.{micro:06d}Z"
 
 
+def text_of(micros: int) -> str:
+    """The fixed-width text of a time in microseconds since the epoch."""
+    global _clock_second, _clock_prefix
+    second, micro = divmod(micros, 1_000_000)
+    if second != _clock_second:
+        _clock_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _clock_second = second
+    return f"{_clock_prefix}.{micro:06d}Z"
+
+
+def micros_of(text: str) -> int:
+    """The inverse of `text_of`."""
+    dt = _parse_ts(text, "timestamp")
+    return (int(dt.timestamp()) * 1_000_000) + dt.microsecond
+
+
 def bump(previous: str | None) -> str:
     """A new updated_at: now, but strictly after `previous` even if the clock stepped back
     (fixed-width texts compare as the times they say)."""
