@@ -93,3 +93,37 @@ def test_headless_terminal_login_needs_a_terminal(tmp_path: Path) -> None:
     assert "the login 'Log in in the terminal' needs a terminal" in done.stderr
     assert f"{AGENT[1]} --login" in done.stderr
     assert not (tmp_path / "logged-in").exists()
+
+
+def test_a_profiles_default_args_are_replaced_by_the_logins(tmp_path: Path) -> None:
+    config = tmp_path / "config" / "acpstack"
+    config.mkdir(parents=True)
+    command = ", ".join(f'"{word}"' for word in AGENT)
+    (config / "config.toml").write_text(
+        f'[agents.needs-login]\ncommand = [{command}]\nargs = ["--serve"]\n'
+        'env = { LOGIN_GREETING = "from the profile" }\n'
+    )
+    env = {
+        "ACPSTACK_STORE": str(tmp_path / "sessions.db"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "TERM": "xterm-256color",
+        "PATH": os.environ["PATH"],
+        "LOGIN_MARKER": str(tmp_path / "logged-in"),
+    }
+    term = Tmux(tmp_path, width=160, height=40)
+    try:
+        term.start([*CHAT, "needs-login"], tmp_path, env)
+        screen = term.wait_for("choose a method")
+        assert f"runs in this terminal: {AGENT[0]} {AGENT[1]} --login\n" in screen
+        term.keys("1")
+        term.wait_for("password:")
+        # The method's env replaced the profile's.
+        assert "welcome to the login" in term.screen()
+        term.type("sesame")
+        term.keys("Enter")
+        term.wait_for("logged in; asking for the session again")
+        assert (tmp_path / "logged-in").exists()
+    finally:
+        term.close()
