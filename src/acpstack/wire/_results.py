@@ -1,10 +1,11 @@
 """Checking what our own handlers answer before it goes on the wire.
 
-A handler's answer must be its method's result type. An answer of that exact type was
-built through the generated Struct, so only its closed-set fields (a `Literal`, such as
-`stopReason`) can hold a value the schema refuses: those are checked, one attribute read
-and one set lookup each. Anything else (a dict, another type, None) is converted to the
-result type with msgspec, which names the first bad field; the converted value is sent.
+A handler's answer must be its method's result type. For an answer of that exact type, the
+type checker vouched for its fields where it was built; what slips through is a plain
+string in a closed-set field (a `Literal` such as `stopReason`, filled from a variable):
+those fields are checked, one attribute read and one set lookup each. Anything else (a dict, another type, None) is converted to the
+result type with msgspec, which names the first bad field; when it fits, it is sent as it
+was (with any field the result type does not know).
 """
 
 from __future__ import annotations
@@ -54,11 +55,13 @@ def checked_result(spec: MethodSpec | None, result: Any) -> Any:
         return result
     source = msgspec.to_builtins(result) if isinstance(result, msgspec.Struct) else result
     try:
-        return msgspec.convert(source, kind)
+        msgspec.convert(source, kind)
     except msgspec.ValidationError as exc:
-        raise InvalidResult(spec, f"an invalid {kind.__name__}: {exc}") from None
+        got = type(result).__name__
+        raise InvalidResult(spec, f"an invalid {kind.__name__} (a {got}): {exc}") from None
     except TypeError as exc:  # not a type msgspec can read at all
         raise InvalidResult(spec, f"a {type(result).__name__}: {exc}") from None
+    return result  # as it was: fields the result type does not know are kept
 
 
 def _literal_fields(kind: type) -> tuple[tuple[str, str, frozenset[Any]], ...]:
