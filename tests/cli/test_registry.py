@@ -144,6 +144,35 @@ def test_bad_entries_are_left_out_and_said() -> None:
             parse_registry(bad)
 
 
+def test_the_current_format_has_extensions_and_the_old_one_is_read_too() -> None:
+    ext = entry("an-extension", {"npx": {"package": "ext@1.0.0"}})
+    bad_ext = entry("Bad_Ext", {"npx": {"package": "x"}})
+    agent = entry("an-agent", {"uvx": {"package": "agent==1.0.0"}})
+    current = json.dumps({"version": "1.0.0", "agents": [agent], "extensions": [ext, bad_ext]})
+    parsed, problems = parse_registry(current.encode())
+    assert [a.id for a in parsed.agents] == ["an-agent"]
+    assert [e.id for e in parsed.extensions] == ["an-extension"]
+    assert len(problems) == 1 and problems[0].startswith("extension Bad_Ext:")
+    old, problems = parse_registry(registry(agent))  # no `extensions` key
+    assert old.extensions == [] and problems == []
+    assert load_snapshot().registry.extensions == []  # the shipped snapshot predates the key
+    with pytest.raises(RegistryError, match="`extensions` is not a list"):
+        parse_registry(b'{"version": "1.0.0", "agents": [], "extensions": {}}')
+
+
+def test_agents_search_finds_by_id_name_description_or_package() -> None:
+    found = acpstack("agents", "search", "GEMINI")
+    assert found.returncode == 0, found.stderr
+    assert [line.split()[0] for line in found.stdout.splitlines()] == ["gemini"]
+    by_package = acpstack("agents", "search", "fast-agent-acp", "--format", "json")
+    assert [a["id"] for a in json.loads(by_package.stdout)["agents"]] == ["fast-agent"]
+    nothing = acpstack("agents", "search", "no-such-word-anywhere")
+    assert nothing.returncode == 1 and nothing.stdout == ""
+    assert "no agent mentions 'no-such-word-anywhere'" in nothing.stderr
+    no_word = acpstack("agents", "search")
+    assert no_word.returncode == 2 and "give the word" in no_word.stderr
+
+
 def test_agents_lists_the_snapshot_and_shows_one() -> None:
     listed = acpstack("agents")
     assert listed.returncode == 0, listed.stderr
@@ -171,6 +200,18 @@ def test_update_fetches_and_offline_keeps_what_we_have(files: Files) -> None:
     done = acpstack("agents", "--update", env=offline)
     assert done.returncode == 1 and "could not update the registry: cannot reach" in done.stderr
     assert "fresh-agent" in done.stdout and "Traceback" not in done.stderr
+    # Offline, it says what it needed and how to do without.
+    assert "--update needs a GET of http://127.0.0.1:9/registry.json" in done.stderr
+    assert "ACPSTACK_REGISTRY_URL" in done.stderr and "file:///" in done.stderr
+
+
+def test_update_from_a_downloaded_copy(tmp_path: Path) -> None:
+    copy = tmp_path / "registry.json"
+    copy.write_bytes(registry(entry("copied-agent", {"npx": {"package": "copied@1.0.0"}})))
+    env = dict(os.environ, ACPSTACK_REGISTRY_URL=copy.as_uri())
+    done = acpstack("agents", "--update", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "copied-agent" in done.stdout
 
 
 # -- launching by name ---------------------------------------------------------------------------

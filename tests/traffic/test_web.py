@@ -161,7 +161,11 @@ def test_the_page_shows_the_timeline_pairs_errors_violations_and_conversation(li
 
 def test_the_endpoints_need_the_token_and_a_loopback_host(live: Live) -> None:
     token_path = urlsplit(live.url).path
-    assert get(live.url, "/")[0] == 404
+    # The bare address explains the token, without giving it away.
+    status, help_page = get(live.url, "/")
+    assert status == 200 and b"secret token" in help_page
+    assert token_path.strip("/").encode() not in help_page
+    assert get(live.url, "/", host="evil.example:80")[0] == 403
     assert get(live.url, "/not-the-token/")[0] == 404
     assert get(live.url, token_path, host="evil.example:80")[0] == 403
     status, page = get(live.url, token_path)

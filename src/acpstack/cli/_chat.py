@@ -102,6 +102,7 @@ class Chat:
             on_update=self._on_update,
             on_dropped=self._on_dropped,
             choose_auth_method=self._choose_auth,
+            run_terminal_login=None if opts.url else self._terminal_login,
             on_auth_status=AuthStatusShown(self),
             ask_elicitation=self._ask_elicitation if opts.ask_user else None,
             enable_fs=opts.enable_fs,
@@ -206,6 +207,11 @@ class Chat:
         from acpstack.cli._chat_auth import choose_auth
 
         return await choose_auth(self, methods)
+
+    async def _terminal_login(self, method: acp.AuthMethodTerminal) -> bool:
+        from acpstack.cli._chat_auth import run_terminal_login
+
+        return await run_terminal_login(self, method)
 
     def write_record(self, record: dict[str, Any]) -> None:
         """One line of `--format json` on stdout."""

@@ -1,16 +1,28 @@
 """Authentication in the chat: choosing a method when the agent requires one (`--auth`, or
-a key at the terminal), and the agent's auth state (unstable `auth/status`, asked once at
-start when the agent offers it, and `auth/status_update` as it changes), shown once per
-change: a line for people, a record with `--format json`."""
+a key at the terminal), running a terminal login (the agent's program with the method's
+arguments and environment, in the user's terminal), and the agent's auth state (unstable
+`auth/status`, asked once at start when the agent offers it, and `auth/status_update` as it
+changes), shown once per change: a line for people, a record with `--format json`.
+
+A terminal login runs the agent's command with its default arguments (a registry entry's
+or a profile's `args`) replaced by the method's `args`, as the ACP registry's
+AUTHENTICATION.md says; a command line given after `--` has no separable defaults, so the
+method's `args` are appended to it (the schema's wording). The method's `env`, when given,
+replaces the agent's configured variables. The chat then asks for the session again."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shlex
+import sys
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from acpstack.cli._commands_base import agent_offers
 from acpstack.cli._errors import EXIT_USAGE, CliError
+from acpstack.cli._redact import Redactor
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError, RequestError
 
@@ -33,9 +45,53 @@ async def choose_auth(chat: Chat, methods: list[acp.AuthMethod]) -> str | None:
     for index, method in enumerate(methods[:9], 1):
         about = f": {method.description}" if isinstance(method.description, str) else ""
         lines.append(Text(f"  [{index}] {method.name}{about}"))
+        if isinstance(method, acp.AuthMethodTerminal):
+            command, _ = login_command(chat, method)
+            shown = Redactor().text(shlex.join(command))
+            lines.append(Text(f"      runs in this terminal: {shown}", style="dim"))
     chat.renderer.view.print(*lines)
     choices = [(str(i), m.id) for i, m in enumerate(methods[:9], 1)]
     return await chat.input.read_choice("choose a method (Esc skips): ", choices, none="skipped")
+
+
+def login_command(chat: Chat, method: acp.AuthMethodTerminal) -> tuple[list[str], dict[str, str]]:
+    """The command line of `method`'s terminal login, and the variables set on top of ours."""
+    launch = chat.opts.launch
+    command = list(launch.command if launch is not None else chat.opts.agent_command)
+    defaults = launch.default_args if launch is not None else 0
+    args = method.args if isinstance(method.args, list) else []
+    env = method.env if isinstance(method.env, dict) else chat.opts.agent_env or {}
+    return [*command[: len(command) - defaults], *args], dict(env)
+
+
+async def run_terminal_login(chat: Chat, method: acp.AuthMethodTerminal) -> bool:
+    """Run `method`'s login in the user's terminal; True when it exited with 0."""
+    command, env = login_command(chat, method)
+    shown = Redactor().text(shlex.join(command))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        chat.say(
+            Text(
+                f"the login {method.name!r} needs a terminal: run `{shown}` in one, "
+                "then start the chat again",
+                style="red",
+            )
+        )
+        return False
+    chat.say(Text(f"logging in with `{shown}` (the chat goes on when it exits)", style="cyan"))
+    proc = await asyncio.create_subprocess_exec(  # stdin, stdout, stderr: this terminal
+        *command, env={**os.environ, **env}, cwd=chat.opts.cwd
+    )
+    try:
+        code = await proc.wait()
+    finally:
+        if proc.returncode is None:  # the chat was stopped meanwhile
+            proc.terminate()
+            await proc.wait()
+    if code != 0:
+        chat.say(Text(f"the login ended with exit code {code}", style="red"))
+        return False
+    chat.say(Text("logged in; asking for the session again", style="green"))
+    return True
 
 
 async def ask_auth_status(chat: Chat) -> None:

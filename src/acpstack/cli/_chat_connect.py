@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 #: Recent agent stderr lines kept (the last 20 are shown when the agent dies).
 STDERR_TAIL_LINES = 200
+#: Agent stderr lines that are meant for the user and shown in the chat: what an
+#: `acpstack inspect` between the chat and the agent says (its live page's address).
+SHOWN_STDERR_PREFIXES = ("acpstack inspect: ",)
 
 
 async def connect(chat: Chat) -> Transport:
@@ -41,7 +44,18 @@ async def connect(chat: Chat) -> Transport:
             env=opts.agent_env,
             cwd=opts.cwd,
             stderr_tail_lines=STDERR_TAIL_LINES,
+            stderr_callback=lambda line: _show_if_for_the_user(chat, line),
             description=chat.shown_command,
         )
     except OSError as exc:
         raise CliError(f"error: could not start the agent `{chat.shown_command}`: {exc}") from None
+
+
+def _show_if_for_the_user(chat: Chat, line: str) -> None:
+    """Show the agent's stderr `line` in the chat when it is addressed to the user; the
+    rest stays in the tail (shown when the agent dies)."""
+    if line.startswith(SHOWN_STDERR_PREFIXES):
+        from rich.text import Text
+
+        text = Text(line, style="cyan")
+        chat.show(lambda: chat.say(text))

@@ -36,7 +36,12 @@ from acpstack.client._permissions import (
     reject_option,
 )
 from acpstack.client._runtime_local import LocalWorkMethods
-from acpstack.client._runtime_sessions import AuthChooser, ClientSession, SessionMethods
+from acpstack.client._runtime_sessions import (
+    AuthChooser,
+    ClientSession,
+    SessionMethods,
+    TerminalLogin,
+)
 from acpstack.client._runtime_unstable import AuthStatusCallback, RuntimeExtras
 from acpstack.client._runtime_v2 import V2ClientMethods, WireUpdateCallback
 from acpstack.client._state import SessionState
@@ -76,6 +81,8 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
       `SessionState.open_elicitations` until `elicitation/complete`.
     - `auth_state` / `on_auth_status`: the agent's authentication state (`auth/status`,
       `auth/status_update`); `mcp_host`: MCP servers offered to the agent over ACP.
+    - `run_terminal_login`: given, `auth.terminal` is advertised, and a terminal method the
+      user picks (`choose_auth_method`) is run through it, never sent to `authenticate`.
     - `protocol_version`: the ACP version asked for (1, or 2: the v2 draft, which a v1 agent
       answers with 1; a v2-only agent answers a request for 1 with -32022, and the runtime
       asks again for 2). Whatever the connection speaks, the calls, `SessionState` and
@@ -105,6 +112,7 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         on_elicitation_complete: Callable[[str], None] | None = None,
         protocol_version: int = 1,
         on_wire_update: WireUpdateCallback | None = None,
+        run_terminal_login: TerminalLogin | None = None,
     ) -> None:
         if protocol_version not in PROTOCOL_VERSIONS:
             raise ValueError(f"unknown ACP protocol version {protocol_version!r}")
@@ -131,6 +139,7 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         # every message from the agent that had to be discarded
         self.dropped_messages: int = 0
         self.choose_auth_method: AuthChooser | None = choose_auth_method
+        self.run_terminal_login: TerminalLogin | None = run_terminal_login
         self.enable_fs: bool = enable_fs
         self.enable_terminal: bool = enable_terminal
         self.extra_roots: tuple[str, ...] = tuple(extra_roots)
@@ -162,6 +171,8 @@ class ClientRuntime(SessionMethods, V2ClientMethods, LocalWorkMethods, RuntimeEx
         elicitation = self.elicitation_capabilities()
         if elicitation is not None:
             caps.elicitation = elicitation
+        if self.run_terminal_login is not None:  # the agent may offer terminal logins
+            caps.auth = acp.AuthCapabilities(terminal=True)
         return self.unstable_client_capabilities(caps)
 
     def on_connect(self, agent: Any) -> None:

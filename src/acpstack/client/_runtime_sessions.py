@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R", acp.LoadSessionResponse, acp.ResumeSessionResponse)
 AuthChooser = Callable[[list["acp.AuthMethod"]], Awaitable["str | None"]]
+# Runs a terminal login (the agent's program with the method's args and env, in the user's
+# terminal); True when it succeeded (exit code 0).
+TerminalLogin = Callable[["acp.AuthMethodTerminal"], Awaitable[bool]]
 # The params of each session setup method (the same name in the stable and unstable types).
 SETUP_REQUESTS = {
     "session/new": "NewSessionRequest",
@@ -54,6 +57,7 @@ class SessionMethods:
     extra_roots: tuple[str, ...]
     unrestricted_fs: bool
     choose_auth_method: AuthChooser | None
+    run_terminal_login: TerminalLogin | None
     initialize_result: acp.InitializeResponse | None
     _early_states: dict[str, SessionState]
 
@@ -379,7 +383,12 @@ class SessionMethods:
             method_id = await self.choose_auth_method(methods)
             if method_id is None:
                 raise
-            if self._v2:
+            chosen = next((m for m in methods if m.id == method_id), None)
+            if isinstance(chosen, acp.AuthMethodTerminal) and self.run_terminal_login:
+                # Never sent to `authenticate`: the user logs in through the agent's program.
+                if not await self.run_terminal_login(chosen):
+                    raise
+            elif self._v2:
                 from acpstack.schema import v2
 
                 await self.agent.call("auth/login", v2.LoginAuthRequest(method_id=method_id))
@@ -394,6 +403,7 @@ class SessionMethods:
             if init is not None and isinstance(init.auth_methods, list)
             else []
         )
-        # Terminal-type methods need `auth.terminal`, which this client does not advertise:
-        # they are launched by the user, never sent to `authenticate`.
-        return [m for m in methods if isinstance(m, acp.AuthMethodAgent)]
+        # Terminal-type methods need `auth.terminal`, advertised with `run_terminal_login`.
+        kinds = (acp.AuthMethodAgent, acp.AuthMethodTerminal)
+        usable = kinds if self.run_terminal_login is not None else acp.AuthMethodAgent
+        return [m for m in methods if isinstance(m, usable)]

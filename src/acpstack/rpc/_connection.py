@@ -38,8 +38,10 @@ from acpstack.wire import (
     IncomingNotification,
     IncomingRequest,
     IncomingResponse,
+    InvalidResult,
     ProtocolState,
     RequestError,
+    checked_result,
 )
 
 if sys.version_info < (3, 12):  # 3.12+ has eager tasks
@@ -416,7 +418,10 @@ class Connection(TypedRequests):
             self._send(self._internal_error(event, "handler for %s failed"))
         else:
             try:
+                result = checked_result(event.spec, result)
                 frame = self.state.result(event.id, event.method, result)
+            except InvalidResult as bad:  # our handler's bug: logged here, -32603 to the peer
+                frame = self._invalid_result(event, bad)
             except Exception:
                 frame = self._internal_error(event, "could not encode the result of %s")
             self._send(frame)
@@ -435,6 +440,13 @@ class Connection(TypedRequests):
         """Log the exception being handled under a correlation id the peer gets instead of details."""
         correlation = os.urandom(6).hex()
         log.exception(what + " (correlation id %s)", event.method, correlation)
+        return self.state.error(
+            event.id, RequestError.internal_error({"correlationId": correlation})
+        )
+
+    def _invalid_result(self, event: IncomingRequest, bad: InvalidResult) -> bytes:
+        correlation = os.urandom(6).hex()
+        log.error("answered %s with -32603: %s (correlation id %s)", event.method, bad, correlation)
         return self.state.error(
             event.id, RequestError.internal_error({"correlationId": correlation})
         )

@@ -4,7 +4,7 @@ Standard library only (asyncio streams): the page needs three GET routes and one
 server-sent-event stream, so `inspect --web` works in a plain install, without the
 `remote` extra. Every URL starts with a random token; requests whose Host header is not
 the loopback address (DNS rebinding) or whose path lacks the token get 404/403 and nothing
-else.
+else; the bare address `/` answers a short page that explains the token (and has none).
 
     /TOKEN/              the page (with the events so far embedded, so it renders at once)
     /TOKEN/events        server-sent events: each new event as JSON (?after=SEQ to resume)
@@ -125,6 +125,10 @@ class LiveServer:
             await self._send(writer, 403, "text/plain", b"forbidden\n")
             return
         parts = urlsplit(target)
+        if method in ("GET", "HEAD") and parts.path == "/":
+            # The bare address (typed by hand, or the port alone): say where the page is.
+            await self._send(writer, 200, "text/html; charset=utf-8", _TOKEN_HELP)
+            return
         prefix, _, rest = parts.path.lstrip("/").partition("/")
         if method not in ("GET", "HEAD") or not hmac.compare_digest(prefix, self.token):
             await self._send(writer, 404, "text/plain", b"not found\n")
@@ -216,6 +220,20 @@ class LiveServer:
                 await writer.drain()
         finally:
             self._subscribers.discard(queue)
+
+
+_TOKEN_HELP = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>acpstack inspect</title></head>
+<body>
+<h1>acpstack inspect</h1>
+<p>The live page of this inspector is at an address with a secret token in it,
+<code>http://127.0.0.1:PORT/TOKEN/</code>, so that other programs and web pages on this
+machine cannot read the traffic.</p>
+<p>The inspector printed that address when it started: on its standard error as
+<code>acpstack inspect: live page: ...</code>, which <code>acpstack chat</code> shows in the
+chat. Open that address; this one has no token and shows nothing else.</p>
+</body></html>
+"""
 
 
 def _sse(event: dict[str, Any]) -> bytes:

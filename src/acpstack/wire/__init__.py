@@ -1,6 +1,7 @@
 """Sans-IO JSON-RPC for ACP: framing, envelopes, errors and the connection state machine."""
 
-from acpstack.wire._connection import ProtocolState, capability_allows
+from acpstack.wire._capability import capability_allows
+from acpstack.wire._connection import ProtocolState
 from acpstack.wire._errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
@@ -32,6 +33,7 @@ from acpstack.wire._framing import (
     encode_frame,
 )
 from acpstack.wire._negotiation import HANDSHAKE_METHODS
+from acpstack.wire._results import InvalidResult, checked_result
 from acpstack.wire._structs import RequestId
 
 __all__ = [
@@ -56,11 +58,13 @@ __all__ = [
     "IncomingNotification",
     "IncomingRequest",
     "IncomingResponse",
+    "InvalidResult",
     "Oversized",
     "PendingCall",
     "ProtocolState",
     "RequestError",
     "RequestId",
     "capability_allows",
+    "checked_result",
     "encode_frame",
 ]

@@ -20,6 +20,7 @@ import msgspec
 from msgspec import UNSET
 
 from acpstack.schema import METHOD_ALIASES, PROTOCOL_VERSIONS, MethodSpec
+from acpstack.wire._capability import capability_allows
 from acpstack.wire._codec import (
     decode_envelope,
     encode_error,
@@ -59,26 +60,12 @@ from acpstack.wire._onepass import OnePass
 from acpstack.wire._structs import Invalid, RequestId
 from acpstack.wire._versions import advertised
 
+CANCELLED_IDS_KEPT = 1024  # ids of our cancelled calls remembered for their late answers
 log = logging.getLogger("acpstack.wire")
 
 Role = Literal["agent", "client"]
 DEFERRED_LIMIT = 16 * 1024 * 1024  # bytes held while `initialize` is being answered
 CANCEL_REQUEST = "$/cancel_request"
-
-
-# ---- capability gates ----------------------------------------------------------
-
-
-def capability_allows(caps: Any, gate: tuple[str, ...] | None) -> bool:
-    """Walk a gate path on an advertised capabilities struct: absent/null/false = no."""
-    if gate is None:
-        return True
-    obj = caps
-    for name in gate:
-        obj = getattr(obj, name, UNSET)
-        if obj is UNSET or obj is None or obj is False:
-            return False
-    return True
 
 
 # ---- the state machine ----------------------------------------------------------
@@ -127,6 +114,7 @@ class ProtocolState(OnePass):
         self._deferred: list[bytes] = []
         self._deferred_size = 0
         self.pending: dict[RequestId, PendingCall] = {}
+        self._cancelled_ids: dict[RequestId, bool] = {}  # their late answers are expected
         self._outgoing: list[bytes] = []
         self.extensions = extensions
         self._initialize_params: Any = None  # client side: what our `initialize` said
@@ -387,7 +375,10 @@ class ProtocolState(OnePass):
     def _response(self, rid: Any, raw_result: Any, raw_error: Any) -> Event | None:
         call = self.pending.pop(rid, None) if rid is not None else None
         if call is None:
-            log.warning("ignored a response with unknown id %r", rid)
+            if self._cancelled_ids.pop(rid, False):
+                log.debug("ignored the late answer to request %r, which we cancelled", rid)
+            else:
+                log.warning("ignored a response with unknown id %r", rid)
             return None
         if raw_error is not UNSET:
             return IncomingResponse(call, error=decode_error(raw_error))
@@ -471,6 +462,9 @@ class ProtocolState(OnePass):
         """Forget a pending call and return the `$/cancel_request` frame for it."""
         if self.pending.pop(rid, None) is None:
             return None
+        self._cancelled_ids[rid] = True
+        if len(self._cancelled_ids) > CANCELLED_IDS_KEPT:  # a peer that never answers them
+            del self._cancelled_ids[next(iter(self._cancelled_ids))]
         return self._frame(encode_notification(CANCEL_REQUEST, {"requestId": rid}))
 
     def fail_all_pending(self) -> list[PendingCall]:

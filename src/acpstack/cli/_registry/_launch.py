@@ -32,6 +32,9 @@ class AgentLaunch:
     unstable: bool = False  # a profile's `unstable = true`: the chat speaks unstable ACP
     how: str = "command"  # "profile", "npx", "uvx", "binary"
     version: str | None = None
+    # How many of the last words of `command` are the default arguments (the entry's or
+    # the profile's), which a terminal login's arguments replace.
+    default_args: int = 0
     # For a binary not downloaded yet: downloads it and returns the real command.
     prepare: Callable[[Progress | None], list[str]] | None = None
 
@@ -70,6 +73,7 @@ def _from_profile(profile: Profile) -> AgentLaunch:
         mode=profile.mode,
         unstable=profile.unstable,
         how="profile",
+        default_args=len(profile.args or []),
     )
 
 
@@ -88,12 +92,18 @@ def from_entry(
 ) -> AgentLaunch:
     """How to run `entry` here; `args` replace the entry's own arguments when given."""
     dist = entry.distribution
-    if dist.npx is not None and shutil.which("npx"):
-        command = ["npx", "-y", dist.npx.package, *(dist.npx.args if args is None else args)]
-        return AgentLaunch(entry.id, command, dict(dist.npx.env), how="npx", version=entry.version)
-    if dist.uvx is not None and shutil.which("uvx"):
-        command = ["uvx", dist.uvx.package, *(dist.uvx.args if args is None else args)]
-        return AgentLaunch(entry.id, command, dict(dist.uvx.env), how="uvx", version=entry.version)
+    for how, package in (("npx", dist.npx), ("uvx", dist.uvx)):
+        if package is not None and shutil.which(how):
+            extra = package.args if args is None else args
+            start = ["npx", "-y"] if how == "npx" else ["uvx"]
+            return AgentLaunch(
+                entry.id,
+                [*start, package.package, *extra],
+                dict(package.env),
+                how=how,
+                version=entry.version,
+                default_args=len(extra),
+            )
     key = platform_key()
     if dist.binary is not None and key in dist.binary:
         target = dist.binary[key]
@@ -110,6 +120,7 @@ def from_entry(
             dict(target.env),
             how="binary",
             version=entry.version,
+            default_args=len(extra),
             prepare=prepare,
         )
     raise RegistryError(_cannot_run(entry, key))

@@ -1,9 +1,11 @@
-"""The ACP agent registry's format (`registry.json`, schema version 1.0.0), parsed with msgspec.
+"""The ACP agent registry's format (`registry.json`, schema version 1.x), parsed with msgspec.
 
-One entry per agent: id, name, version, description and a `distribution` with at least one
-of `npx` / `uvx` (a package and its arguments) or `binary` (an archive per platform, the
-command inside it, an optional sha256). Unknown fields are ignored (the format grows);
-an entry that breaks the schema is left out and reported, never the whole file.
+The file is `{version, agents, extensions}`: `agents` and `extensions` hold entries of one
+shape (id, name, version, description and a `distribution` with at least one of `npx` /
+`uvx`, a package and its arguments, or `binary`, an archive per platform, the command inside
+it, an optional sha256). Older files have no `extensions` (read as none). Unknown fields are
+ignored (the format grows); an entry that breaks the schema is left out and reported, never
+the whole file.
 """
 
 from __future__ import annotations
@@ -67,14 +69,28 @@ class AgentEntry(Struct):
     website: str | None = None
     authors: list[str] = []
     license: str | None = None
+    license_url: str | None = None
+    icon: str | None = None
+
+    def matches(self, word: str) -> bool:
+        """Whether `word` (any case) is in the id, name, description or a package name."""
+        word = word.casefold()
+        dist = self.distribution
+        packages = [p.package for p in (dist.npx, dist.uvx) if p is not None]
+        texts = [self.id, self.name, self.description, *packages]
+        return any(word in text.casefold() for text in texts)
 
 
 class Registry(Struct):
     version: str
     agents: list[AgentEntry]
+    extensions: list[AgentEntry] = []  # same shape as agents; not started by `chat`
 
     def get(self, agent_id: str) -> AgentEntry | None:
         return next((agent for agent in self.agents if agent.id == agent_id), None)
+
+    def search(self, word: str) -> list[AgentEntry]:
+        return [agent for agent in self.agents if agent.matches(word)]
 
 
 def parse_registry(data: bytes) -> tuple[Registry, list[str]]:
@@ -90,23 +106,31 @@ def parse_registry(data: bytes) -> tuple[Registry, list[str]]:
     version = top.get("version")
     if not isinstance(version, str) or not version.startswith("1."):
         raise RegistryError(f"unsupported registry version {version!r} (this client reads 1.x)")
-    agents: list[AgentEntry] = []
+    extensions = top.get("extensions", [])  # absent in files older than the key
+    if not isinstance(extensions, list):
+        raise RegistryError("not an ACP registry: `extensions` is not a list")
     problems: list[str] = []
+    agents = _entries(top["agents"], "agent", problems)
+    return Registry(version, agents, _entries(extensions, "extension", problems)), problems
+
+
+def _entries(raws: list[Any], kind: str, problems: list[str]) -> list[AgentEntry]:
+    entries: list[AgentEntry] = []
     seen: set[str] = set()
-    for index, raw in enumerate(top["agents"]):
+    for index, raw in enumerate(raws):
         label = raw.get("id", f"#{index}") if isinstance(raw, dict) else f"#{index}"
         try:
-            agent = msgspec.convert(raw, AgentEntry)
-            _check(agent)
+            entry = msgspec.convert(raw, AgentEntry)
+            _check(entry)
         except (msgspec.ValidationError, RegistryError) as exc:
-            problems.append(f"agent {label!s}: {exc}")
+            problems.append(f"{kind} {label!s}: {exc}")
             continue
-        if agent.id in seen:
-            problems.append(f"agent {agent.id}: listed twice (the first one is kept)")
+        if entry.id in seen:
+            problems.append(f"{kind} {entry.id}: listed twice (the first one is kept)")
             continue
-        seen.add(agent.id)
-        agents.append(agent)
-    return Registry(version=version, agents=agents), problems
+        seen.add(entry.id)
+        entries.append(entry)
+    return entries
 
 
 def _check(agent: AgentEntry) -> None:

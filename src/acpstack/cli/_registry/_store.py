@@ -2,7 +2,10 @@
 
 A snapshot ships in the package (`registry.json` next to this file: the published registry
 of 2026-08-18, 39 agents, byte-identical to the public copy at
-shenkonghui/dsh-llm-acp@a0f24f0af0dda68365c2d7d9d71733be3b8a35bd:lib/types/registry.json). `--update` fetches the
+shenkonghui/dsh-llm-acp@a0f24f0af0dda68365c2d7d9d71733be3b8a35bd:lib/types/registry.json; it
+predates the `extensions` key, read as none). No newer public copy was at hand when this
+was last checked (the registry repository's own history then ended in February 2026, with
+fewer agents), so the snapshot stays as it is until one is. `--update` fetches the
 published registry and keeps it in the user cache; from then on that copy is used. When the
 fetch fails (offline, an error, not a registry), nothing is replaced.
 """
