@@ -88,6 +88,9 @@ def check_metadata(raw: str, root: Path = ROOT) -> list[str]:
         problems.append("METADATA lacks a Source, Issues or Changelog project URL")
     if meta.description_content_type != "text/markdown" or not meta.description:
         problems.append("METADATA has no Markdown description (the README)")
+    relative = re.findall(r"\]\((?!https?://|#|mailto:)([^)\s]+)\)", meta.description or "")
+    if relative:
+        problems.append(f"the README links to {relative}: relative links break on PyPI")
     missing = _extras(root) - {str(e) for e in meta.provides_extra or []}
     if missing:
         problems.append(f"METADATA lacks the extras {sorted(missing)}")

@@ -52,11 +52,16 @@ def test_a_wheel_missing_a_file_or_an_extra_is_named(dist: Path, tmp_path: Path)
                 continue
             if item.filename == f"{dist_info}/METADATA":
                 data = data.replace(b"Provides-Extra: remote\n", b"")
+                data = data.replace(
+                    b"(https://github.com/acpstack/acpstack/blob/main/docs/cli.md)",
+                    b"(docs/cli.md)",
+                )
             dst.writestr(item, data)
     shutil.copy(next(dist.glob("*.tar.gz")), tmp_path)
     problems = release_check.check_dist(tmp_path)
     assert "the wheel lacks acpstack/conformance/_acp_schema/v2/schema.json" in problems
     assert "METADATA lacks the extras ['remote']" in problems
+    assert "the README links to ['docs/cli.md']: relative links break on PyPI" in problems
 
 
 def test_the_tag_must_name_the_version_and_have_a_changelog_section(tmp_path: Path) -> None:
