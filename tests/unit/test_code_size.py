@@ -1,4 +1,5 @@
-"""Small modules with one job: no hand-written module over 500 lines, no function over 80.
+"""Functions that read in one go: no hand-written function over 80 lines. (Modules have no
+line limit: their size follows what belongs together.)
 
 Generated modules (`_generated*.py`) are not written by hand and are not measured. An
 offender that cannot be split yet is allowed by name with the reason next to it; the goal is
@@ -13,7 +14,6 @@ from pathlib import Path
 import acpstack
 
 PACKAGE = Path(acpstack.__file__).resolve().parent
-MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 # "path relative to src/acpstack" for a module, "path::qualified.name" for a function.
@@ -25,9 +25,6 @@ def measure(path: Path, name: str) -> list[tuple[str, int, int]]:
     `name` is how the module is named in the result."""
     source = path.read_text(encoding="utf-8")
     over: list[tuple[str, int, int]] = []
-    lines = len(source.splitlines())
-    if lines > MAX_MODULE_LINES:
-        over.append((name, lines, MAX_MODULE_LINES))
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -72,7 +69,7 @@ def _function(header: str, body_lines: int, indent: int) -> str:
     return "\n".join([pad + header] + [f"{pad}    v{i} = {i}" for i in range(body_lines)])
 
 
-def test_the_measure_sees_long_modules_and_functions_at_any_depth(tmp_path: Path) -> None:
+def test_the_measure_sees_long_functions_at_any_depth(tmp_path: Path) -> None:
     limit = MAX_FUNCTION_LINES
     source = "\n".join(
         [
@@ -85,11 +82,10 @@ def test_the_measure_sees_long_modules_and_functions_at_any_depth(tmp_path: Path
         ]
     )
     lines = source.splitlines()
-    lines += ["# padding"] * (MAX_MODULE_LINES + 1 - len(lines))
+    lines += ["# padding"] * 600  # a long module is fine
     path = tmp_path / "m.py"
     path.write_text("\n".join(lines) + "\n")
     assert measure(path, "m.py") == [
-        ("m.py", MAX_MODULE_LINES + 1, MAX_MODULE_LINES),
         ("m.py::Outer.Inner.long", limit + 1, limit),
         ("m.py::outer", limit + 2, limit),
         ("m.py::outer.nested", limit + 1, limit),

@@ -243,9 +243,26 @@ class Connection(TypedRequests):
         # Let queued notifications run before pending calls fail, so nothing is lost.
         await self._drain_queues()
         if self._closed is None:
+            await self._finish_requests()
             await self.transport.settle()
             reason = self.transport.close_reason()
             self._shutdown(ConnectionClosed(reason or "connection closed by peer"))
+
+    async def _finish_requests(self) -> None:
+        """The peer sends nothing more, but what it asked still gets its answer: handlers
+        still running get up to 5 s (e.g. one waiting on a store), while our own calls to
+        the peer fail at once (it can no longer answer them)."""
+        running = [task for task in self._inbound.values() if not task.done()]
+        if not running:
+            return
+        gone = ConnectionClosed("connection closed by peer")
+        self.state.fail_all_pending()
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.set_exception(gone)
+        self._futures.clear()
+        await asyncio.wait(running, timeout=5)
+        self._writer.flush()
 
     def _maybe_resume_reading(self) -> None:
         if self._queued <= QUEUE_HIGH_WATER // 2 and len(self._backlog) <= self._max_waiting // 2:
