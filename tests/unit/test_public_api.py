@@ -183,6 +183,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "Connection",
         "ConnectionClosed",
         "Dispatcher",
+        "HandlerDispatcher",
+        "Handlers",
         "ParamsDoNotMatchMethod",
         "RequestTimeout",
         "event_loop_name",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -14,8 +13,6 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import (
     CapabilityError,
     DroppedMessage,
-    IncomingNotification,
-    IncomingRequest,
     RequestError,
     capability_allows,
 )
@@ -133,40 +130,3 @@ class Agent(AgentHandlers):
     async def ext_notification(self, method: str, params: Any) -> None:
         """A `_`-prefixed extension notification from the client. Default: ignored."""
         log.debug("ignored extension notification %s", method)
-
-
-class AgentDispatcher:
-    """Routes inbound messages to an `Agent`'s handlers by the method table's names."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.connection: Connection | None = None
-
-    # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
-    # of the dispatcher's in between.
-    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
-        spec = event.spec
-        if spec is None:
-            return self.agent.ext_method(event.method, event.params)
-        handler = getattr(self.agent, spec.handler, None)
-        if handler is None:
-            raise RequestError.method_not_found(event.method)
-        result: Awaitable[Any] = handler(event.params)
-        return result
-
-    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
-        spec = event.spec
-        if spec is None:
-            return self.agent.ext_notification(event.method, event.params)
-        handler = getattr(self.agent, spec.handler, None)
-        if handler is None:
-            return _nothing()
-        result: Awaitable[None] = handler(event.params)
-        return result
-
-    def message_dropped(self, event: DroppedMessage) -> None:
-        self.agent.on_message_dropped(event)
-
-
-async def _nothing() -> None:
-    """What a notification without a handler awaits."""

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from acpstack.agent._agent import Agent, AgentDispatcher, ClientPeer
-from acpstack.rpc import Connection, run
+from acpstack.agent._agent import Agent, ClientPeer
+from acpstack.rpc import Connection, HandlerDispatcher, run
 from acpstack.transports import StdioError, Transport, open_stdio_transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
 
@@ -42,7 +42,7 @@ def connect_agent(
         extensions=extensions,
         versions=protocol_versions or agent.protocol_versions,
     )
-    dispatcher = AgentDispatcher(agent)
+    dispatcher = HandlerDispatcher(agent)
     connection = Connection(
         transport,
         state,
@@ -51,7 +51,6 @@ def connect_agent(
         max_waiting_requests=max_waiting_requests,
         on_close=agent.on_disconnect,
     )
-    dispatcher.connection = connection
     agent.on_connect(ClientPeer(connection, extensions))
     return connection
 

@@ -27,8 +27,7 @@ from acpstack.client._remote import (
     reattach_session,
     reconnect,
 )
-from acpstack.client._runtime import ClientRuntime
-from acpstack.client._runtime_sessions import ClientSession
+from acpstack.client._runtime import ClientRuntime, ClientSession
 from acpstack.client._state import Message, SessionState, ToolCallState
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, overload
 
 from acpstack.client._generated_peer import AgentPeerMethods, ClientHandlers
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest, RequestError
+from acpstack.wire import DroppedMessage, RequestError
 
 if TYPE_CHECKING:
     from acpstack.rpc import Connection
@@ -133,37 +132,3 @@ class Client(ClientHandlers):
     async def ext_notification(self, method: str, params: Any) -> None:
         """A `_`-prefixed extension notification from the agent. Default: ignored."""
         log.debug("ignored extension notification %s", method)
-
-
-class ClientDispatcher:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
-    # of the dispatcher's in between.
-    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
-        spec = event.spec
-        if spec is None:
-            return self.client.ext_method(event.method, event.params)
-        handler = getattr(self.client, spec.handler, None)
-        if handler is None:
-            raise RequestError.method_not_found(event.method)
-        result: Awaitable[Any] = handler(event.params)
-        return result
-
-    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
-        spec = event.spec
-        if spec is None:
-            return self.client.ext_notification(event.method, event.params)
-        handler = getattr(self.client, spec.handler, None)
-        if handler is None:
-            return _nothing()
-        result: Awaitable[None] = handler(event.params)
-        return result
-
-    def message_dropped(self, event: DroppedMessage) -> None:
-        self.client.on_message_dropped(event)
-
-
-async def _nothing() -> None:
-    """What a notification without a handler awaits."""

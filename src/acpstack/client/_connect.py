@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from acpstack.client._client import AgentPeer, Client, ClientDispatcher
-from acpstack.rpc import Connection
+from acpstack.client._client import AgentPeer, Client
+from acpstack.rpc import Connection, HandlerDispatcher
 from acpstack.schema import PROTOCOL_VERSIONS
 from acpstack.transports import StderrCallback, SubprocessTransport, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, ProtocolState
@@ -50,7 +50,7 @@ def connect_client(
     connection = Connection(
         transport,
         state,
-        ClientDispatcher(client),
+        HandlerDispatcher(client),
         max_inbound_requests=max_inbound_requests,
         max_waiting_requests=max_waiting_requests,
         on_close=client.on_disconnect,

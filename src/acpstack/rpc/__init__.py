@@ -1,7 +1,13 @@
 """asyncio runtime that drives the sans-IO protocol over a transport."""
 
 from acpstack.rpc._connection import Connection
-from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
+from acpstack.rpc._dispatcher import (
+    ConnectionClosed,
+    Dispatcher,
+    HandlerDispatcher,
+    Handlers,
+    RequestTimeout,
+)
 from acpstack.rpc._generated_requests import ParamsDoNotMatchMethod
 from acpstack.rpc._run import event_loop_name, run
 
@@ -9,6 +15,8 @@ __all__ = [
     "Connection",
     "ConnectionClosed",
     "Dispatcher",
+    "HandlerDispatcher",
+    "Handlers",
     "ParamsDoNotMatchMethod",
     "RequestTimeout",
     "event_loop_name",

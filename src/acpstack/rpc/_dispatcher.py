@@ -8,7 +8,56 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest
+from acpstack.wire import DroppedMessage, IncomingNotification, IncomingRequest, RequestError
+
+
+class Handlers(Protocol):
+    """What `HandlerDispatcher` routes to: an `Agent` or a `Client` (a method per handled
+    ACP method, named in the method table, plus the extension and dropped-message hooks)."""
+
+    def ext_method(self, method: str, params: Any) -> Awaitable[Any]: ...
+
+    def ext_notification(self, method: str, params: Any) -> Awaitable[None]: ...
+
+    def on_message_dropped(self, dropped: DroppedMessage) -> None: ...
+
+
+class HandlerDispatcher:
+    """Routes inbound messages to an `Agent`'s or a `Client`'s handlers by the method
+    table's names; a request with no handler is answered -32601, a notification with none
+    is ignored, `_`-prefixed methods go to `ext_method` / `ext_notification`."""
+
+    def __init__(self, handlers: Handlers) -> None:
+        self.handlers = handlers
+
+    # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
+    # of the dispatcher's in between.
+    def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
+        spec = event.spec
+        if spec is None:
+            return self.handlers.ext_method(event.method, event.params)
+        handler = getattr(self.handlers, spec.handler, None)
+        if handler is None:
+            raise RequestError.method_not_found(event.method)
+        result: Awaitable[Any] = handler(event.params)
+        return result
+
+    def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
+        spec = event.spec
+        if spec is None:
+            return self.handlers.ext_notification(event.method, event.params)
+        handler = getattr(self.handlers, spec.handler, None)
+        if handler is None:
+            return _nothing()
+        result: Awaitable[None] = handler(event.params)
+        return result
+
+    def message_dropped(self, event: DroppedMessage) -> None:
+        self.handlers.on_message_dropped(event)
+
+
+async def _nothing() -> None:
+    """What a notification without a handler awaits."""
 
 
 class ConnectionClosed(ConnectionError):
@@ -47,4 +96,4 @@ class Dispatcher(Protocol):
         """Learn of a discarded incoming message. Must not block; exceptions are logged."""
 
 
-__all__ = ["ConnectionClosed", "Dispatcher", "RequestTimeout"]
+__all__ = ["ConnectionClosed", "Dispatcher", "HandlerDispatcher", "Handlers", "RequestTimeout"]
