@@ -8,9 +8,15 @@ session run one at a time (`_lifecycle.py`). One turn runs at a time per session
 concurrent `session/prompt` is answered -32602. `session/cancel` (or `$/cancel_request`
 of the prompt) cancels the turn, which then answers `stopReason: "cancelled"`.
 
-This module holds the session lifecycle; the other handlers are mixins, one job each:
-prompt turns (`_prompting.py`), authentication (`_auth.py`), modes and config options
-(`_config.py`), the unstable methods (`_unstable.py`) and protocol v2 (`_v2_agent.py`).
+One class, in this order: construction and `initialize`; the session lifecycle; prompt
+turns (`session/prompt` runs the author's `prompt` as one turn, at most one at a time per
+session; a turn whose session another process took over answers `SESSION_BUSY`);
+authentication (`authenticate`, `logout`; v2's `auth/login` and `auth/logout` go the same
+way: with `auth_methods`, session requests answer -32000 until one succeeds); protocol v2
+(its shapes are mapped by `_v2_agent.py`); modes and config options (the modes are also
+the config option of category "mode", the only form v2 has); and the unstable methods.
+Helpers with a job of their own are composed: the store's writer (`_writer.py`), the
+cancel registry (`_cancel.py`), the local fallback (`_local_access.py`).
 
 With a store shared by several processes (`SessionLeases`, e.g. PostgreSQL) a session is
 live in one process at a time (`_leases.py`): loading or resuming a session that is live
@@ -24,20 +30,23 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from acpstack._version import __version__
-from acpstack.agent._auth import AuthMethods
-from acpstack.agent._config import ConfigOptionMethods
+from acpstack.agent._agent import Agent
 from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
 from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._local_access import Fallback, LocalAccess
-from acpstack.agent._prompting import PromptMethods
-from acpstack.agent._requests import check_absolute, dirs, plain
+from acpstack.agent._requests import check_absolute, dirs, plain, select_values
 from acpstack.agent._session import Session, store_unavailable
 from acpstack.agent._store import (
+    ARCHIVE_FILTERS,
     SessionBusy,
     SessionChanges,
     SessionRecord,
@@ -46,29 +55,34 @@ from acpstack.agent._store import (
     StoreUnavailable,
 )
 from acpstack.agent._turn import Turn
+from acpstack.agent._turn_extras import ClientCapabilityMissing
 from acpstack.agent._unstable import (
     SYSTEM_PROMPT,
     ProviderSettings,
-    UnstableSessionMethods,
     unstable_capabilities,
 )
-from acpstack.agent._v2_agent import V2SessionMethods, session_not_found
+from acpstack.agent._v2_agent import (
+    _v2,
+    mcp_servers_from_v2,
+    prompt_from_v2,
+    session_not_found,
+)
 from acpstack.agent._writer import writer_for
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSION
 from acpstack.schema import v1 as acp
-from acpstack.wire import INTERNAL_ERROR, RequestError
+from acpstack.wire import INTERNAL_ERROR, CapabilityError, RequestError
 
 if TYPE_CHECKING:
     from acpstack.schema import v1_unstable as acpu
+    from acpstack.schema import v2
 
 log = logging.getLogger("acpstack.agent")
 T = TypeVar("T")
+MODE_CONFIG_ID = "mode"
 
 
-class SessionAgent(
-    PromptMethods, AuthMethods, V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
-):
+class SessionAgent(Agent):
     """Subclass and implement `prompt`. Everything else is handled.
 
     - `store`: where sessions persist (default: SQLite under the user's data directory).
@@ -499,9 +513,663 @@ class SessionAgent(
         await session.save()
         await session.send(acp.SessionInfoUpdate(title=title))
 
+    # -- prompt turns ----------------------------------------------------------------------
+
+    def _active(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise self._not_found(session_id)
+        return session
+
+    async def session_prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
+        """`session/prompt`: run one turn of the author's `prompt` in an active session
+        (-32602 while another turn runs in it)."""
+        session = self._active(params.session_id)
+        try:
+            turn = self._start_turn(session, list(params.prompt))
+            task = asyncio.current_task()
+            assert task is not None
+            session.turn_task = task
+            try:
+                return acp.PromptResponse(stop_reason=await self._run_turn(turn))
+            finally:
+                session.turn_task = None
+        except SessionBusy:  # another process took the session over (a shared store)
+            raise await self._lost(session) from None
+
+    def _start_turn(
+        self, session: Session, prompt: list[acp.ContentBlock], message_id: str | None = None
+    ) -> Turn:
+        """Record the prompt and make its turn (-32602 while another turn runs)."""
+        if session.turn_task is not None:
+            raise RequestError.invalid_params(
+                {"sessionId": session.session_id},
+                "A prompt turn is already running in this session",
+            )
+        session.cancel_requested = False
+        session.clear_failure()  # a store that failed the last turn is tried again
+        session.record_prompt(prompt, message_id)
+        local = self._local.get(session.session_id)
+        if local is None:
+            local = LocalAccess(session.session_id, session.cwd, session.additional_directories)
+            self._local[session.session_id] = local
+        return Turn(session, prompt, fallback=self.fallback, local=local)
+
+    async def _run_turn(self, turn: Turn) -> acp.StopReason:
+        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
+        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
+        session = turn.session
+        try:
+            stop = await self.prompt(turn)
+        except asyncio.CancelledError:
+            stop = "cancelled"
+        except (ClientCapabilityMissing, CapabilityError) as exc:
+            stop = "cancelled"
+            if not session.cancel_requested:
+                stop = await _missing_capability(turn, exc)
+        except StoreUnavailable as exc:
+            await _end_unstored(session)
+            raise store_unavailable(exc) from None
+        except Exception:
+            if not session.cancel_requested:
+                with contextlib.suppress(Exception):  # none is left pending
+                    await turn.fail_unfinished("The agent stopped on an error.")
+                await session.drain()
+                session.clear_failure()
+                raise
+        # Every update of the turn reaches the client before its answer.
+        try:
+            await session.flush()
+        except StoreUnavailable as exc:
+            await _end_unstored(session)
+            raise store_unavailable(exc) from None
+        if session.cancel_requested:
+            return "cancelled"
+        return stop or "end_turn"
+
+    async def session_cancel(self, params: acp.CancelNotification) -> None:
+        """`session/cancel`: cancel the session's running turn, if any (its prompt then
+        answers "cancelled"); an unknown session is ignored (it is a notification)."""
+        session = self.sessions.get(params.session_id)
+        if session is not None:
+            await self._cancel_turn(session, wait=False)
+
+    async def _cancel_turn(self, session: Session, *, wait: bool = True) -> None:
+        task = session.turn_task
+        if task is None or task.done():
+            return
+        session.cancel_requested = True
+        task.cancel()
+        if wait and task is not asyncio.current_task():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), 10)
+
+    # -- authentication ----------------------------------------------------------------------
+
+    async def authenticate(self, params: acp.AuthenticateRequest) -> acp.AuthenticateResponse:
+        """`authenticate`: log in with one of `auth_methods` (-32602 for a method not
+        offered, -32000 when `check_authentication` refuses it)."""
+        await self._login(params.method_id)
+        return acp.AuthenticateResponse()
+
+    async def logout(self, params: acp.LogoutRequest) -> acp.LogoutResponse:
+        """`logout`: session requests need `authenticate` again (-32601 without
+        `auth_methods`)."""
+        await self._logout("logout")
+        return acp.LogoutResponse()
+
+    async def _login(self, method_id: str) -> None:
+        if method_id not in {m.id for m in self.auth_methods}:
+            raise RequestError.invalid_params(
+                {"methodId": method_id}, f"Unknown authentication method: {method_id}"
+            )
+        if not await self.check_authentication(method_id):
+            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
+        self.authenticated = True
+        await self.report_auth_status()
+
+    async def _logout(self, method: str) -> None:
+        if not self.auth_methods:
+            raise RequestError.method_not_found(method)
+        self.authenticated = False
+        await self.report_auth_status()
+
+    def _require_auth(self) -> None:
+        if not self.authenticated:
+            raise RequestError.auth_required({"authMethods": self._auth_methods_data()})
+
+    def _auth_methods_data(self) -> list[dict[str, Any]]:
+        return [{"id": m.id, "name": m.name} for m in self.auth_methods]
+
+    # -- protocol v2 ---------------------------------------------------------------------------
+
+    async def v2_initialize(self, params: v2.InitializeRequest) -> v2.InitializeResponse:
+        """v2 `initialize`: `info`, and one `capabilities` with what the sessions support
+        (prompt content, MCP, additional directories, delete as the store allows)."""
+        from acpstack.schema import v2
+
+        prompt = self.prompt_capabilities
+        session = v2.SessionCapabilities(
+            prompt=v2.PromptCapabilities(
+                image=v2.PromptImageCapabilities() if prompt.image is True else UNSET,
+                audio=v2.PromptAudioCapabilities() if prompt.audio is True else UNSET,
+                embedded_context=v2.PromptEmbeddedContextCapabilities()
+                if prompt.embedded_context is True
+                else UNSET,
+            ),
+            additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
+        )
+        if self.use_mcp:
+            session.mcp = v2.McpCapabilities(stdio=v2.McpStdioCapabilities())
+            if self.mcp_http:
+                session.mcp.http = v2.McpHttpCapabilities()
+        if self.store.supports_delete:
+            session.delete = v2.SessionDeleteCapabilities()
+        methods: list[v2.AuthMethod] = [
+            v2.AuthMethodAgent(
+                method_id=m.id,
+                name=m.name,
+                description=m.description if isinstance(m.description, str) else UNSET,
+            )
+            for m in self.auth_methods
+        ]
+        return v2.InitializeResponse(
+            protocol_version=2,
+            info=v2.Implementation(name=self.name, version=self.version, title=self.title),
+            capabilities=v2.AgentCapabilities(session=session),
+            auth_methods=methods,
+        )
+
+    async def v2_auth_login(self, params: v2.LoginAuthRequest) -> v2.LoginAuthResponse:
+        """v2 `auth/login` (v1's `authenticate`); -32601 without `auth_methods`."""
+        from acpstack.schema import v2
+
+        if not self.auth_methods:
+            raise RequestError.method_not_found("auth/login")
+        await self._login(params.method_id)
+        return v2.LoginAuthResponse()
+
+    async def v2_auth_logout(self, params: v2.LogoutAuthRequest) -> v2.LogoutAuthResponse:
+        """v2 `auth/logout` (v1's `logout`); -32601 without `auth_methods`."""
+        from acpstack.schema import v2
+
+        await self._logout("auth/logout")
+        return v2.LogoutAuthResponse()
+
+    async def v2_session_new(self, params: v2.NewSessionRequest) -> v2.NewSessionResponse:
+        """v2 `session/new`: as v1's, with the modes as the config option of category "mode"."""
+        from acpstack.schema import v2
+
+        self._require_auth()
+        servers = mcp_servers_from_v2(params.mcp_servers)
+        session = await self._open_new(params.cwd, params.additional_directories, servers, None)
+        return v2.NewSessionResponse(
+            session_id=session.session_id, config_options=self._v2_options(session)
+        )
+
+    async def v2_session_resume(self, params: v2.ResumeSessionRequest) -> v2.ResumeSessionResponse:
+        """Resume; with `replayFrom: {type: "start"}` the history is replayed first. Then
+        the state snapshot (idle: nothing runs in a session just resumed), then the answer."""
+        from acpstack.schema import v2
+
+        self._require_auth()
+        replay = params.replay_from
+        if replay not in (UNSET, None) and not isinstance(replay, v2.ReplayFromStart):
+            kind = replay.get("type") if isinstance(replay, dict) else None
+            raise RequestError.invalid_params(
+                {"replayFrom": {"type": kind}}, f"Unsupported replayFrom: {kind!r}"
+            )
+        servers = mcp_servers_from_v2(params.mcp_servers)
+        session = await self._reopen(
+            params.session_id, params.cwd, params.additional_directories, servers
+        )
+        v2_session = _v2(session)
+        if replay not in (UNSET, None):
+            await v2_session.replay()
+        await v2_session.send_state("idle")
+        return v2.ResumeSessionResponse(config_options=self._v2_options(session))
+
+    async def v2_session_list(self, params: v2.ListSessionsRequest) -> v2.ListSessionsResponse:
+        """v2 `session/list`: one page of stored sessions, newest first, as in v1."""
+        from acpstack.schema import v2
+
+        records, next_cursor = await self._list_records(params)
+        infos = [
+            v2.SessionInfo(
+                session_id=r.session_id,
+                cwd=r.cwd,
+                title=r.title,
+                updated_at=r.updated_at or None,
+                additional_directories=list(r.additional_directories) or UNSET,
+            )
+            for r in records
+        ]
+        return v2.ListSessionsResponse(sessions=infos, next_cursor=next_cursor or UNSET)
+
+    async def v2_session_close(self, params: v2.CloseSessionRequest) -> v2.CloseSessionResponse:
+        """v2 `session/close`: as v1's (-32002 with `{sessionId}` for an unknown session)."""
+        from acpstack.schema import v2
+
+        await self._close(params.session_id)
+        return v2.CloseSessionResponse()
+
+    async def v2_session_delete(self, params: v2.DeleteSessionRequest) -> v2.DeleteSessionResponse:
+        """v2 `session/delete`: as v1's."""
+        from acpstack.schema import v2
+
+        await self._delete(params.session_id)
+        return v2.DeleteSessionResponse()
+
+    async def v2_session_set_config_option(
+        self, params: v2.SetSessionConfigOptionRequest
+    ) -> v2.SetSessionConfigOptionResponse:
+        """v2 `session/set_config_option` (`id` and `boolean` values; the mode option sets
+        the mode): the session's config options after the change."""
+        from acpstack.schema import v2
+
+        session = self._active(params.session_id)
+        if params.type not in ("id", "boolean"):
+            raise RequestError.invalid_params(
+                {"type": params.type}, f"Unsupported config option value type: {params.type!r}"
+            )
+        async with self._writing(session):
+            await self._set_config_value(session, params.config_id, params.value)
+        options = self._v2_options(session)
+        return v2.SetSessionConfigOptionResponse(
+            config_options=[] if isinstance(options, UnsetType) else options
+        )
+
+    async def v2_session_prompt(self, params: v2.PromptRequest) -> v2.PromptResponse:
+        """Accept the prompt: echo it as the user's message, report `running`, answer with
+        its id; the turn then runs in its own task and ends with an idle state update."""
+        from acpstack.schema import v2
+
+        session = _v2(self._active(params.session_id))
+        message_id = uuid.uuid4().hex
+        try:
+            turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
+        except SessionBusy:
+            raise await self._lost(session) from None
+        echo = {"sessionUpdate": "user_message", "messageId": message_id}
+        echo["content"] = msgspec.to_builtins(params.prompt)
+        await session.send_live(echo)
+        await session.send_state("running")
+        session.turn_task = asyncio.get_running_loop().create_task(self._v2_turn(turn))
+        return v2.PromptResponse(message_id=message_id)
+
+    async def _v2_turn(self, turn: Turn) -> None:
+        session = _v2(turn.session)
+        error: dict[str, Any] | None = None
+        lost = False
+        stop: str
+        try:
+            stop = await self._run_turn(turn)
+        except RequestError as err:
+            stop, error = "error", err.to_dict()
+        except SessionBusy:
+            stop, lost = "error", True
+        except Exception:
+            correlation = os.urandom(6).hex()
+            log.exception("the turn failed (correlation id %s)", correlation)
+            stop = "error"
+            error = RequestError.internal_error({"correlationId": correlation}).to_dict()
+        finally:
+            session.turn_task = None
+        if lost:  # another process took the session over: it ends here
+            error = (await self._lost(session)).to_dict()
+        with contextlib.suppress(ConnectionClosed):
+            await session.send_state("idle", stop_reason=stop, error=error)
+
+    async def v2_session_cancel(self, params: v2.CancelSessionNotification) -> None:
+        """v2 `session/cancel`: cancel the running turn; it ends with an idle state update
+        whose stop reason is "cancelled"."""
+        session = self.sessions.get(params.session_id)
+        if session is not None:
+            await self._cancel_turn(session, wait=False)
+
+    async def v2_tool_call_cancel(
+        self, params: v2.CancelToolCallRequest
+    ) -> v2.CancelToolCallResponse:
+        """v2 `tool_call/cancel`: cancel the work of a tool call that advertises
+        `capabilities.cancel` (inside `ToolCallHandle.cancellable()`, or running a command
+        of `Turn.run_command`). Answered once accepted; the call's final status
+        (`cancelled`) follows, and the turn goes on. -32602 for a tool call that is
+        unknown, final or not cancellable (as v2 asks); -32002 for an unknown session."""
+        from acpstack.schema import v2
+
+        cancels = self._active(params.session_id).cancels
+        if cancels is None or not cancels.cancel_tool(params.tool_call_id):
+            raise RequestError.invalid_params(
+                {"toolCallId": params.tool_call_id},
+                "Unknown, finished or not cancellable tool call",
+            )
+        return v2.CancelToolCallResponse()
+
+    async def v2_terminal_cancel(
+        self, params: v2.CancelTerminalRequest
+    ) -> v2.CancelTerminalResponse:
+        """v2 `terminal/cancel`: stop the command of an agent terminal that advertises
+        `capabilities.cancel` (a command `Turn.run_command` runs); its `terminal_update`
+        with the exit status follows. -32602 for a terminal that is unknown, exited or not
+        cancellable (as v2 asks); -32002 for an unknown session."""
+        from acpstack.schema import v2
+
+        cancels = self._active(params.session_id).cancels
+        if cancels is None or not cancels.cancel_terminal(params.terminal_id):
+            raise RequestError.invalid_params(
+                {"terminalId": params.terminal_id}, "Unknown, exited or not cancellable terminal"
+            )
+        return v2.CancelTerminalResponse()
+
+    def _v2_options(self, session: Session) -> list[Any] | UnsetType:
+        from acpstack.agent._v2_convert import config_option_to_v2
+        from acpstack.schema import v2
+
+        options = self._config_options(session)
+        if not options:
+            return UNSET
+        plain = [config_option_to_v2(o) for o in msgspec.to_builtins(options)]
+        return msgspec.convert(plain, list[v2.SessionConfigOption])
+
+    # -- modes and config options -------------------------------------------------------------
+
+    def _default_config_values(self) -> dict[str, Any]:
+        return {o.id: o.current_value for o in self.extra_config_options}
+
+    def _mode_state(self, session: Session) -> acp.SessionModeState | None:
+        if not self.modes:
+            return None
+        current = session.mode_id or self.modes[0][0]
+        return acp.SessionModeState(
+            current_mode_id=current,
+            available_modes=[acp.SessionMode(id=i, name=n) for i, n in self.modes],
+        )
+
+    def _config_options(self, session: Session) -> list[acp.SessionConfigOption] | None:
+        options: list[acp.SessionConfigOption] = []
+        if self.modes:
+            current = session.mode_id or self.modes[0][0]
+            choices = [acp.SessionConfigSelectOption(value=i, name=n) for i, n in self.modes]
+            options.append(
+                acp.SessionConfigOption(
+                    id=MODE_CONFIG_ID,
+                    name="Mode",
+                    category="mode",
+                    type="select",
+                    current_value=current,
+                    options=choices,
+                )
+            )
+        for option in self.extra_config_options:
+            current_value = session.config_values.get(option.id, option.current_value)
+            options.append(msgspec.structs.replace(option, current_value=current_value))
+        return options or None
+
+    async def session_set_mode(
+        self, params: acp.SetSessionModeRequest
+    ) -> acp.SetSessionModeResponse:
+        """`session/set_mode`: switch an active session to one of `modes` (-32602 for an
+        unknown one); sends `current_mode_update` and the config options."""
+        session = self._active(params.session_id)
+        async with self._writing(session):
+            await self._set_mode(session, params.mode_id)
+        return acp.SetSessionModeResponse()
+
+    async def _set_mode(self, session: Session, mode_id: str) -> None:
+        if mode_id not in {i for i, _ in self.modes}:
+            raise RequestError.invalid_params({"modeId": mode_id}, f"Unknown mode: {mode_id}")
+        session.mode_id = mode_id
+        await session.save()
+        await session.send(acp.CurrentModeUpdate(current_mode_id=mode_id))
+        options = self._config_options(session)
+        if options:
+            await session.send(acp.ConfigOptionUpdate(config_options=options))
+
+    async def session_set_config_option(
+        self, params: acp.SetSessionConfigOptionRequest
+    ) -> acp.SetSessionConfigOptionResponse:
+        """`session/set_config_option`: set one option of an active session (the "mode"
+        option switches the mode); -32602 for an unknown option or a wrong value. Answers
+        every option with its current value."""
+        session = self._active(params.session_id)
+        async with self._writing(session):
+            await self._set_config_value(session, params.config_id, params.value)
+        return acp.SetSessionConfigOptionResponse(
+            config_options=self._config_options(session) or []
+        )
+
+    async def _set_config_value(self, session: Session, config_id: str, value: Any) -> None:
+        """Set one option (the mode option switches the mode); -32602 for what is unknown."""
+        if config_id == MODE_CONFIG_ID and self.modes:
+            if not isinstance(value, str):
+                raise RequestError.invalid_params(
+                    {"configId": config_id}, "The mode option takes a value id"
+                )
+            await self._set_mode(session, value)
+            return
+        option = next((o for o in self.extra_config_options if o.id == config_id), None)
+        if option is None:
+            raise RequestError.invalid_params(
+                {"configId": config_id}, f"Unknown config option: {config_id}"
+            )
+        if (option.type == "boolean") != isinstance(value, bool):
+            raise RequestError.invalid_params(
+                {"configId": config_id}, "Wrong value type for this option"
+            )
+        if option.type == "select" and value not in select_values(option):
+            raise RequestError.invalid_params(
+                {"configId": config_id, "value": value}, "Unknown value for this option"
+            )
+        session.config_values[option.id] = value
+        await session.save()
+
+    # -- the unstable methods ------------------------------------------------------------------
+
+    _reported_auth: str | None = None
+
+    async def _record(self, session_id: str) -> SessionRecord:
+        record = await self._stored(self.store.get, session_id)
+        if record is None:
+            raise RequestError.resource_not_found(session_id)
+        return record
+
+    async def session_set_title(
+        self, params: acpu.SetSessionTitleRequest
+    ) -> acpu.SetSessionTitleResponse:
+        """`session/set_title`: rename a stored session (whitespace collapsed, at most 200
+        characters; -32602 when empty); an active one also sends `session_info_update`."""
+        from acpstack.schema import v1_unstable as acpu
+
+        title = " ".join(params.title.split())[:200]
+        if not title:
+            raise RequestError.invalid_params({"title": params.title}, "The title is empty")
+        await self._record(params.session_id)
+        session = self.sessions.get(params.session_id)
+        if session is not None:
+            session.title = title
+            async with self._writing(session):
+                await session.save()
+                await session.send(acp.SessionInfoUpdate(title=title))
+        else:
+            with refused_as_busy(params.session_id):
+                await self._stored(self.store.update, params.session_id, title=title)
+        return acpu.SetSessionTitleResponse(title=title)
+
+    async def session_archive(
+        self, params: acpu.ArchiveSessionRequest
+    ) -> acpu.ArchiveSessionResponse:
+        """`session/archive`: close the session if active and leave it out of
+        `session/list` unless archived sessions are asked for."""
+        from acpstack.schema import v1_unstable as acpu
+
+        async with self._lifecycle.exclusive(params.session_id):
+            await self._record(params.session_id)
+            session = self.sessions.pop(params.session_id, None)
+            if session is not None:  # as if session/close: the turn is cancelled, resources freed
+                await self._stop(session)
+            with refused_as_busy(params.session_id):
+                await self._stored(self.store.update, params.session_id, archived=True)
+        return acpu.ArchiveSessionResponse()
+
+    async def session_unarchive(
+        self, params: acpu.UnarchiveSessionRequest
+    ) -> acpu.UnarchiveSessionResponse:
+        """`session/unarchive`: list the session again."""
+        from acpstack.schema import v1_unstable as acpu
+
+        await self._record(params.session_id)
+        with refused_as_busy(params.session_id):
+            await self._stored(self.store.update, params.session_id, archived=False)
+        return acpu.UnarchiveSessionResponse()
+
+    async def session_status(self, params: acpu.SessionStatusRequest) -> acpu.SessionStatusResponse:
+        """`session/status`: "open" for an active session, "saved" for a stored one."""
+        from acpstack.schema import v1_unstable as acpu
+
+        if params.session_id in self.sessions:
+            return acpu.SessionStatusResponse(status="open")
+        await self._record(params.session_id)
+        return acpu.SessionStatusResponse(status="saved")
+
+    def archive_filter(self, params: Any) -> str:
+        """The `archived` filter of a `session/list` request (-32602 for one we do not know)."""
+        value = getattr(params, "archived", UNSET)
+        if value is UNSET or value is None:
+            return "exclude"
+        if value not in ARCHIVE_FILTERS:
+            raise RequestError.invalid_params(
+                {"archived": value}, f"Unsupported archive filter: {value!r}"
+            )
+        return str(value)
+
+    def session_info(self, record: SessionRecord) -> acp.SessionInfo:
+        """One `session/list` entry; on unstable connections with `archived`, as required
+        of agents that advertise `sessionCapabilities.archive`."""
+        fields: dict[str, Any] = {
+            "session_id": record.session_id,
+            "cwd": record.cwd,
+            "title": record.title,
+            "updated_at": record.updated_at or None,
+        }
+        if not self.client.unstable:
+            return acp.SessionInfo(**fields)
+        from acpstack.schema import v1_unstable as acpu
+
+        return acpu.SessionInfo(**fields, archived=record.archived)
+
+    def system_prompt_of(self, params: Any) -> dict[str, str] | None:
+        """The `systemPrompt` of a session setup request as stored ({"mode", "text"}), or
+        None. Anything this agent cannot apply is refused (-32602) before the session
+        changes, as the protocol asks."""
+        prompt = getattr(params, "system_prompt", UNSET)
+        if prompt is UNSET or prompt is None:
+            return None
+        if prompt.mode not in ("append", *self.system_prompt_modes):
+            raise RequestError.invalid_params(
+                {"systemPrompt": {"mode": prompt.mode}},
+                f"Unsupported system prompt mode: {prompt.mode!r}",
+            )
+        if not prompt.content or not all(isinstance(b, acp.TextContent) for b in prompt.content):
+            raise RequestError.invalid_params(
+                {"path": "$.params.systemPrompt.content"},
+                "The system prompt must be a non-empty list of text blocks",
+            )
+        return {"mode": prompt.mode, "text": "\n\n".join(b.text for b in prompt.content)}
+
+    def auth_state(self) -> str:
+        """`authenticated`, `unauthenticated` or `not_required` (for `auth/status`)."""
+        if not self.auth_methods:
+            return "not_required"
+        return "authenticated" if self.authenticated else "unauthenticated"
+
+    async def auth_status(self, params: acpu.AuthStatusRequest) -> acpu.AuthStatusResponse:
+        """`auth/status`: the authentication state (see `auth_state`)."""
+        from acpstack.schema import v1_unstable as acpu
+
+        self._reported_auth = self.auth_state()
+        return acpu.AuthStatusResponse(state=self._reported_auth)
+
+    async def report_auth_status(self) -> None:
+        """Send `auth/status_update` if the state changed since it was last reported (only
+        on unstable connections: the method does not exist elsewhere)."""
+        if not self.client.unstable or self.auth_state() == self._reported_auth:
+            return
+        from acpstack.schema import v1_unstable as acpu
+
+        self._reported_auth = self.auth_state()
+        await self.client.auth_status_update(
+            acpu.AuthStatusUpdateNotification(state=self._reported_auth)
+        )
+
+    def _providers(self) -> ProviderSettings:
+        if self.providers is None:
+            raise RequestError.method_not_found("providers/list")
+        return self.providers
+
+    async def providers_list(self, params: acpu.ListProvidersRequest) -> acpu.ListProvidersResponse:
+        """`providers/list` through `providers` (-32601 without it)."""
+        from acpstack.schema import v1_unstable as acpu
+
+        return acpu.ListProvidersResponse(providers=self._providers().list_providers())
+
+    async def providers_set(self, params: acpu.SetProviderRequest) -> acpu.SetProviderResponse:
+        """`providers/set` through `providers` (-32602 when it raises ValueError)."""
+        from acpstack.schema import v1_unstable as acpu
+
+        headers = params.headers if isinstance(params.headers, dict) else {}
+        try:
+            self._providers().set_provider(
+                params.provider_id, params.api_type, params.base_url, headers
+            )
+        except ValueError as exc:
+            raise RequestError.invalid_params(
+                {"providerId": params.provider_id}, str(exc)
+            ) from None
+        return acpu.SetProviderResponse()
+
+    async def providers_disable(
+        self, params: acpu.DisableProviderRequest
+    ) -> acpu.DisableProviderResponse:
+        """`providers/disable` through `providers` (-32602 when it raises ValueError)."""
+        from acpstack.schema import v1_unstable as acpu
+
+        try:
+            self._providers().disable_provider(params.provider_id)
+        except ValueError as exc:
+            raise RequestError.invalid_params(
+                {"providerId": params.provider_id}, str(exc)
+            ) from None
+        return acpu.DisableProviderResponse()
+
+    async def mcp_message_notification(self, params: acpu.MessageMcpNotification) -> None:
+        """A notification from a client's MCP server for one of our active MCP requests."""
+        for session in list(self.sessions.values()):
+            if session.mcp is not None and session.mcp.deliver_acp_notification(params):
+                return
+        log.debug("mcp/message notification for no active request (server %s)", params.server_id)
+
 
 def _forget_start(session: Session, start: asyncio.Task[None]) -> None:
     """The start hook finished: the session no longer keeps its Task (one per open session
     adds up over thousands); `_session_started` has logged any failure already."""
     if session.start_task is start:
         session.start_task = None
+
+
+async def _end_unstored(session: Session) -> None:
+    """The store failed during the turn: what was stored is delivered, the rest dropped;
+    the next turn tries the store again."""
+    await session.drain()
+    session.clear_failure()
+
+
+async def _missing_capability(
+    turn: Turn, exc: ClientCapabilityMissing | CapabilityError
+) -> acp.StopReason:
+    """A turn that needed something the client does not offer ends normally, and says why
+    (a client must not see -32603 for what it chose not to offer)."""
+    message = exc.message if isinstance(exc, ClientCapabilityMissing) else str(exc)
+    log.warning("session %s: %s", turn.session.session_id, message)
+    await turn.fail_unfinished(message)
+    await turn.say(f"\n\nI could not finish this: {message}\n")
+    return "end_turn"

@@ -15,11 +15,17 @@ class Handlers(Protocol):
     """What `HandlerDispatcher` routes to: an `Agent` or a `Client` (a method per handled
     ACP method, named in the method table, plus the extension and dropped-message hooks)."""
 
-    def ext_method(self, method: str, params: Any) -> Awaitable[Any]: ...
+    def ext_method(self, method: str, params: Any) -> Awaitable[Any]:
+        """Answer a `_`-prefixed extension request."""
+        ...
 
-    def ext_notification(self, method: str, params: Any) -> Awaitable[None]: ...
+    def ext_notification(self, method: str, params: Any) -> Awaitable[None]:
+        """Handle a `_`-prefixed extension notification."""
+        ...
 
-    def on_message_dropped(self, dropped: DroppedMessage) -> None: ...
+    def on_message_dropped(self, dropped: DroppedMessage) -> None:
+        """Learn of a discarded incoming message."""
+        ...
 
 
 class HandlerDispatcher:
@@ -33,6 +39,7 @@ class HandlerDispatcher:
     # Each returns the handler's own coroutine, which the runtime awaits: no coroutine
     # of the dispatcher's in between.
     def handle_request(self, event: IncomingRequest) -> Awaitable[Any]:
+        """The handler's coroutine for a request (-32601 when there is none)."""
         spec = event.spec
         if spec is None:
             return self.handlers.ext_method(event.method, event.params)
@@ -43,6 +50,7 @@ class HandlerDispatcher:
         return result
 
     def handle_notification(self, event: IncomingNotification) -> Awaitable[None]:
+        """The handler's coroutine for a notification (nothing when there is none)."""
         spec = event.spec
         if spec is None:
             return self.handlers.ext_notification(event.method, event.params)
@@ -53,6 +61,7 @@ class HandlerDispatcher:
         return result
 
     def message_dropped(self, event: DroppedMessage) -> None:
+        """Tell the handlers of a discarded incoming message."""
         self.handlers.on_message_dropped(event)
 
 
