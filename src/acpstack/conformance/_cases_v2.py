@@ -163,11 +163,11 @@ def _echoes(frame: Frame, message_id: Any) -> bool:
     "v2.cancel",
     'v2: session/cancel ends the turn with idle, stopReason "cancelled"',
     group="v2",
-    rule="v2 (a draft): after session/cancel the agent stops the turn's work and reports "
-    'idle with the stop reason "cancelled" (the draft sets no MUST here).',
+    rule="v2: the agent MUST report idle when the turn's foreground work ends (after "
+    'session/cancel too), and SHOULD put the stop reason, here "cancelled", on it.',
     source=f"{LIFECYCLE}#cancellation; schema v2 $defs/CancelSessionNotification, "
     "$defs/IdleStateUpdate",
-    level=Level.SHOULD,
+    level=Level.MUST,
     expected='state_update idle {stopReason: "cancelled"}, with nothing of the turn after it',
     fix="On session/cancel stop the model and tools, answer pending requests, send what is "
     'left, then report state_update idle with stopReason "cancelled" (never "error").',
@@ -186,8 +186,9 @@ async def cancel(ctx: Context) -> Outcome:
     assert found.idle is not None
     stop = stop_reason_of(found.idle)
     if stop != "cancelled":
-        return failed(
-            f"the turn ended with stopReason {stop!r} after session/cancel",
+        return warned(
+            f"the turn ended with stopReason {stop!r} after session/cancel (the stop "
+            "reason is a SHOULD in v2)",
             show_all(found.frames(), limit=16),
         )
     return passed("cancelled")
