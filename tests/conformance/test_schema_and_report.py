@@ -290,3 +290,13 @@ def test_a_report_cites_the_rule_of_each_failure_and_groups_robustness_apart() -
     assert data["results"][0]["rule"]["level"] == "MUST"
     assert data["results"][0]["cites"] == "MUST: https://example.org/spec#it"
     assert data["robustness"] == 1 and data["startupSeconds"] == 1.25
+
+
+def test_later_processes_wait_for_a_start_as_slow_as_the_one_measured() -> None:
+    from acpstack.conformance import CheckOptions
+    from acpstack.conformance._runner import later_allowance
+
+    options = CheckOptions(timeout=5.0, startup_timeout=60.0)
+    assert later_allowance(options, 2.0) == 11.0  # three times 2 s, plus the timeout
+    assert later_allowance(options, 30.0) == 60.0  # never more than --startup-timeout
+    assert later_allowance(options, None) == 60.0

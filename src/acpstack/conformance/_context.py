@@ -109,6 +109,9 @@ class Context:
     failed_init: str | None = None
     agent_info: dict[str, Any] | None = None
     case_id: str = ""  # the case running now
+    #: the longest wait for a new process's first answer (the runner narrows the
+    #: `--startup-timeout` once it has measured the agent's start-up)
+    startup_allowance: float | None = None
     #: results one case computes and others of its group reuse (e.g. one prompt turn)
     memo: dict[str, Any] = field(default_factory=dict)
 
@@ -135,7 +138,9 @@ class Context:
             client,
             self.validator if validate else None,
             shutdown_timeout=self.options.eof_grace + 0.5,
-            startup_timeout=self.options.startup_timeout,
+            startup_timeout=self.options.startup_timeout
+            if self.startup_allowance is None
+            else self.startup_allowance,
         )
         self.connections.append(conn)
         self.logs.append(conn.log)

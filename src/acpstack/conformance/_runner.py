@@ -128,11 +128,12 @@ async def check_agent(
             if start.verdict != Verdict.PASS:
                 report.seconds = time.monotonic() - began
                 return report  # the agent does not start: nothing else can be checked
+        allowance = later_allowance(options, report.startup_seconds)
         for group in GROUPS:
             group_cases = [c for c in cases if c.group == group]
             if not group_cases:
                 continue
-            ctx = Context(target, options, validator, logs=logs)
+            ctx = Context(target, options, validator, logs=logs, startup_allowance=allowance)
             try:
                 for case in group_cases:
                     result = await _run_case(ctx, case)
@@ -148,6 +149,16 @@ async def check_agent(
             shutil.rmtree(state, ignore_errors=True)
     report.seconds = time.monotonic() - began
     return report
+
+
+def later_allowance(options: CheckOptions, measured: float | None) -> float:
+    """The wait for the first answer of the processes started after the start-up probe:
+    three times the start-up measured plus the usual timeout (a loaded machine starts a
+    program slower now and then), never more than `--startup-timeout`. An agent that
+    starts at once thus waits no longer than usual for an answer it never gives."""
+    if measured is None:
+        return options.startup_timeout
+    return min(options.startup_timeout, measured * 3 + options.timeout)
 
 
 def _private_state() -> Path:
