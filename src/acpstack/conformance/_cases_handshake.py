@@ -29,7 +29,7 @@ UNKNOWN_SESSION = "acpstack-check-no-such-session"
     "a request before initialize is refused, and initialize still works afterwards",
     group="negotiation",
     rule="Clients MUST initialize the connection by calling the `initialize` method before a "
-    "session can be created.",
+    "session can be created (a rule for the client: how the agent copes is robustness).",
     source=INIT,
     level=Level.ROBUSTNESS,
     expected="an error for session/new sent first; then a normal initialize",

@@ -96,7 +96,8 @@ async def unique_ids(ctx: Context) -> Outcome:
     "session.absolute-cwd",
     "session/new with a relative cwd is refused",
     group="sessions",
-    rule="The working directory MUST be an absolute path.",
+    rule="The working directory MUST be an absolute path (a rule for the client: how the "
+    "agent copes with a relative one is robustness).",
     source=f"{SETUP}#working-directory",
     level=Level.ROBUSTNESS,
     expected="an error (ideally -32602 Invalid params)",
