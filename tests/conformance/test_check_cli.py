@@ -85,6 +85,14 @@ def test_list_names_every_case() -> None:
     done = subprocess.run([*CHECK, "--list"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
     assert "init.protocol-v2" in done.stdout and "unstable.fork" in done.stdout
+    # each case with how binding its rule is: only MUST and schema rules can fail
+    assert any(
+        line.split()[:2] == ["session.unknown-id", "MAY"] for line in done.stdout.splitlines()
+    )
+    assert any(
+        line.split()[:2] == ["robust.not-an-object", "robustness"]
+        for line in done.stdout.splitlines()
+    )
 
 
 @pytest.mark.parametrize(

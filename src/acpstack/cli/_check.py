@@ -123,7 +123,8 @@ def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> i
     if args.list:
         for case in select_cases(all_cases(), only, unstable=True):
             flag = " (--unstable)" if case.unstable else ""
-            sys.stdout.write(f"{case.id:<30} {case.title}{flag}\n")
+            level = case.rule.level.value
+            sys.stdout.write(f"{case.id:<30} {level:<10} {case.title}{flag}\n")
         return 0
     error = _usage_error(args, agent_command, only)
     if error:
