@@ -1,7 +1,8 @@
 """`acpstack check agent` against agents written to be wrong in one way each
 (tests/conformance/peers/): every defect is found, with the right verdict, and the checker
-itself never hangs or crashes, whatever the agent does. The correct raw agent those peers
-are built on passes every case."""
+itself never hangs or crashes, whatever the agent does. Only a broken MUST or schema rule
+fails; a SHOULD, a MAY, a leniency, a robustness finding or no answer in time is a
+warning. The correct raw agent those peers are built on passes every case."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from acpstack.conformance import AgentTarget, CheckOptions, Report, Verdict, check_agent
+from acpstack.conformance import (
+    AgentTarget,
+    CheckOptions,
+    Level,
+    Report,
+    Verdict,
+    check_agent,
+    render_tail,
+)
+from acpstack.conformance._report import summary
 
 PEERS = Path(__file__).resolve().parent / "peers"
 FAST = {"timeout": 3.0, "settle": 0.2, "eof_grace": 1.5}
@@ -21,7 +31,8 @@ pytestmark = pytest.mark.timeout(90)
 
 
 async def run(peer: str, *only: str, **options: object) -> Report:
-    target = AgentTarget(command=(sys.executable, str(PEERS / peer)))
+    script, *args = peer.split()
+    target = AgentTarget(command=(sys.executable, str(PEERS / script), *args))
     chosen = {**FAST, **options}
     return await check_agent(target, CheckOptions(only=only, **chosen))  # type: ignore[arg-type]
 
@@ -52,6 +63,8 @@ async def test_the_correct_raw_agent_passes_every_case() -> None:
             ("prompt.stop-reason", "cancel.session-cancel", "schema.agent-messages"),
             {
                 "prompt.stop-reason": "fail",
+                # the turn was provably running: a request sent after the cancel was
+                # answered before the prompt
                 "cancel.session-cancel": "fail",
                 "schema.agent-messages": "fail",
             },
@@ -59,26 +72,31 @@ async def test_the_correct_raw_agent_passes_every_case() -> None:
         (
             "late_update.py",
             ("prompt.no-late-updates", "prompt.updates-scoped"),
-            {"prompt.no-late-updates": "fail", "prompt.updates-scoped": "fail"},
+            # a chunk for the other, idle session: suspect, but that session exists
+            {"prompt.no-late-updates": "fail", "prompt.updates-scoped": "warn"},
         ),
         (
             "unadvertised_method.py",
             ("caps.unadvertised-methods",),
-            {"caps.unadvertised-methods": "fail"},
+            # the MUST NOT is the client's: answering breaks nothing
+            {"caps.unadvertised-methods": "warn"},
         ),
         (
             "no_method_not_found.py",
             ("caps.",),
             {
-                "caps.unknown-method": "fail",
-                "caps.extension-method": "fail",
+                # -32603 instead of -32601: a SHOULD
+                "caps.unknown-method": "warn",
+                "caps.extension-method": "warn",
+                # a reply to a notification: JSON-RPC's MUST NOT
                 "caps.unknown-notification": "fail",
                 "caps.unadvertised-methods": "warn",
                 "caps.client-gates": "pass",
                 "caps.terminal-release": "pass",
             },
         ),
-        ("ignores_eof.py", ("init.eof-exit",), {"init.eof-exit": "fail"}),
+        # the client closes stdin and then terminates the agent: no MUST to exit alone
+        ("ignores_eof.py", ("init.eof-exit",), {"init.eof-exit": "warn"}),
         (
             "calls_gated.py",
             ("prompt.stop-reason", "caps.client-gates", "caps.terminal-release"),
@@ -103,8 +121,19 @@ async def test_the_correct_raw_agent_passes_every_case() -> None:
             {
                 "init.protocol-v2": "fail",
                 "init.protocol-future": "fail",
-                "robust.not-an-object": "fail",
+                # it dies on `42`, which a client must not send: robustness
+                "robust.not-an-object": "warn",
             },
+        ),
+        (
+            "scoped_updates.py other-session",
+            ("prompt.updates-scoped",),
+            {"prompt.updates-scoped": "pass"},
+        ),
+        (
+            "scoped_updates.py unknown-session",
+            ("prompt.updates-scoped",),
+            {"prompt.updates-scoped": "fail"},
         ),
     ],
 )
@@ -113,7 +142,19 @@ async def test_each_defect_gets_its_verdict(
 ) -> None:
     report = await run(peer, *only, cancel_prompt="wait")
     assert {k: v.value for k, v in verdicts(report).items()} == expected
-    assert report.exit_code == 1
+    assert report.exit_code == (1 if "fail" in expected.values() else 0)
+    for found in report.results:
+        if found.verdict == Verdict.FAIL:  # every failure rests on a MUST or a schema rule
+            assert found.rule.level in (Level.MUST, Level.SCHEMA), found.id
+
+
+async def test_a_fast_turn_is_never_failed_for_ignoring_a_cancel_it_could_not_see() -> None:
+    # The chunk and the answer come in one write or two: the cancel (sent on the chunk)
+    # goes out after the answer arrived (skip), or before it but with nothing to show
+    # that the turn was still running (warn). Never a failure.
+    for _ in range(3):
+        report = await run("fast_turn.py", "cancel.session-cancel", cancel_prompt="wait")
+        assert verdicts(report)["cancel.session-cancel"] in (Verdict.SKIP, Verdict.WARN)
 
 
 async def test_invalid_messages_are_reported_with_their_json_path() -> None:
@@ -125,26 +166,41 @@ async def test_invalid_messages_are_reported_with_their_json_path() -> None:
     assert "$.params.update.content" in shown
 
 
-async def test_an_agent_that_dies_on_bad_input_fails_and_the_next_case_gets_a_new_one() -> None:
+async def test_an_agent_that_dies_on_bad_input_gets_a_robustness_warning_and_a_new_process() -> (
+    None
+):
     report = await run("dies_on_bad_input.py", "robust.invalid-json", "robust.not-an-object")
     assert verdicts(report) == {
-        "robust.invalid-json": Verdict.FAIL,
+        "robust.invalid-json": Verdict.WARN,
         "robust.not-an-object": Verdict.PASS,
     }
+    assert report.exit_code == 0
+    found = next(r for r in report.results if r.id == "robust.invalid-json")
+    assert found.rule.level == Level.ROBUSTNESS
+    tail = render_tail(report)
+    assert tail.index("Robustness (input a client must not send") < tail.index(
+        "WARN robust.invalid-json"
+    )
+    assert "1 warnings (1 robustness)" in tail
     shown = result(report, "robust.invalid-json")
     assert "went away" in shown or "stopped answering" in shown
     assert "JSONDecodeError" in shown  # the agent's last stderr lines are part of the report
 
 
-async def test_an_agent_that_ignores_cancellation_fails_without_hanging_the_checker() -> None:
+async def test_an_agent_that_ignores_cancellation_gets_warnings_without_hanging_the_checker() -> (
+    None
+):
+    # A turn that never ends after the cancel looks like a slow one: the checker says it
+    # got no answer in time, and judges no rule on that.
     began = time.monotonic()
     report = await run("hangs_on_cancel.py", "cancel.", cancel_prompt="wait", timeout=2.0)
     assert verdicts(report) == {
-        "cancel.session-cancel": Verdict.FAIL,
+        "cancel.session-cancel": Verdict.WARN,
         "cancel.permission": Verdict.SKIP,
-        "cancel.cancel-request": Verdict.FAIL,
+        "cancel.cancel-request": Verdict.WARN,
     }
-    assert "no answer within 2.0 s" in result(report, "cancel.session-cancel")
+    shown = result(report, "cancel.session-cancel")
+    assert "no answer within 2.0 s" in shown and "not judged" in shown
     assert time.monotonic() - began < 30
 
 
@@ -184,25 +240,43 @@ async def test_an_agent_that_echoes_the_client_fails_the_schema_case() -> None:
     assert report.exit_code == 1
 
 
-async def test_an_agent_that_never_answers_never_hangs_the_checker() -> None:
+async def test_an_agent_that_never_answers_ends_the_check_after_the_startup_allowance() -> None:
     began = time.monotonic()
-    report = await run(
-        "silent.py",
-        "init.protocol-v1",
-        "init.response",
-        "session.new",
-        "prompt.stop-reason",
-        "robust.invalid-json",
-        "caps.client-gates",
-        timeout=1.0,
-    )
-    assert verdicts(report)["init.protocol-v1"] == Verdict.FAIL
-    assert "no answer within 1.0 s" in result(report, "init.protocol-v1")
-    # the shared connection could not be initialized: the cases that need it say why
-    assert verdicts(report)["session.new"] == Verdict.SKIP
-    assert "did not complete initialize" in result(report, "session.new")
+    report = await run("silent.py", "init", "session.new", timeout=1.0, startup_timeout=2.0)
+    assert [(r.id, r.verdict) for r in report.results] == [("start.initialize", Verdict.WARN)]
+    shown = result(report, "start.initialize")
+    assert "no answer to initialize within the start-up allowance of 2 s" in shown
+    assert report.startup_seconds is None and report.exit_code == 2  # nothing was checked
+    assert time.monotonic() - began < 30
+
+
+async def test_an_agent_that_dies_at_start_is_one_failure_found_at_once() -> None:
+    began = time.monotonic()
+    report = await run("dead_at_start.py", startup_timeout=60.0)
+    assert [(r.id, r.verdict) for r in report.results] == [("start.initialize", Verdict.FAIL)]
+    shown = result(report, "start.initialize")
+    assert "exited before answering initialize" in shown
+    assert "cannot load my configuration" in shown  # its stderr
     assert report.exit_code == 1
-    assert time.monotonic() - began < 45
+    assert time.monotonic() - began < 20  # not one wait per case, nor the allowance
+
+
+async def test_a_slow_starting_agent_gets_verdicts_within_its_startup_allowance() -> None:
+    # 3.5 s to start, 2.5 s per answer: every new process (one per group here) gets a
+    # start-up allowance for its first answer, so no case times out or skips.
+    only = ("session.new", "prompt.stop-reason")
+    target = AgentTarget(command=(sys.executable, str(PEERS / "slow_start.py"), "3.5"))
+    options = CheckOptions(only=only, timeout=2.5, settle=0.2, eof_grace=1.5, startup_timeout=30)
+    report = await check_agent(target, options)
+    assert {k: v.value for k, v in verdicts(report).items()} == dict.fromkeys(only, "pass")
+    assert report.startup_seconds is not None and report.startup_seconds >= 3.5
+    assert f"start-up {report.startup_seconds:.1f} s (start-up allowance 30 s)" in summary(report)
+
+
+async def test_the_fast_agent_reports_its_startup() -> None:
+    report = await run("raw_agent.py", "session.new")
+    assert report.startup_seconds is not None and report.startup_seconds < report.startup_allowance
+    assert "(start-up allowance 60 s)" in summary(report)
 
 
 SESSION_CASES = (
@@ -235,24 +309,28 @@ async def test_the_agent_with_every_session_method_passes_the_session_cases() ->
         # one defect per run, each in a mode of broken_sessions.py or broken_misc.py
         ("broken_sessions.py no-session-id", ("session.new",), "fail"),
         ("broken_sessions.py relative-cwd", ("session.absolute-cwd",), "warn"),
-        ("broken_sessions.py any-session", ("session.unknown-id",), "fail"),
-        ("broken_sessions.py bad-mode", ("session.modes",), "fail"),
-        ("broken_sessions.py bad-config", ("session.config-options",), "fail"),
-        ("broken_sessions.py bad-list", ("session.list",), "fail"),
+        # agents MAY refuse a prompt for an unknown session: answering it is no failure
+        ("broken_sessions.py any-session", ("session.unknown-id",), "warn"),
+        ("broken_sessions.py bad-mode", ("session.modes",), "warn"),
+        # an agent may refuse an advertised mode (e.g. in a folder it does not trust)
+        ("broken_sessions.py refuses-mode", ("session.modes",), "warn"),
+        ("broken_sessions.py bad-config", ("session.config-options",), "warn"),
+        ("broken_sessions.py bad-list", ("session.list",), "warn"),
         ("broken_sessions.py late-load", ("session.load",), "fail"),
         ("broken_sessions.py empty-load", ("session.load",), "warn"),
         ("broken_sessions.py resume-replays", ("session.resume",), "fail"),
-        ("broken_sessions.py bad-close", ("session.close",), "fail"),
+        ("broken_sessions.py bad-close", ("session.close",), "warn"),
         ("broken_sessions.py delete-once", ("session.delete",), "warn"),
         ("broken_misc.py no-agent-info", ("init.response",), "warn"),
         ("broken_misc.py terminal-auth", ("auth.terminal-gate",), "fail"),
-        ("broken_misc.py needless-auth", ("auth.flow",), "fail"),
+        ("broken_misc.py needless-auth", ("auth.flow",), "warn"),
         ("broken_misc.py lenient-auth", ("auth.flow",), "warn"),
-        ("broken_misc.py lenient-params", ("robust.invalid-params",), "fail"),
+        # robustness: a client must not send invalid params, lines it cannot read...
+        ("broken_misc.py lenient-params", ("robust.invalid-params",), "warn"),
         ("broken_misc.py internal-params", ("robust.invalid-params",), "warn"),
-        ("broken_misc.py small-lines", ("robust.oversized-line",), "fail"),
+        ("broken_misc.py small-lines", ("robust.oversized-line",), "warn"),
         ("broken_misc.py drops-long-lines", ("robust.oversized-line",), "warn"),
-        ("broken_misc.py answers-responses", ("robust.stray-response",), "fail"),
+        ("broken_misc.py answers-responses", ("robust.stray-response",), "warn"),
         ("broken_misc.py strict-fields", ("robust.unknown-fields",), "fail"),
         (
             "broken_misc.py permission-ignores-cancel",

@@ -4,6 +4,7 @@ errors for bad command lines."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -17,8 +18,12 @@ CHECK = [sys.executable, "-m", "acpstack", "check", "agent", "--timeout", "3"]
 pytestmark = pytest.mark.timeout(60)
 
 
-def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=50, cwd=cwd)
+def check(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CHECK, *args], capture_output=True, text=True, timeout=50, cwd=cwd, env=env
+    )
 
 
 def test_json_and_junit_reports(tmp_path: Path) -> None:
@@ -80,6 +85,14 @@ def test_list_names_every_case() -> None:
     done = subprocess.run([*CHECK, "--list"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
     assert "init.protocol-v2" in done.stdout and "unstable.fork" in done.stdout
+    # each case with how binding its rule is: only MUST and schema rules can fail
+    assert any(
+        line.split()[:2] == ["session.unknown-id", "MAY"] for line in done.stdout.splitlines()
+    )
+    assert any(
+        line.split()[:2] == ["robust.not-an-object", "robustness"]
+        for line in done.stdout.splitlines()
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,3 +123,44 @@ def test_without_jsonschema_the_check_says_which_extra_to_install() -> None:
     assert 'pip install ".[check]"' in done.stderr
     assert 'pip install ".[check]"' in done.stderr
     assert done.stdout == ""
+
+
+def test_the_check_leaves_the_users_session_store_alone(tmp_path: Path) -> None:
+    # `acpstack agent` keeps its sessions in ACPSTACK_STORE (else the XDG data directory):
+    # the check runs it with temporary ones, removed at the end.
+    user, scratch = tmp_path / "user", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(user / "data"),
+        "XDG_STATE_HOME": str(user / "state"),
+        "ACPSTACK_STORE": str(user / "sessions.sqlite3"),
+        "TMPDIR": str(scratch),
+    }
+    agent = [sys.executable, "-m", "acpstack", "agent"]
+    only = ["--only", "session.new,prompt.stop-reason"]
+    done = check(*only, "--", *agent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed" in done.stdout
+    assert not user.exists()  # nothing of the user's was touched
+    assert list(scratch.iterdir()) == []  # and the check's own directories are gone
+    # with --user-state the agent writes where the user's variables say (so the
+    # assertion above can fail)
+    done = check("--user-state", *only, "--", *agent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (user / "sessions.sqlite3").exists()
+
+
+def test_a_dead_agent_is_one_failure_and_a_slow_one_is_measured() -> None:
+    dead = check("--", sys.executable, str(PEERS / "dead_at_start.py"))
+    assert dead.returncode == 1
+    assert "FAIL  start.initialize" in dead.stdout
+    assert "exited before answering initialize" in dead.stdout
+    assert "0 passed, 1 failed, 0 warnings, 0 skipped" in dead.stdout
+    slow = check(
+        "--timeout", "2.5", "--only", "session.new", "--", sys.executable,
+        str(PEERS / "slow_start.py"), "3",
+    )  # fmt: skip
+    assert slow.returncode == 0, slow.stdout + slow.stderr
+    assert "1 passed, 0 failed" in slow.stdout
+    assert "start-up 3." in slow.stdout and "(start-up allowance 60 s)" in slow.stdout

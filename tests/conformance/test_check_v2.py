@@ -72,10 +72,12 @@ async def test_the_v2_cases_run_between_cancel_and_robustness() -> None:
     ("mode", "expected"),
     [
         ("correct", ALL_PASS),
-        ("no-idle", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
-        ("no-stop-reason", {**ALL_PASS, "v2.turn": "warn", "v2.cancel": "fail"}),
+        # no idle within the timeout: slow or stuck, not judged
+        ("no-idle", {**ALL_PASS, "v2.turn": "warn", "v2.cancel": "warn"}),
+        # the stop reason on the idle is a SHOULD
+        ("no-stop-reason", {**ALL_PASS, "v2.turn": "warn", "v2.cancel": "warn"}),
         ("late", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
-        ("ignores-cancel", {**ALL_PASS, "v2.cancel": "fail"}),
+        ("ignores-cancel", {**ALL_PASS, "v2.cancel": "warn"}),
         ("bad-ack", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("stranger", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
         ("no-running", {**ALL_PASS, "v2.turn": "fail", "v2.cancel": "fail"}),
@@ -92,7 +94,8 @@ async def test_each_defect_gets_its_verdict(mode: str, expected: dict[str, str])
 async def test_failures_say_what_was_expected_and_show_the_frames() -> None:
     report = await check(sys.executable, str(PEER), "no-idle")
     turn = next(r for r in report.results if r.id == "v2.turn")
-    assert turn.message == "no state_update idle within 3 s after the acknowledgement"
+    assert turn.message.startswith("no state_update idle within 3 s after the acknowledgement")
+    assert "not judged" in turn.message
     assert turn.expected.startswith("state_update running, the output, then state_update idle")
     assert turn.got[0].startswith('-> {"jsonrpc":"2.0","id":3,"method":"session/prompt"')
     assert any('"result":{"messageId":' in line for line in turn.got)
@@ -153,13 +156,13 @@ async def test_an_agent_that_refuses_v2_with_32022_skips_them() -> None:
     }
 
 
-async def test_an_agent_that_cannot_answer_fails_them_instead_of_skipping() -> None:
-    options = CheckOptions(timeout=1.0, settle=0.2, eof_grace=0.5, only=("v2",))
+async def test_an_agent_that_cannot_answer_ends_the_check_at_its_start() -> None:
+    options = CheckOptions(
+        timeout=1.0, settle=0.2, eof_grace=0.5, startup_timeout=1.0, only=("v2",)
+    )
     report = await check(sys.executable, str(HERE / "peers" / "silent.py"), options=options)
-    assert verdicts(report) == dict.fromkeys(CASES, "fail")
-    assert {r.message for r in report.results} == {
-        "initialize with protocolVersion 2 got no answer within 1.0 s"
-    }
+    assert verdicts(report) == {"start.initialize": "warn"}
+    assert report.exit_code == 2
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -57,13 +57,15 @@ async def test_the_official_python_sdk_agent() -> None:
         "init.before-initialize": "warn",
         "session.absolute-cwd": "warn",
         # it answers no -32700 to invalid JSON, takes jsonrpc "1.0", and dies on `42`
-        # (AttributeError: 'int' object has no attribute 'get')
+        # (AttributeError: 'int' object has no attribute 'get'): input a client must not
+        # send, so robustness warnings, not failures
         "robust.invalid-json": "warn",
         "robust.wrong-jsonrpc": "warn",
-        "robust.not-an-object": "fail",
+        "robust.not-an-object": "warn",
     }
     died = next(r for r in report.results if r.id == "robust.not-an-object")
     assert any("AttributeError" in line for line in died.got)
+    assert report.exit_code == 0
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

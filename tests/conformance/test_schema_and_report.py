@@ -238,3 +238,65 @@ def test_a_result_line_wraps_at_word_boundaries_in_a_narrow_terminal() -> None:
     assert narrow[0] == "PASS  init.before-initialize" and narrow[1].startswith("      refused")
     beside = result_line(result, 30, 90).splitlines()
     assert beside[1].startswith(" " * 37) and len(beside) == 2
+
+
+def test_every_case_that_can_fail_quotes_its_must_or_names_its_schema_definition() -> None:
+    # A failure must rest on a MUST of the spec (or JSON-RPC) or on a schema rule: the
+    # cases that can fail say which, in words a maintainer can look up.
+    from acpstack.conformance import Level, all_cases
+
+    wrong = []
+    for case in all_cases():
+        if case.rule.level == Level.MUST and "MUST" not in case.rule.text:
+            wrong.append(f"{case.id}: a MUST rule without the MUST quoted")
+        if case.rule.level == Level.SCHEMA and "schema" not in case.rule.source:
+            wrong.append(f"{case.id}: a schema rule without the schema named in its source")
+    assert wrong == []
+    levels = {case.id: case.rule.level for case in all_cases()}
+    # the false verdicts of issue 30: none of these can fail a check any more
+    for case_id in (
+        "session.unknown-id",
+        "caps.unadvertised-methods",
+        "caps.extension-method",
+        "robust.wrong-jsonrpc",
+        "robust.not-an-object",
+        "init.eof-exit",
+        "session.modes",
+    ):
+        assert levels[case_id] not in (Level.MUST, Level.SCHEMA), case_id
+
+
+def test_a_report_cites_the_rule_of_each_failure_and_groups_robustness_apart() -> None:
+    from acpstack.conformance import Level, render_tail
+
+    must = Rule("The Agent MUST do it.", "https://example.org/spec#it", Level.MUST)
+    robust = Rule("Bad input.", "https://www.jsonrpc.org/specification", Level.ROBUSTNESS)
+    report = Report(
+        "agent",
+        [
+            CaseResult("a.must", "it", "prompt", Verdict.FAIL, "did not", must),
+            CaseResult("a.robust", "bad", "robustness", Verdict.WARN, "died", robust),
+        ],
+        startup_seconds=1.25,
+        startup_allowance=60.0,
+    )
+    tail = render_tail(report)
+    assert "(MUST: https://example.org/spec#it)" in tail
+    assert tail.index("Failures (each breaks a MUST") < tail.index("FAIL a.must")
+    assert tail.index("Robustness (") < tail.index("WARN a.robust")
+    assert "0 passed, 1 failed, 1 warnings (1 robustness), 0 skipped" in tail
+    assert "start-up 1.2 s (start-up allowance 60 s)" in tail
+    data = json.loads(render_json(report))
+    assert data["results"][0]["rule"]["level"] == "MUST"
+    assert data["results"][0]["cites"] == "MUST: https://example.org/spec#it"
+    assert data["robustness"] == 1 and data["startupSeconds"] == 1.25
+
+
+def test_later_processes_wait_for_a_start_as_slow_as_the_one_measured() -> None:
+    from acpstack.conformance import CheckOptions
+    from acpstack.conformance._runner import later_allowance
+
+    options = CheckOptions(timeout=5.0, startup_timeout=60.0)
+    assert later_allowance(options, 2.0) == 11.0  # three times 2 s, plus the timeout
+    assert later_allowance(options, 30.0) == 60.0  # never more than --startup-timeout
+    assert later_allowance(options, None) == 60.0

@@ -142,6 +142,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "CheckOptions",
         "ClientCheckAgent",
         "Frame",
+        "Level",
         "MessageValidator",
         "Probe",
         "Reply",

@@ -54,6 +54,20 @@ def add_parser(sub: Any) -> None:
         help="how long to wait for each answer (default 20)",
     )
     agent.add_argument(
+        "--startup-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long a new agent process may take to answer its first request "
+        "(default 60; the start-up measured is reported)",
+    )
+    agent.add_argument(
+        "--user-state",
+        action="store_true",
+        help="run the agent with your own data directories (by default it gets temporary "
+        "XDG_DATA_HOME, XDG_STATE_HOME, XDG_CACHE_HOME and ACPSTACK_STORE, so the check's "
+        "sessions stay out of your store)",
+    )
+    agent.add_argument(
         "--eof-grace",
         type=float,
         metavar="SECONDS",
@@ -109,7 +123,8 @@ def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> i
     if args.list:
         for case in select_cases(all_cases(), only, unstable=True):
             flag = " (--unstable)" if case.unstable else ""
-            sys.stdout.write(f"{case.id:<30} {case.title}{flag}\n")
+            level = case.rule.level.value
+            sys.stdout.write(f"{case.id:<30} {level:<10} {case.title}{flag}\n")
         return 0
     error = _usage_error(args, agent_command, only)
     if error:
@@ -125,11 +140,13 @@ def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> i
         "prompt": args.prompt,
         "cancel_prompt": args.cancel_prompt,
         "eof_grace": args.eof_grace,
+        "startup_timeout": args.startup_timeout,
     }
     options = CheckOptions(
         unstable=args.unstable,
         only=only,
         auth_method=args.auth,
+        user_state=args.user_state,
         **{name: value for name, value in given.items() if value is not None},
     )
     return asyncio.run(_run(target, options, args))
@@ -142,8 +159,9 @@ def _usage_error(args: argparse.Namespace, command: list[str] | None, only: tupl
         return "give either --url or an agent command after --, not both"
     if not args.url and not command:
         return "name the agent to check: acpstack check agent -- AGENT COMMAND ..."
-    if any(value is not None and value <= 0 for value in (args.timeout, args.eof_grace)):
-        return "--timeout and --eof-grace must be positive"
+    limits = (args.timeout, args.eof_grace, args.startup_timeout)
+    if any(value is not None and value <= 0 for value in limits):
+        return "--timeout, --startup-timeout and --eof-grace must be positive"
     unknown = unknown_selectors(only)
     if unknown:
         return f"no case matches {', '.join(unknown)} (see --list)"

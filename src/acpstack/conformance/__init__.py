@@ -14,7 +14,7 @@ from acpstack.conformance._client_check import ClientCheckAgent, serve_client_ch
 from acpstack.conformance._client_sim import Answer
 from acpstack.conformance._context import CheckOptions
 from acpstack.conformance._frames import Frame
-from acpstack.conformance._model import Case, CaseResult, Rule, Verdict
+from acpstack.conformance._model import Case, CaseResult, Level, Rule, Verdict
 from acpstack.conformance._probe import Probe, Reply, Responder
 from acpstack.conformance._report import (
     header,
@@ -37,6 +37,7 @@ __all__ = [
     "CheckOptions",
     "ClientCheckAgent",
     "Frame",
+    "Level",
     "MessageValidator",
     "Probe",
     "Reply",

@@ -11,8 +11,10 @@ from acpstack.conformance._frames import obj
 from acpstack.conformance._model import (
     DOCS,
     CaseSkip,
+    Level,
     Outcome,
     failed,
+    missing_answer,
     passed,
     warned,
 )
@@ -27,8 +29,9 @@ UNKNOWN_SESSION = "acpstack-check-no-such-session"
     "a request before initialize is refused, and initialize still works afterwards",
     group="negotiation",
     rule="Clients MUST initialize the connection by calling the `initialize` method before a "
-    "session can be created.",
+    "session can be created (a rule for the client: how the agent copes is robustness).",
     source=INIT,
+    level=Level.ROBUSTNESS,
     expected="an error for session/new sent first; then a normal initialize",
     fix="Answer requests that arrive before initialize with an error (e.g. -32600) and keep "
     "reading: the client will initialize next.",
@@ -39,7 +42,7 @@ async def before_initialize(ctx: Context) -> Outcome:
     early = await ctx.new_session_reply(conn)
     got = ctx.show(conn, early)
     if early.status in ("timeout", "closed"):
-        return failed(f"session/new before initialize got {early.describe()}", got)
+        return missing_answer("session/new before initialize", early, got)
     reply = await ctx.initialize(conn)
     got += ctx.show(conn, reply)
     if reply.status == "error" and reply.code == UNSUPPORTED:
@@ -55,9 +58,11 @@ async def before_initialize(ctx: Context) -> Outcome:
     "init.eof-exit",
     "the agent exits when its stdin closes",
     group="negotiation",
-    rule="The client shuts an agent down by closing its stdin (then terminates it); an agent "
-    "must treat end of input as the end of the connection.",
+    rule="The client ends an agent by closing its stdin and then terminating it; the spec "
+    "sets no MUST for the agent to exit by itself, but one that does ends cleanly (and "
+    "leaves nothing behind when its client dies).",
     source=f"{DOCS}/transports#stdio",
+    level=Level.SHOULD,
     expected="the process exits on its own within the grace period",
     fix="Exit when reading stdin returns end of file (cancel your work, flush stdout, exit).",
     stdio_only=True,
@@ -67,7 +72,7 @@ async def eof_exit(ctx: Context) -> Outcome:
     await conn.close(eof_grace=ctx.options.eof_grace)
     if conn.exited_on_eof:
         return passed(f"exited {conn.exit_seconds or 0:.2f} s after stdin closed")
-    return failed(
+    return warned(
         f"still running {ctx.options.eof_grace:g} s after stdin closed (it was terminated)",
         [conn.exit_description()],
     )
@@ -80,6 +85,7 @@ async def eof_exit(ctx: Context) -> Outcome:
     rule="agentInfo (name, version) is sent to the client; it will be required in future "
     "versions of the protocol.",
     source=INIT,
+    level=Level.SHOULD,
     expected="protocolVersion, agentCapabilities and agentInfo",
     fix="Fill in agentInfo with your agent's name and version.",
 )
@@ -98,9 +104,10 @@ async def init_response(ctx: Context) -> Outcome:
     "auth.terminal-gate",
     "no terminal auth method is offered to a client that did not ask for them",
     group="handshake",
-    rule='Agents may advertise `type: "terminal"` auth methods only if the client sent '
-    "clientCapabilities.auth.terminal = true.",
-    source=f"{INIT}#authentication",
+    rule="Agents MUST advertise this method [terminal authentication] only when the client "
+    "enabled its terminal authentication capability (clientCapabilities.auth.terminal).",
+    source="schema $defs/AuthMethodTerminal",
+    level=Level.MUST,
     expected='no authMethods entry with type "terminal"',
     fix="Offer terminal login methods only when clientCapabilities.auth.terminal is true.",
 )
@@ -120,6 +127,7 @@ async def auth_terminal_gate(ctx: Context) -> Outcome:
     rule="session/new may fail with -32000 (authentication required) until the client calls "
     "authenticate with one of the advertised authMethods.",
     source=f"{INIT}#authentication",
+    level=Level.SHOULD,
     expected="session/new succeeds, or fails with -32000 when authMethods is not empty; "
     "authenticate with an unknown method id is refused",
     fix="Advertise the auth methods you require; answer -32000 only when one is needed; "
@@ -176,17 +184,19 @@ def _optional_methods(ctx: Context, init: dict[str, Any]) -> list[tuple[str, boo
     "caps.unadvertised-methods",
     "optional methods the agent did not advertise answer -32601",
     group="handshake",
-    rule="An unknown method or an unsupported optional method is answered with -32601 "
-    "(Method not found); capabilities omitted are unsupported.",
+    rule="Capabilities omitted are unsupported, and the client MUST NOT call their methods "
+    "(a rule for the client). An agent that answers one anyway breaks no rule, but no "
+    "client will use it: advertise what you implement, refuse the rest with -32601.",
     source=f"{INIT}#agent-capabilities",
+    level=Level.MAY,
     expected="-32601 for every optional method whose capability is not advertised",
     fix="Advertise every optional method you implement (loadSession, sessionCapabilities, "
     "auth.logout); answer the others with -32601.",
 )
 async def unadvertised_methods(ctx: Context) -> Outcome:
     conn = await ctx.shared()
-    problems: list[str] = []
-    softer: list[str] = []
+    answered: list[str] = []
+    other: list[str] = []
     probed = []
     for method, advertised, params in _optional_methods(ctx, conn.initialize):
         if advertised:
@@ -196,17 +206,16 @@ async def unadvertised_methods(ctx: Context) -> Outcome:
         if reply.status == "error" and reply.code == -32601:
             continue
         line = f"{method}: {reply.describe()}"
-        if reply.status == "error":
-            softer.append(line)
-        else:
-            problems.append(line)
+        (answered if reply.status == "result" else other).append(line)
         ctx.require_alive(conn, method)
     if not probed:
         return passed("every optional method is advertised")
-    if problems:
-        return failed("unadvertised methods did not answer -32601", problems + softer)
-    if softer:
-        return warned("refused, but not with -32601", softer)
+    if answered:
+        return warned(
+            "answers methods it does not advertise (clients will not call them)", answered + other
+        )
+    if other:
+        return warned("refused, but not with -32601", other)
     return passed(f"-32601 for {', '.join(probed)}")
 
 
@@ -216,15 +225,19 @@ async def _expect_method_not_found(ctx: Context, method: str) -> Outcome:
     got = ctx.show(conn, reply)
     if reply.status == "error" and reply.code == -32601:
         return passed("answered -32601")
-    return failed(f"{method} got {reply.describe()}", got)
+    if reply.status in ("timeout", "closed"):
+        return missing_answer(method, reply, got)
+    return warned(f"{method} got {reply.describe()}", got)
 
 
 @case(
     "caps.unknown-method",
     "an unknown method answers -32601",
     group="handshake",
-    rule="A request for a method the receiver does not know is answered with -32601.",
+    rule="The Server MUST reply with a Response; -32601 (Method not found) is JSON-RPC's "
+    "code for a method that does not exist (a code the spec defines, not a MUST).",
     source="https://www.jsonrpc.org/specification#error_object",
+    level=Level.SHOULD,
     expected="error -32601 with the request's id",
     fix="Answer every request you cannot handle with -32601 (Method not found).",
 )
@@ -237,8 +250,10 @@ async def unknown_method(ctx: Context) -> Outcome:
     "an unknown `_` extension request answers -32601",
     group="handshake",
     rule="Upon receiving a custom request, implementations MUST respond accordingly with the "
-    'provided id; if they do not recognize it, with the standard "Method not found" error.',
+    'provided id; if they do not recognize it, they should respond with the standard "Method '
+    'not found" error (a SHOULD).',
     source=f"{EXTENSIBILITY}#custom-requests",
+    level=Level.SHOULD,
     expected="error -32601 with the request's id",
     fix="Answer unknown `_` requests with -32601 instead of ignoring them.",
 )
@@ -250,9 +265,11 @@ async def extension_method(ctx: Context) -> Outcome:
     "caps.unknown-notification",
     "unknown notifications are ignored silently",
     group="handshake",
-    rule="Implementations SHOULD ignore unrecognized notifications; notifications never get "
-    "a response.",
-    source=f"{EXTENSIBILITY}#custom-notifications",
+    rule="The Server MUST NOT reply to a Notification (JSON-RPC 2.0); implementations "
+    "SHOULD ignore unrecognized notifications.",
+    source=f"https://www.jsonrpc.org/specification#notification; "
+    f"{EXTENSIBILITY}#custom-notifications",
+    level=Level.MUST,
     expected="no response to the notifications; later requests still answered",
     fix="Never answer a message without an id; ignore notifications you do not know.",
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import CLIENT_INFO, Context
-from acpstack.conformance._model import DOCS, Outcome, failed, passed, warned
+from acpstack.conformance._model import DOCS, Level, Outcome, failed, missing_answer, passed, warned
 from acpstack.conformance._probe import Reply
 from acpstack.conformance._schema import MessageValidator
 
@@ -85,6 +85,8 @@ def judge(ctx: Context, requested: int, reply: Reply, got: list[str]) -> Outcome
     expected = _expected(requested)
     if reply.status == "error" and reply.code == UNSUPPORTED:
         return _judge_unsupported(ctx, requested, reply.error.get("data"), got, expected)
+    if reply.status in ("timeout", "closed"):
+        return missing_answer(f"initialize with protocolVersion {requested}", reply, got)
     if reply.status != "result" or not isinstance(reply.result, dict):
         return failed(f"initialize with protocolVersion {requested} got {reply.describe()}", got)
     version = reply.result.get("protocolVersion")
@@ -161,6 +163,7 @@ def _expected(requested: int) -> str:
     group="negotiation",
     rule=f"{V1_RULE} {V2_RULE}",
     source=f"{INIT}#version-negotiation; {V2_SOURCE}",
+    level=Level.MUST,
     expected=_expected(1),
     fix=FIX,
 )
@@ -175,6 +178,7 @@ async def protocol_v1(ctx: Context) -> Outcome:
     group="negotiation",
     rule=V2_RULE,
     source=V2_SOURCE,
+    level=Level.SCHEMA,
     expected=_expected(2),
     fix=FIX,
 )
@@ -187,9 +191,10 @@ async def protocol_v2(ctx: Context) -> Outcome:
     "init.protocol-future",
     f"initialize with an unknown future version ({FUTURE}) is answered with a supported one",
     group="negotiation",
-    rule=f"{V2_RULE} A request for a newer version than the agent knows is answered with "
-    "the latest version it supports.",
+    rule=f"{V1_RULE} {V2_RULE} A request for a newer version than the agent knows is "
+    "answered with the latest version it supports.",
     source=f"{INIT}#version-negotiation; {V2_SOURCE}",
+    level=Level.MUST,
     expected=_expected(FUTURE),
     fix=FIX,
 )

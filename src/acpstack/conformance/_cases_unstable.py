@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from acpstack.conformance._catalog import case
 from acpstack.conformance._context import Context
-from acpstack.conformance._model import Outcome, failed, passed, skipped
+from acpstack.conformance._model import Level, Outcome, failed, passed, skipped
 
 RFDS = "https://agentclientprotocol.com/rfds"
 
@@ -21,6 +21,7 @@ def _caps(ctx_init: dict[str, object]) -> dict[str, object]:
     rule="session/fork answers the sessionId of a new session that starts from the forked "
     "one (UNSTABLE).",
     source=f"{RFDS}/session-fork",
+    level=Level.SHOULD,
     expected="a result with a sessionId different from the original",
     fix="Answer session/fork with a new session id, or stop advertising sessionCapabilities.fork.",
     unstable=True,
@@ -47,6 +48,7 @@ async def fork(ctx: Context) -> Outcome:
     group="unstable",
     rule="providers/list returns the configurable LLM providers (UNSTABLE).",
     source=f"{RFDS}/custom-llm-endpoint",
+    level=Level.SHOULD,
     expected="a result with a providers array",
     fix="Answer providers/list, or stop advertising the providers capability.",
     unstable=True,

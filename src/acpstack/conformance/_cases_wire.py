@@ -9,7 +9,7 @@ from acpstack.conformance._catalog import case
 from acpstack.conformance._client_sim import NO_CAPABILITIES
 from acpstack.conformance._context import Context
 from acpstack.conformance._frames import NOT_JSON, Frame, show_all
-from acpstack.conformance._model import DOCS, Outcome, failed, passed, warned
+from acpstack.conformance._model import DOCS, Level, Outcome, failed, passed, warned
 
 SCHEMA_SOURCE = "https://github.com/agentclientprotocol/agent-client-protocol/tree/main/schema"
 MAX_SHOWN = 25
@@ -41,6 +41,7 @@ def _results(ctx: Context) -> Iterator[tuple[Frame, dict[str, object]]]:
     "(its `x-side`): an agent never sends the client's methods (initialize, session/new, "
     "session/prompt...).",
     source=SCHEMA_SOURCE,
+    level=Level.SCHEMA,
     expected="no schema violation in any message, and no method of the client",
     fix="Fix each field at the JSON path shown; the $defs name says which schema type applies. "
     "A method the client sends (at $.method) means the agent wrote what it received back to "
@@ -65,6 +66,7 @@ async def agent_messages(ctx: Context) -> Outcome:
     rule="The agent MUST NOT write anything to its stdout that is not a valid ACP message; "
     "logs go to stderr.",
     source=f"{DOCS}/transports#stdio",
+    level=Level.MUST,
     expected="every line on stdout is a JSON object",
     fix="Send logs and prints to stderr; write one compact JSON message per line to stdout.",
 )
@@ -79,9 +81,10 @@ async def stdout_only_frames(ctx: Context) -> Outcome:
     "wire.responses-match",
     "every response answers one request of the checker, once",
     group="wire",
-    rule="A response carries the id of the request it answers; each request gets exactly one "
-    "response.",
+    rule="The id of a Response MUST be the same as the value of the id member in the "
+    "Request Object it answers; the Server MUST reply with a Response to each request (one).",
     source="https://www.jsonrpc.org/specification#response_object",
+    level=Level.MUST,
     expected="no response to an unknown id, no second response to one id",
     fix="Answer each request once, with its id; never invent responses.",
 )
@@ -103,6 +106,7 @@ async def responses_match(ctx: Context) -> Outcome:
     "to call the corresponding filesystem method; if terminal is false, no terminal method; "
     "elicitation only in an advertised mode.",
     source=f"{DOCS}/file-system#checking-support",
+    level=Level.MUST,
     expected="no fs/*, terminal/* or elicitation/create call the capabilities do not allow "
     "(in the whole run, and in a turn with a client that offers none)",
     fix="Check the client's capabilities from initialize before each fs, terminal or "
@@ -132,6 +136,7 @@ async def client_gates(ctx: Context) -> Outcome:
     group="wire",
     rule="The Agent MUST release the terminal using terminal/release when it's no longer needed.",
     source=f"{DOCS}/terminals#releasing-terminals",
+    level=Level.MUST,
     expected="terminal/release for each terminal/create",
     fix="Release every terminal (also after kill, errors and cancellation).",
 )
@@ -161,6 +166,7 @@ def _deviation(found: list[str], what: str, count_label: str) -> Outcome:
     rule="The unstable session/set_model and `models` were removed on 2026-06-01; models are "
     'a config option with category "model".',
     source=f"{DOCS}/session-config-options",
+    level=Level.DEVIATION,
     expected="no `models` in session/new, load or resume results",
     fix='Offer the model as a configOptions entry with category "model".',
 )
@@ -176,6 +182,7 @@ async def legacy_models(ctx: Context) -> Outcome:
     rule='Auth method types are "agent" (no type) and "terminal"; the unstable `env_var` type '
     "was dropped on 2026-08-20 (clients decode it as an agent method).",
     source=f"{DOCS}/initialization#authentication",
+    level=Level.DEVIATION,
     expected="no authMethods entry with type env_var",
     fix="Describe the variable in an agent auth method's description, or use terminal auth.",
 )
@@ -196,6 +203,7 @@ async def env_var_auth(ctx: Context) -> Outcome:
     rule="Implementations MAY expose and call custom JSON-RPC requests as long as their name "
     "starts with an underscore (_).",
     source=f"{DOCS}/extensibility#extension-methods",
+    level=Level.DEVIATION,
     expected="no request or notification from the agent outside ACP without a `_` prefix",
     fix="Prefix your own methods with `_` (e.g. `_myagent/status`).",
 )
@@ -224,6 +232,7 @@ async def custom_methods(ctx: Context) -> Outcome:
     rule="rawOutput is any JSON value; several clients expect an object and show a string "
     "badly (a known deviation of real agents).",
     source=f"{DOCS}/tool-calls#updating",
+    level=Level.DEVIATION,
     expected="rawOutput objects (or arrays) rather than plain strings",
     fix='Wrap textual output, e.g. {"output": "..."}, or send it as tool call content.',
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from acpstack.conformance._model import Case, CaseFunction, Rule
+from acpstack.conformance._model import Case, CaseFunction, Level, Rule
 
 GROUPS = (
     "negotiation",
@@ -39,12 +39,14 @@ def case(
     group: str,
     rule: str,
     source: str,
+    level: Level,
     expected: str,
     fix: str,
     unstable: bool = False,
     stdio_only: bool = False,
 ) -> Callable[[CaseFunction], CaseFunction]:
-    """Register the decorated coroutine function as the case `id`."""
+    """Register the decorated coroutine function as the case `id`. `level` says how
+    binding `rule` is: only a MUST or schema rule can fail a check (see `Level`)."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
 
@@ -52,7 +54,15 @@ def case(
         if id in _CASES:
             raise ValueError(f"duplicate case id {id!r}")
         _CASES[id] = Case(
-            id, title, group, Rule(rule, source), expected, fix, function, unstable, stdio_only
+            id,
+            title,
+            group,
+            Rule(rule, source, level),
+            expected,
+            fix,
+            function,
+            unstable,
+            stdio_only,
         )
         return function
 

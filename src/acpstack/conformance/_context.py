@@ -45,6 +45,9 @@ class CheckOptions:
 
     timeout: float = 20.0
     """Seconds each request may take to be answered."""
+    startup_timeout: float = 60.0
+    """Seconds a new agent process may take to answer its first request (it may load a
+    model, an SDK, a runtime); measured once at the start and reported."""
     prompt: str = "Hello! Please answer with one short sentence."
     """The prompt of the cases that need a turn."""
     cancel_prompt: str = "Count slowly from 1 to 200, one number per line, explaining each."
@@ -59,6 +62,9 @@ class CheckOptions:
     """Run only these cases: ids, id prefixes or group names."""
     auth_method: str | None = None
     """Authenticate with this method id after `initialize` (`auth/login` in the v2 cases)."""
+    user_state: bool = False
+    """Run the agent with the user's own data directories (by default it gets temporary
+    ones, so the check's sessions do not land in the user's store)."""
 
 
 @dataclass
@@ -71,6 +77,9 @@ class Turn:
     during: list[Frame]
     late: list[Frame]
     cancel: Frame | None = None
+    marker: Frame | None = None
+    """A request sent right after `session/cancel`: answered before the prompt, it shows
+    the agent read the cancel while the turn was still running."""
 
     @property
     def stop_reason(self) -> Any:
@@ -100,6 +109,9 @@ class Context:
     failed_init: str | None = None
     agent_info: dict[str, Any] | None = None
     case_id: str = ""  # the case running now
+    #: the longest wait for a new process's first answer (the runner narrows the
+    #: `--startup-timeout` once it has measured the agent's start-up)
+    startup_allowance: float | None = None
     #: results one case computes and others of its group reuse (e.g. one prompt turn)
     memo: dict[str, Any] = field(default_factory=dict)
 
@@ -126,6 +138,9 @@ class Context:
             client,
             self.validator if validate else None,
             shutdown_timeout=self.options.eof_grace + 0.5,
+            startup_timeout=self.options.startup_timeout
+            if self.startup_allowance is None
+            else self.startup_allowance,
         )
         self.connections.append(conn)
         self.logs.append(conn.log)
@@ -159,7 +174,11 @@ class Context:
         if reply.status == "error" and reply.code == UNSUPPORTED and protocol_version == 1:
             raise CaseSkip(NO_V1)
         if reply.status != "result" or not isinstance(reply.result, dict):
-            raise CaseFail(f"initialize got {reply.describe()}", self.show(conn, reply))
+            raise CaseFail(
+                f"initialize got {reply.describe()}",
+                self.show(conn, reply),
+                timed_out=reply.status == "timeout",
+            )
         conn.initialize = reply.result
         if self.options.auth_method:
             auth = await conn.request(
@@ -241,16 +260,20 @@ class Context:
         request = probe.send(
             {"jsonrpc": "2.0", "id": rid, "method": "session/prompt", "params": params}
         )
-        cancel_frame = None
+        cancel_frame = marker = None
         if cancel is not None:
             cancel_frame = await self._cancel_on_activity(conn, session_id, rid, request, cancel)
+        if cancel_frame is not None and cancel == "session":
+            marker = probe.send(
+                {"jsonrpc": "2.0", "id": probe.next_id(), "method": "_acpstack/ping", "params": {}}
+            )
         reply = await probe.reply(rid, timeout=wait or self.options.timeout)
         answered = reply.frame.seq if reply.frame is not None else probe.last_seq
         if reply.status in ("result", "error"):
             await probe.quiet(self.options.settle, limit=self.options.settle * 4)
         during = [f for f in probe.since(request.seq) if f.seq < answered]
         late = [f for f in probe.since(answered)] if reply.frame is not None else []
-        return Turn(session_id, request, reply, during, late, cancel_frame)
+        return Turn(session_id, request, reply, during, late, cancel_frame, marker)
 
     async def _cancel_on_activity(
         self, conn: Connection, session_id: str, rid: int, request: Frame, how: str
@@ -297,4 +320,5 @@ class Context:
                 f"the agent stopped answering after {after}: {reply.describe()}",
                 self.show(conn, reply),
                 expected="the agent keeps serving (any answer to a later request)",
+                timed_out=reply.status == "timeout",
             )

@@ -268,6 +268,11 @@ class Probe:
         return [f for f in self.frames if f.seq > seq and f.direction == "in"]
 
     @property
+    def heard_from_peer(self) -> bool:
+        """Whether the peer has written anything yet."""
+        return any(f.direction == "in" for f in self.frames)
+
+    @property
     def last_seq(self) -> int:
         """The number of the latest frame, either direction (0 before any)."""
         return self._seq

@@ -8,7 +8,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from acpstack.conformance._model import CaseResult, Verdict
+from acpstack.conformance._model import CaseResult, Level, Verdict
 from acpstack.conformance._runner import Report
 
 # Characters XML 1.0 cannot carry (an agent may write anything, e.g. NUL bytes).
@@ -37,13 +37,34 @@ def result_line(result: CaseResult, width: int = 30, columns: int | None = None)
 
 
 def summary(report: Report) -> str:
+    """The counts per verdict (robustness warnings counted apart too), the time, and the
+    measured start-up."""
+    robust = len(_robustness(report))
+    warnings = f"{report.count(Verdict.WARN)} warnings" + (
+        f" ({robust} robustness)" if robust else ""
+    )
     parts = [
         f"{report.count(Verdict.PASS)} passed",
         f"{report.count(Verdict.FAIL)} failed",
-        f"{report.count(Verdict.WARN)} warnings",
+        warnings,
         f"{report.count(Verdict.SKIP)} skipped",
     ]
-    return ", ".join(parts) + f" in {report.seconds:.1f} s"
+    return ", ".join(parts) + f" in {report.seconds:.1f} s; {startup(report)}"
+
+
+def startup(report: Report) -> str:
+    """The measured start-up: how long the first agent process took to answer
+    `initialize`, against the allowance."""
+    allowance = f"(start-up allowance {report.startup_allowance:g} s)"
+    if report.startup_seconds is None:
+        return f"the agent did not answer initialize {allowance}"
+    return f"start-up {report.startup_seconds:.1f} s {allowance}"
+
+
+def _robustness(report: Report) -> list[CaseResult]:
+    return [
+        r for r in report.results if r.verdict == Verdict.WARN and r.rule.level == Level.ROBUSTNESS
+    ]
 
 
 def header(report: Report) -> str:
@@ -58,7 +79,7 @@ def details(result: CaseResult, columns: int = 100) -> str:
     """What was expected, what came back and how to fix it, for a failure or warning."""
     lines = [f"{LABELS[result.verdict]} {result.id}: {result.title}"]
     lines += textwrap.wrap(f"rule: {result.rule.text}", columns, subsequent_indent="      ")
-    lines.append(f"      ({result.rule.source})")
+    lines.append(f"      ({result.rule.cites})")
     lines.append(f"expected: {result.expected}")
     lines.append(f"got: {result.message}")
     lines += [f"   {line}" for line in result.got]
@@ -74,9 +95,28 @@ def render_text(report: Report) -> str:
 
 
 def render_tail(report: Report, columns: int = 100) -> str:
-    """The details of every failure and warning, then the summary line."""
-    flagged = [r for r in report.results if r.verdict in (Verdict.FAIL, Verdict.WARN)]
-    out = [details(r, columns) + "\n" for r in flagged]
+    """The details of every failure, warning and robustness finding (each kind under its
+    heading), then the summary line."""
+    robust = _robustness(report)
+    sections = [
+        (
+            "Failures (each breaks a MUST of the spec or a schema rule, cited):",
+            [r for r in report.results if r.verdict == Verdict.FAIL],
+        ),
+        (
+            "Warnings (SHOULD, MAY, leniency, or an outcome the checker could not establish):",
+            [r for r in report.results if r.verdict == Verdict.WARN and r not in robust],
+        ),
+        (
+            "Robustness (input a client must not send: how the agent copes, no rule broken):",
+            robust,
+        ),
+    ]
+    out: list[str] = []
+    for heading, results in sections:
+        if results:
+            out.append(heading + "\n")
+            out += [details(r, columns) + "\n" for r in results]
     return "\n".join([*out, summary(report)]) + "\n"
 
 
@@ -86,6 +126,11 @@ def to_json(report: Report) -> dict[str, Any]:
         "agentInfo": report.agent_info,
         "seconds": round(report.seconds, 3),
         "summary": {v.value: report.count(v) for v in Verdict},
+        "robustness": len(_robustness(report)),
+        "startupSeconds": (
+            None if report.startup_seconds is None else round(report.startup_seconds, 3)
+        ),
+        "startupAllowance": report.startup_allowance,
         "exitCode": report.exit_code,
         "results": [r.to_json() for r in report.results],
     }

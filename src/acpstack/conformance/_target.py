@@ -97,6 +97,8 @@ class Connection:
     initialize: dict[str, Any] = field(default_factory=dict)  # the initialize result
     exited_on_eof: bool | None = None
     exit_seconds: float | None = None
+    startup_timeout: float = 0.0
+    """The longest wait for the agent's first answer on this connection (its start-up)."""
 
     @property
     def log(self) -> ProbeLog:
@@ -118,6 +120,10 @@ class Connection:
         return reason or "the agent closed the connection"
 
     async def request(self, method: str, params: Any, *, timeout: float) -> Reply:
+        """Send a request and wait for its answer; until the agent has written anything
+        at all, the wait is the start-up allowance when that is longer."""
+        if not self.probe.heard_from_peer:
+            timeout = max(timeout, self.startup_timeout)
         return await self.probe.request(method, params, timeout=timeout)
 
     async def close(self, *, eof_grace: float) -> None:
@@ -146,8 +152,9 @@ async def open_connection(
     validator: MessageValidator | None,
     *,
     shutdown_timeout: float,
+    startup_timeout: float = 0.0,
 ) -> Connection:
     transport = await target.open(shutdown_timeout=shutdown_timeout)
     probe = Probe(transport, client, validator)
     probe.start()
-    return Connection(target, client, probe, transport)
+    return Connection(target, client, probe, transport, startup_timeout=startup_timeout)

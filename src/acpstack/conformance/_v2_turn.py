@@ -107,6 +107,7 @@ async def v2_connection(ctx: Context, **open_args: Any) -> Connection:
             ["-> initialize with protocolVersion 2, in v2's shape", *ctx.show(conn, reply)],
             expected="protocolVersion 2 (an agent that speaks v2), or 1 or error -32022 "
             "(one that does not: the v2 cases are then skipped)",
+            timed_out=reply.status == "timeout",
         )
     if ctx.options.auth_method:
         login = {"methodId": ctx.options.auth_method}

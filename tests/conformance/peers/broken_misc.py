@@ -3,15 +3,15 @@
 
 - `no-agent-info` (weak): the initialize result has no agentInfo;
 - `terminal-auth` (broken): offers a terminal auth method to a client that did not ask;
-- `needless-auth` (broken): session/new demands authentication (-32000) with no authMethods;
+- `needless-auth` (weak): session/new demands authentication (-32000) with no authMethods;
 - `lenient-auth` (weak): advertises an auth method, and authenticate accepts any method id;
 - `permission-ignores-cancel` (broken): a permission request answered `cancelled` does not
   end the turn: it goes on and ends end_turn;
-- `lenient-params` (broken): session/new accepts a cwd that is not a string;
+- `lenient-params` (weak): session/new accepts a cwd that is not a string;
 - `internal-params` (weak): invalid params are refused with -32603 instead of -32602;
-- `small-lines` (broken): reads lines of at most 64 KiB, and dies on a longer one;
+- `small-lines` (weak): reads lines of at most 64 KiB, and dies on a longer one;
 - `drops-long-lines` (weak): drops lines over 1 MiB without an answer;
-- `answers-responses` (broken): answers a response it does not know with an error;
+- `answers-responses` (weak): answers a response it does not know with an error;
 - `strict-fields` (broken): refuses unknown fields in session/new with -32602.
 """
 

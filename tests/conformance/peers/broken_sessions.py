@@ -4,14 +4,16 @@ modes and a config option, correct or wrong in one way: `broken_sessions.py MODE
 - `correct`: as the session cases expect;
 - `no-session-id` (broken): session/new answers no sessionId;
 - `relative-cwd` (weak): session/new accepts a relative cwd;
-- `any-session` (broken): a prompt for a session nobody opened is answered end_turn;
-- `bad-mode` (broken): currentModeId is not among the availableModes;
-- `bad-config` (broken): set_config_option answers the old value;
-- `bad-list` (broken): session/list answers without a `sessions` array;
+- `any-session` (allowed, a MAY): a prompt for a session nobody opened is answered end_turn;
+- `bad-mode` (weak): currentModeId is not among the availableModes;
+- `refuses-mode` (allowed): refuses to switch to the advertised mode `code` (as an agent
+  may in a folder it does not trust);
+- `bad-config` (weak): set_config_option answers the old value;
+- `bad-list` (weak): session/list answers without a `sessions` array;
 - `late-load` (broken): session/load answers first, then replays the history;
 - `empty-load` (weak): session/load replays nothing;
 - `resume-replays` (broken): session/resume replays the history;
-- `bad-close` (broken): session/close fails although advertised;
+- `bad-close` (weak): session/close fails although advertised;
 - `delete-once` (weak): deleting a session that is gone fails.
 """
 
@@ -67,6 +69,8 @@ class BrokenSessions(RawAgent):
         self.unknown(params)
         if params.get("modeId") not in [m["id"] for m in MODES]:
             raise RequestFailed(-32602, "unknown mode")
+        if MODE == "refuses-mode" and params.get("modeId") == "code":
+            raise RequestFailed(-32000, "the folder is not trusted: no code mode")
         return {}
 
     async def do_session_set_config_option(self, params: dict[str, Any]) -> Any:
