@@ -210,7 +210,8 @@ def _prune(args: argparse.Namespace) -> int:
 
 def _one_line(record: SessionRecord) -> str:
     name = f" {record.name!r}" if record.name else ""
-    return f"{record.id}{name} last used {record.updated_at}, {record.turns} turns, {record.cwd}"
+    turns = f"{record.turns} turn{'' if record.turns == 1 else 's'}"
+    return f"{record.id}{name} last used {record.updated_at}, {turns}, {record.cwd}"
 
 
 def _show(args: argparse.Namespace) -> int:
