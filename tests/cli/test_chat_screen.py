@@ -65,3 +65,60 @@ def test_on_a_pipe_only_the_changes_are_printed(ws: Path) -> None:
     assert "plan:\n  [~] List the workspace\n  [ ] Read the README\n" in out
     assert "plan update:\n  [x] List the workspace\n  [~] Read the README\n" in out
     assert out.count("Run the tests") == 3  # pending (whole plan), in progress, done
+
+
+@needs_tmux
+def test_a_long_code_line_is_cut_not_wrapped_to_the_first_column(ws: Path, tmp_path: Path) -> None:
+    long_line = "value = compute(" + "alpha, " * 20 + "END_OF_LINE)"
+    (ws / "long.py").write_text(f"def f():\n    {long_line}\n    return value\n")
+    screen = run_in_terminal(tmp_path, ws, ["chat", "-p", "/read long.py"], 60)
+    [row] = [line for line in screen.splitlines() if "value = compute(" in line]
+    assert row.rstrip().endswith("…") and len(row.rstrip()) <= 60, screen
+    assert "END_OF_LINE" not in screen  # cut, and not continued on the next row
+    assert not any(line.lstrip().startswith("alpha,") for line in screen.splitlines())
+    rows = screen.splitlines()
+    index = rows.index(row)
+    assert rows[index - 1].strip() == "def f():" and rows[index + 1].strip() == "return value"
+
+
+@needs_tmux
+def test_a_resize_while_a_tool_runs_leaves_no_stale_line(ws: Path, tmp_path: Path) -> None:
+    command = "sleep 3  # " + "a comment that makes the tool's title long " * 2
+    term = Tmux(tmp_path, 140, height=30)
+    try:
+        term.start(
+            [*ACPSTACK, "chat", "-p", f"/run {command}", "--approve-all"], ws, terminal_env()
+        )
+        term.wait_for("execute · in progress", timeout=60)  # the live line, 100+ columns
+        term._tmux("resize-window", "-t", "chat", "-x", "50")
+        assert term.exit_code(timeout=60) == 0, term.screen()
+        screen = term.screen()
+    finally:
+        term.close()
+    assert "◐" not in screen and "in progress" not in screen, screen  # no stale half line
+    assert screen.count("● Run `sleep 3") == 1
+
+
+@needs_tmux
+def test_the_permission_menu_reads_as_words(ws: Path, tmp_path: Path) -> None:
+    term = Tmux(tmp_path, 80, height=30)
+    try:
+        term.start([*ACPSTACK, "chat"], ws, terminal_env())
+        term.wait_for(lambda screen: screen.rstrip().endswith(">"), timeout=60)
+        term.type("/edit README.md Readme Hello")
+        term.keys("Enter")
+        screen = term.wait_for("choose 1-4", timeout=60)
+        term.keys("Escape")
+        term.wait_for("unchanged", timeout=60)
+        term.keys("C-d")
+        assert term.exit_code(timeout=60) == 0
+    finally:
+        term.close()
+    menu = [line.strip() for line in screen.splitlines() if line.strip().startswith("[")]
+    assert menu == [
+        "[1] Allow (this time)",
+        "[2] Always allow",
+        "[3] Reject (this time)",
+        "[4] Always reject",
+    ]
+    assert "allow_once" not in screen and "reject_once" not in screen

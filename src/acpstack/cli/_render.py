@@ -312,14 +312,29 @@ class Renderer:
                 if rendered is not None:
                     shown.append(rendered)
         for key, option in zip(keys, request.options, strict=False):
-            shown.append(
-                Text(f"  [{key}] {option.name}", style="bold")
-                + Text(f"  {option.kind}", style="dim")
-            )
+            shown.append(Text(f"  [{key}] {option.name}", style="bold") + _scope(option))
         self.view.print(*shown)
 
     def _note(self, text: str) -> Text:
         return Text(text, style="dim")
+
+
+#: What an option's kind adds to its name, in words (the raw kinds read like code).
+OPTION_SCOPES = {
+    "allow_once": "this time",
+    "allow_always": "from now on",
+    "reject_once": "this time",
+    "reject_always": "from now on",
+}
+
+
+def _scope(option: acp.PermissionOption) -> Text:
+    """ " (from now on)" after an option's name, unless the name says it already."""
+    scope = OPTION_SCOPES.get(str(option.kind), "")
+    name = option.name.lower()
+    if not scope or any(word in name for word in ("always", "once", "this time", "now on")):
+        return Text()
+    return Text(f" ({scope})", style="dim")
 
 
 def _tail(text: str, lines: int) -> str:
