@@ -44,7 +44,12 @@ def add_parser(sub: Any) -> None:
     )
     _listing_options(listing)
     prune = actions.add_parser(
-        "prune", help="forget old or unnamed sessions (says which; --dry-run to only look)"
+        "prune",
+        help="forget old or unnamed sessions (says which; --dry-run to only look)",
+        description="Forget the records of sessions last used before --older-than AGE, "
+        "or without a name (--unnamed), or both (then: unnamed and older), in the "
+        "directory given by --cwd (--all: every directory). One line per record says "
+        "what goes; a session open in a chat is kept. The agents keep their own copies.",
     )
     prune.add_argument(
         "--older-than",
