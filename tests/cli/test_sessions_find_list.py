@@ -70,21 +70,16 @@ def write_record(record_id: str, cwd: Path, day: int, **fields: Any) -> None:
 
 
 def test_a_prefix_of_either_id_or_the_name_continues_a_session(ws: Path) -> None:
-    first = run(ws, "chat", "-p", "/read README.md", "--format", "json")
+    first = run(ws, "chat", "-s", "notes", "-p", "/read README.md", "--format", "json")
     assert first.returncode == 0, first.stderr
     session_id = json.loads(first.stdout.splitlines()[-1])["sessionId"]
     [record] = records(ws)
-    for ref in (record["id"][:5], session_id[:7]):
+    for ref in (record["id"][:5], session_id[:7], "notes"):
         more = run(ws, "chat", "--session", ref, "-p", "/plan", "--format", "json")
         assert more.returncode == 0, (ref, more.stderr)
         assert json.loads(more.stdout.splitlines()[-1])["sessionId"] == session_id
     [record] = records(ws)
-    assert record["turns"] == 3  # one record, continued each time
-    named = run(ws, "chat", "-s", "notes", "-p", "/plan", "--format", "json")
-    named_id = json.loads(named.stdout.splitlines()[-1])["sessionId"]
-    by_name = run(ws, "chat", "--session", "notes", "-p", "/plan", "--format", "json")
-    assert by_name.returncode == 0, by_name.stderr
-    assert json.loads(by_name.stdout.splitlines()[-1])["sessionId"] == named_id
+    assert record["turns"] == 4 and record["name"] == "notes"  # one record, continued
     shown = run(ws, "sessions", "show", record["id"][:4])
     assert shown.returncode == 0 and f"session_id: {session_id}" in shown.stdout
 
