@@ -241,7 +241,7 @@ async def test_acpstack_agent_on_v2_through_inspect(tmp_path: Path) -> None:
         ] == 2
         new = await line.request("session/new", {"cwd": str(tmp_path)})
         sid = new["result"]["sessionId"]
-        prompt = {"sessionId": sid, "prompt": [text("hello")]}
+        prompt = {"sessionId": sid, "prompt": [text("add a note")]}  # a task: tools run
         start = len(line.messages)
         await line.request("session/prompt", prompt)
         await line.wait_for(
@@ -257,7 +257,7 @@ async def test_acpstack_agent_on_v2_through_inspect(tmp_path: Path) -> None:
     assert analyzer.protocol_version == 2
     assert violations(analyzer) == []
     shown = conversation(analyzer)
-    assert shown[0] == ("user", "hello") and [r for r, _ in shown].count("user") == 1
+    assert shown[0] == ("user", "add a note") and [r for r, _ in shown].count("user") == 1
     titles = [
         u["title"]
         for r in read_recording(record)
@@ -298,3 +298,25 @@ def test_the_replay_cli_prints_the_note(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["notes"][0].startswith("the recording speaks protocol v2")
     assert report["requests"] == 2
+
+
+def test_v1_agent_messages_apart_from_each_other_are_separate_entries() -> None:
+    # v1 has no message ids: text after a plan or a tool call is a message of its own.
+    info = {"name": "test", "version": "1"}
+    records = [
+        client({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        agent({"id": 0, "result": {"protocolVersion": 1, "agentInfo": info}}),
+        client({"id": 1, "method": "session/prompt", "params": {"sessionId": SID, "prompt": []}}),
+        update({"sessionUpdate": "agent_message_chunk", "content": text("Let me ")}),
+        update({"sessionUpdate": "agent_message_chunk", "content": text("look.")}),
+        update({"sessionUpdate": "plan", "entries": []}),
+        update({"sessionUpdate": "agent_message_chunk", "content": text("Here is the plan.")}),
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"}),
+        update({"sessionUpdate": "agent_message_chunk", "content": text("Done.")}),
+    ]
+    assert conversation(analyze(records)) == [
+        ("user", ""),
+        ("agent", "Let me look."),
+        ("agent", "Here is the plan."),
+        ("agent", "Done."),
+    ]

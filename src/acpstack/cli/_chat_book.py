@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from acpstack.cli._lock import SessionLock
-from acpstack.cli._records import SessionRecord, SessionRecords
+from acpstack.cli._lock import SessionLock, is_locked
+from acpstack.cli._records import KEEP_UNNAMED, SessionRecord, SessionRecords
 from acpstack.client import SessionState
 
 
@@ -77,6 +77,17 @@ class SessionBook:
         record.session_id = session_id  # a named session the agent lost: the name moves on
         self.record = record
         self.records.save(record)
+        if record.name is None:
+            self._trim_unnamed(record.cwd)
+
+    def _trim_unnamed(self, cwd: str) -> None:
+        """Unnamed sessions (each `-p` run makes one) do not pile up: a directory keeps the
+        `KEEP_UNNAMED` most recently used; one open in a chat is kept."""
+        if self.records is None:
+            return
+        for old in self.records.unnamed_beyond(cwd, KEEP_UNNAMED):
+            if self.locks is None or not is_locked(self.locks, old.lock_key):
+                self.records.delete(old)
 
     def _unlock(self, record: SessionRecord) -> None:
         lock = self._locks.pop(record.lock_key, None)

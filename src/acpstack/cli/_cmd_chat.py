@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from acpstack.cli._chat import ChatOptions
     from acpstack.cli._chat_book import SessionBook
     from acpstack.cli._config import Config
+    from acpstack.cli._records import SessionRecords
     from acpstack.cli._registry import AgentLaunch
 
 TOOL_KINDS = get_args(acp.ToolKind)
@@ -47,7 +48,12 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="continue the session called NAME in this directory (made when new)",
     )
-    chat.add_argument("--session", metavar="ID", help="load (or resume) the agent's session ID")
+    chat.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue a session: a recorded one by its name or any unique prefix of the id "
+        "`acpstack sessions` shows or of the agent's session id; else the agent's session ID",
+    )
     _add_headless(chat)
     _add_permissions(chat)
     _add_session_setup(chat)
@@ -152,6 +158,8 @@ def build_options(args: argparse.Namespace) -> ChatOptions:
         raise CliError(f"--format {output} is for headless runs: give -p PROMPT", EXIT_USAGE)
     if args.session and args.session_name:
         raise CliError("give --session ID or -s NAME, not both", EXIT_USAGE)
+    if args.prompt is not None and not args.prompt.strip():
+        raise CliError("error: the prompt is empty: give -p a PROMPT with some text", EXIT_USAGE)
     cwd = os.path.abspath(args.cwd)
     if not os.path.isdir(cwd):
         raise CliError(f"--cwd {args.cwd}: not a directory", EXIT_USAGE)
@@ -211,7 +219,33 @@ def _session_book(args: argparse.Namespace, cwd: str, notices: list[str]) -> Ses
     template = SessionRecord(id="", session_id="", cwd=cwd, agent="", name=args.session_name)
     book = SessionBook(records, locks, template)
     book.history_file = history
+    if args.session:
+        _find_session(args, book, records, cwd)
     return book
+
+
+def _find_session(
+    args: argparse.Namespace, book: SessionBook, records: SessionRecords, cwd: str
+) -> None:
+    """`--session REF`: a recorded session (by name, or a unique prefix of its record id or
+    session id) goes on with its record and its agent; any other REF is passed to the agent
+    as its session id."""
+    from acpstack.cli._records import AmbiguousRef
+
+    try:
+        record = records.find(args.session, cwd)
+    except AmbiguousRef as exc:
+        raise CliError(f"error: --session {exc}", EXIT_USAGE) from None
+    if record is None:
+        return
+    if record.cwd != cwd:
+        raise CliError(
+            f"error: the session {args.session!r} belongs to {record.cwd}: "
+            f"continue it there, or give --cwd {record.cwd}",
+            EXIT_USAGE,
+        )
+    book.record = record
+    args.session = record.session_id
 
 
 def _choose_agent(
@@ -252,8 +286,9 @@ def _choose_agent(
         book.template.url = url or None
         if given and record is not None and record.agent_key != book.template.agent_key:
             raise CliError(
-                f"the session {record.name!r} of this directory was made with {record.agent}; "
-                "leave out the agent to continue it, or pick another name",
+                f"the session {record.name or record.id!r} of this directory was made with "
+                f"{record.agent}; leave out the agent to continue it, or pick another "
+                + ("name" if record.name else "session"),
                 EXIT_USAGE,
             )
     return label

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from acpstack.cli._args import Formatter, positive_int, with_agent_command
@@ -18,8 +20,12 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 The sessions `acpstack chat` recorded: one per session it drove, with its directory, its
-agent, its name (chat -s NAME) and its turns. A session is named by its NAME (in the
-directory given by --cwd), its record id or the agent's session id.
+agent, its name (chat -s NAME) and its turns, the last used first. A session is named by
+its NAME (in the directory given by --cwd), or by any unique prefix of its record id or of
+the agent's session id (`chat --session` takes the same).
+
+A directory keeps its 30 most recently used unnamed sessions (each `chat -p` run without
+-s makes one); `sessions prune` forgets others by age or all unnamed ones.
 
 `sessions agent` asks an agent for its own list of sessions instead."""
 
@@ -31,14 +37,31 @@ def add_parser(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=Formatter,
     )
-    sessions.add_argument("--all", action="store_true", help="list: of every directory")
-    _common(sessions, formats=("text", "json", "quiet"))
-    sessions.set_defaults(run=_list)
+    _listing_options(sessions)
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
-    listing = actions.add_parser("list", help="the recorded sessions of a directory (default)")
-    listing.add_argument("--all", action="store_true", help="of every directory")
-    _common(listing, formats=("text", "json", "quiet"))
-    listing.set_defaults(run=_list)
+    listing = actions.add_parser(
+        "list", help="the recorded sessions of a directory, last used first (default)"
+    )
+    _listing_options(listing)
+    prune = actions.add_parser(
+        "prune",
+        help="forget old or unnamed sessions (says which; --dry-run to only look)",
+        description="Forget the records of sessions last used before --older-than AGE, "
+        "or without a name (--unnamed), or both (then: unnamed and older), in the "
+        "directory given by --cwd (--all: every directory). One line per record says "
+        "what goes; a session open in a chat is kept. The agents keep their own copies.",
+    )
+    prune.add_argument(
+        "--older-than",
+        type=age,
+        metavar="AGE",
+        help="sessions last used longer ago than AGE (e.g. 30d, 12h, 45m, 2w)",
+    )
+    prune.add_argument("--unnamed", action="store_true", help="sessions without a NAME")
+    prune.add_argument("--all", action="store_true", help="of every directory")
+    prune.add_argument("-n", "--dry-run", action="store_true", help="say what would go, keep it")
+    _common(prune, formats=())
+    prune.set_defaults(run=_prune)
     show = actions.add_parser("show", help="one session's record")
     _target(show, formats=("text", "json"))
     show.set_defaults(run=_show)
@@ -64,6 +87,26 @@ def add_parser(sub: Any) -> None:
     agent.set_defaults(run=_agent_list)
 
 
+def _listing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true", help="of every directory")
+    parser.add_argument(
+        "--limit", type=positive_int, default=None, help="the N most recently used (default: all)"
+    )
+    _common(parser, formats=("text", "json", "quiet"))
+    parser.set_defaults(run=_list)
+
+
+def age(text: str) -> timedelta:
+    """`30d`, `12h`, `45m`, `2w` as a time span (for argparse)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an age: a number and a unit, m (minutes), h, d or w (e.g. 30d)"
+        )
+    unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+    return timedelta(**{unit: int(match.group(1))})
+
+
 def _common(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
     parser.add_argument("--cwd", default=os.getcwd(), help="the directory names are looked up in")
     if formats:
@@ -71,7 +114,11 @@ def _common(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
 
 
 def _target(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
-    parser.add_argument("session", metavar="SESSION", help="a NAME, a record id or a session id")
+    parser.add_argument(
+        "session",
+        metavar="SESSION",
+        help="a NAME, or a unique prefix of a record id or a session id",
+    )
     _common(parser, formats)
 
 
@@ -83,8 +130,13 @@ def _records() -> SessionRecords:
 
 
 def _find(args: argparse.Namespace) -> tuple[SessionRecords, SessionRecord]:
+    from acpstack.cli._records import AmbiguousRef
+
     records = _records()
-    record = records.find(args.session, os.path.abspath(args.cwd))
+    try:
+        record = records.find(args.session, os.path.abspath(args.cwd))
+    except AmbiguousRef as exc:
+        raise CliError(f"error: {exc}", EXIT_USAGE) from None
     if record is None:
         raise CliError(
             f"no recorded session {args.session!r} (in {os.path.abspath(args.cwd)}); "
@@ -101,27 +153,70 @@ def _emit(text: str) -> None:
 def _list(args: argparse.Namespace) -> int:
     cwd = os.path.abspath(args.cwd)
     records = [r for r in _records().all() if args.all or r.cwd == cwd]
+    shown = records[: args.limit] if args.limit else records
     if args.format == "json":
-        _emit(json.dumps([asdict(r) for r in records], ensure_ascii=False, indent=1))
+        _emit(json.dumps([asdict(r) for r in shown], ensure_ascii=False, indent=1))
     elif args.format == "quiet":
-        _emit("".join(f"{r.name or r.id}\n" for r in records))
+        _emit("".join(f"{r.name or r.id}\n" for r in shown))
     elif not records:
         where = "" if args.all else f" in {cwd} (--all for every directory)"
         sys.stderr.write(f"no recorded sessions{where}\n")
     else:
-        _emit("NAME\tID\tUPDATED\tTURNS\tAGENT\tDIRECTORY\tTITLE")
-        for r in records:
-            fields = [
-                r.name or "-",
-                r.id,
-                r.updated_at,
-                str(r.turns),
-                r.agent,
-                r.cwd,
-                r.title or "",
-            ]
-            _emit("\t".join(fields))
+        from acpstack.cli._sessions_table import print_sessions
+
+        print_sessions(shown, with_directory=args.all)
+        if len(shown) < len(records):
+            sys.stderr.write(
+                f"({len(records) - len(shown)} more; `--limit` shows more, "
+                "`acpstack sessions prune` forgets old ones)\n"
+            )
     return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from acpstack.cli._lock import is_locked
+    from acpstack.cli._paths import state_dir
+    from acpstack.cli._records import parse_time
+
+    if args.older_than is None and not args.unnamed:
+        raise CliError("error: say what to prune: --older-than AGE, --unnamed, or both", EXIT_USAGE)
+    cwd = os.path.abspath(args.cwd)
+    records = _records()
+    cutoff = datetime.now(UTC) - args.older_than if args.older_than else None
+    chosen = []
+    for record in records.all():
+        if not args.all and record.cwd != cwd:
+            continue
+        if args.unnamed and record.name is not None:
+            continue
+        used = parse_time(record.updated_at)
+        if cutoff is not None and (used is None or used >= cutoff):
+            continue
+        chosen.append(record)
+    verb = "would forget" if args.dry_run else "forgot"
+    kept_open = 0
+    for record in chosen:
+        if is_locked(state_dir("locks"), record.lock_key):
+            kept_open += 1
+            _emit(f"kept (open in a chat): {_one_line(record)}")
+            continue
+        if not args.dry_run:
+            records.delete(record)
+        _emit(f"{verb}: {_one_line(record)}")
+    where = "" if args.all else f" of {cwd}"
+    gone = len(chosen) - kept_open
+    sys.stderr.write(
+        f"{verb} {gone} recorded session{'s' if gone != 1 else ''}{where}"
+        + (" (--dry-run: nothing was removed)" if args.dry_run else "")
+        + "; the agents keep their own copies\n"
+    )
+    return 0
+
+
+def _one_line(record: SessionRecord) -> str:
+    name = f" {record.name!r}" if record.name else ""
+    turns = f"{record.turns} turn{'' if record.turns == 1 else 's'}"
+    return f"{record.id}{name} last used {record.updated_at}, {turns}, {record.cwd}"
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -1,17 +1,25 @@
-"""Markdown as the chat shows it: rich's, except that a table never crops a cell.
+"""Markdown as the chat shows it: rich's, except that a table never crops a cell and
+code is never wrapped.
 
 rich draws a Markdown table with columns that end a cell in "…" when it is wider than its
 column, and that a narrow terminal squeezes to nothing. Here cells fold (a long word goes
 on in the next row of its column), and a table that cannot give each column a readable
 width is shown as records instead: one line per cell, "heading: cell", a blank line
 between two rows, wrapped like any text. Every character of every cell is on screen.
+
+Code is the opposite case: a wrapped code line continues in the first column, where it
+reads (and copies) as a line of its own, and breaks indentation-sensitive code. So each
+code line stays one row: a line wider than the terminal is cut, and ends in a dim "…" that
+says so (`acpstack sessions export` has the agent's text whole).
 """
 
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.markdown import Markdown, TableElement
+from rich.markdown import CodeBlock, Markdown, TableElement
 from rich.measure import Measurement
+from rich.padding import Padding
+from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -73,7 +81,31 @@ def fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
     return needed <= options.max_width
 
 
-class ChatMarkdown(Markdown):
-    """`rich.markdown.Markdown`, with tables that fold their cells or become records."""
+class _CodeBlock(CodeBlock):
+    """Highlighted like rich's, one row per line: a line too wide is cut, marked "…"."""
 
-    elements = {**Markdown.elements, "table_open": _Table}
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        code = str(self.text).rstrip()
+        room = max(options.max_width - 2, 2)  # a column of padding on each side
+        lines = Syntax(code, self.lexer_name, theme=self.theme).highlight(code)
+        rows: list[Text] = []
+        for line in lines.split("\n", allow_blank=True):
+            if line.cell_len > room:
+                line.truncate(room - 1)
+                line.append("…", style="dim")
+            line.no_wrap = True
+            rows.append(line)
+        background = Syntax.get_theme(self.theme).get_background_style()
+        yield Padding(Group(*rows), 1, style=background)
+
+
+class ChatMarkdown(Markdown):
+    """`rich.markdown.Markdown`, with tables that fold their cells or become records, and
+    code that is cut rather than wrapped."""
+
+    elements = {
+        **Markdown.elements,
+        "table_open": _Table,
+        "fence": _CodeBlock,
+        "code_block": _CodeBlock,
+    }

@@ -17,15 +17,27 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 #: Characters of a prompt or answer a history entry keeps.
 MAX_ENTRY_CHARS = 64_000
+#: Unnamed sessions a directory keeps: when a chat records one more, the least recently
+#: used beyond these are forgotten (the agent keeps its own copy). Named ones are kept.
+KEEP_UNNAMED = 30
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
 
 
 def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return time.strftime(TIME_FORMAT)
+
+
+def parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, TIME_FORMAT)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -61,6 +73,20 @@ class RecordError(Exception):
     pass
 
 
+class AmbiguousRef(RecordError):
+    """A prefix that fits more than one record."""
+
+    def __init__(self, ref: str, records: list[SessionRecord]) -> None:
+        self.ref = ref
+        self.records = records
+        shown = ", ".join(f"{r.id} ({r.name or r.session_id})" for r in records[:5])
+        more = f" and {len(records) - 5} more" if len(records) > 5 else ""
+        super().__init__(
+            f"{ref!r} fits {len(records)} recorded sessions: {shown}{more}; "
+            "give more characters of the id"
+        )
+
+
 class SessionRecords:
     """The records in one folder."""
 
@@ -72,7 +98,7 @@ class SessionRecords:
         for path in sorted(self.folder.glob("*.json")):
             with contextlib.suppress(OSError, ValueError, TypeError):
                 records.append(SessionRecord(**json.loads(path.read_text(encoding="utf-8"))))
-        return sorted(records, key=lambda r: r.updated_at, reverse=True)
+        return sorted(records, key=_last_used, reverse=True)
 
     def named(self, cwd: str, name: str) -> SessionRecord | None:
         return next((r for r in self.all() if r.cwd == cwd and r.name == name), None)
@@ -84,15 +110,25 @@ class SessionRecords:
         )
 
     def find(self, ref: str, cwd: str) -> SessionRecord | None:
-        """A record by its name in `cwd`, its record id, or the agent's session id."""
+        """A record by its name in `cwd`, its record id or the agent's session id, or by a
+        unique prefix of either id (of any directory). An exact match wins over a prefix;
+        a prefix that fits several records raises `AmbiguousRef`."""
         records = self.all()
         by_name = [r for r in records if r.name == ref and r.cwd == cwd]
-        by_id = [r for r in records if r.id == ref]
-        by_session = [r for r in records if r.session_id == ref]
-        for found in (by_name, by_id, by_session):
+        by_id = [r for r in records if ref in (r.id, r.session_id)]
+        for found in (by_name, by_id):
             if found:
                 return found[0]
-        return None
+        if not ref:
+            return None
+        fitting = [r for r in records if r.id.startswith(ref) or r.session_id.startswith(ref)]
+        if len(fitting) > 1:
+            raise AmbiguousRef(ref, fitting)
+        return fitting[0] if fitting else None
+
+    def unnamed_beyond(self, cwd: str, keep: int) -> list[SessionRecord]:
+        """The unnamed records of `cwd` after its `keep` most recently used ones."""
+        return [r for r in self.all() if r.cwd == cwd and r.name is None][keep:]
 
     def new_id(self) -> str:
         return secrets.token_hex(6)
@@ -132,6 +168,10 @@ class SessionRecords:
         for suffix in (".jsonl", ".json"):
             with contextlib.suppress(FileNotFoundError):
                 (self.folder / f"{record.id}{suffix}").unlink()
+
+
+def _last_used(record: SessionRecord) -> datetime:
+    return parse_time(record.updated_at) or datetime.min.replace(tzinfo=UTC)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -30,6 +30,8 @@ STATUS_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "fai
 STATUS_STYLES = {"completed": "green", "failed": "red", "in_progress": "yellow"}
 PLAN_ICONS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 FINAL = ("completed", "failed")
+#: The plan's place among the live lines (no tool call id starts with a NUL).
+PLAN_KEY = "\0plan"
 #: Lines of a tool's output shown when it is done, and live while a terminal runs.
 OUTPUT_TAIL = 12
 LIVE_TAIL = 3
@@ -57,6 +59,7 @@ class Renderer:
         self._done_tools: set[str] = set()
         self._shown_diffs: set[str] = set()
         self._last_plan: list[tuple[str, str]] | None = None
+        self._live_plan: list[Text] | None = None  # the plan redrawn in place (a terminal)
         self._session_titles: dict[str, str | None] = {}  # the title last shown per session
         # Unstable: subagents and inter-session messages (see `_chat_children.py`).
         self.children = ChildSessions(self._state, ViewSink(view, rich=rich))
@@ -95,6 +98,9 @@ class Renderer:
     def end_turn(self, session_id: str | None) -> None:
         """Print what is still live (tool calls a cancelled turn left running) once."""
         self.children.end_turn()
+        if self._live_plan is not None:  # its last state, printed once
+            self.view.tool_done(PLAN_KEY, list(self._live_plan))
+            self._live_plan = None
         session = self.runtime.sessions.get(session_id) if session_id else None
         if session is not None:
             for tool in session.state.tool_calls.values():
@@ -138,17 +144,31 @@ class Renderer:
             self.view.print(Text("you: ", style="bold cyan") + Text(update.content.text))
 
     def _on_plan(self, session_id: str, update: acp.Plan) -> None:
+        """At a terminal the plan is redrawn in place (in the live area) and printed once
+        when the turn ends; on a pipe the first plan of a turn is printed whole, then only
+        the entries whose status changed (the whole plan again when its entries change)."""
         plan = [(entry.content, str(entry.status)) for entry in update.entries]
         if plan == self._last_plan:
             return
-        self._last_plan = plan
-        lines = [Text("plan:", style="bold")]
+        previous, self._last_plan = self._last_plan, plan
+        if self.rich:
+            self._live_plan = self._plan_lines(plan, "plan:")
+            self.view.tool_live(PLAN_KEY, self._live_plan)
+        elif previous is not None and [c for c, _ in previous] == [c for c, _ in plan]:
+            changed = [entry for entry, old in zip(plan, previous, strict=True) if entry != old]
+            self.view.print(*self._plan_lines(changed, "plan update:"))
+        else:
+            self.view.print(*self._plan_lines(plan, "plan:"))
+
+    @staticmethod
+    def _plan_lines(plan: list[tuple[str, str]], heading: str) -> list[Text]:
+        lines = [Text(heading, style="bold")]
         for content, status in plan:
             style = {"completed": "green", "in_progress": "yellow"}.get(status, "")
             lines.append(Text(f"  {PLAN_ICONS.get(status, '[?]')} {content}", style=style))
         if not plan:
             lines.append(Text("  (empty)", style="dim"))
-        self.view.print(*lines)
+        return lines
 
     def _on_mode(self, session_id: str, update: acp.CurrentModeUpdate) -> None:
         self.view.print(Text(f"mode: {update.current_mode_id}", style="cyan"))
@@ -292,14 +312,29 @@ class Renderer:
                 if rendered is not None:
                     shown.append(rendered)
         for key, option in zip(keys, request.options, strict=False):
-            shown.append(
-                Text(f"  [{key}] {option.name}", style="bold")
-                + Text(f"  {option.kind}", style="dim")
-            )
+            shown.append(Text(f"  [{key}] {option.name}", style="bold") + _scope(option))
         self.view.print(*shown)
 
     def _note(self, text: str) -> Text:
         return Text(text, style="dim")
+
+
+#: What an option's kind adds to its name, in words (the raw kinds read like code).
+OPTION_SCOPES = {
+    "allow_once": "this time",
+    "allow_always": "from now on",
+    "reject_once": "this time",
+    "reject_always": "from now on",
+}
+
+
+def _scope(option: acp.PermissionOption) -> Text:
+    """ " (from now on)" after an option's name, unless the name says it already."""
+    scope = OPTION_SCOPES.get(str(option.kind), "")
+    name = option.name.lower()
+    if not scope or any(word in name for word in ("always", "once", "this time", "now on")):
+        return Text()
+    return Text(f" ({scope})", style="dim")
 
 
 def _tail(text: str, lines: int) -> str:

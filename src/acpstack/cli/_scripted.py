@@ -4,7 +4,7 @@ It works on the user's real workspace through the client: lists and reads files,
 an edit as a diff and asks permission, runs commands in a client terminal, keeps a plan.
 For a client that offers no file access or no terminals it does that work itself, inside
 the session's roots (the `Turn` helpers' "local" fallback), with the same permissions.
-Slash commands: /help, /plan, /run CMD, /read FILE, /edit FILE OLD NEW, and for the MCP
+Slash commands: /help, /plan, /run CMD (a shell command line), /read FILE, /edit FILE OLD NEW, and for the MCP
 servers the client passed: /tools, /mcp SERVER TOOL {json arguments}.
 In "ask" mode it only reads (and runs only read-only MCP tools); in "code" mode it edits
 and runs commands (after permission). Attached resources and images are acknowledged.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 
@@ -39,13 +40,33 @@ HELP = """Commands:
 - `/help`: this text
 - `/plan`: show the current plan
 - `/read FILE`: read a file
-- `/run CMD`: run a command (code mode, after permission)
+- `/run CMD`: run a command line with `sh -c` (code mode, after permission)
 - `/edit FILE OLD NEW`: replace the first OLD with NEW in FILE, shown as a diff (code mode, after permission)
 - `/tools`: list the tools of the session's MCP servers
 - `/mcp SERVER TOOL {json}`: call an MCP tool (after permission, unless the server marks it read-only)
 
-Anything else: I look around the workspace, read its README, propose a small edit and run the tests.
+A greeting or a question gets a short answer (I have no model to think with). Anything else
+is a task: I look around the workspace, read its README, propose a small edit and run the tests.
 """
+
+GREETING = (
+    "Hello! Give me a task (for example: add a line about the tests to the notes) and I will "
+    "look around the workspace, propose an edit and run the tests; `/help` lists my commands."
+)
+
+QUESTION = (
+    "I cannot answer questions: I am the scripted offline agent, with no language model "
+    "(`acpstack agent --model NAME` uses one). What I can do:\n\n"
+)
+
+GREETING_WORDS = {
+    "hi", "hello", "hey", "hallo", "hola", "bonjour", "howdy", "yo", "greetings",
+    "thanks", "thank", "thx", "morning", "evening", "afternoon", "good", "there",
+    "you", "again", "agent", "all", "everyone",
+}  # fmt: skip
+QUESTION_WORDS = ("what", "why", "how", "who", "whom", "whose", "where", "when", "which")
+REQUEST_OPENINGS = ("can you", "could you", "would you", "will you", "please")
+
 
 COMMANDS = [
     ("help", "Show what this agent can do", None),
@@ -75,7 +96,14 @@ class ScriptedBrain:
             return "end_turn"
         if text.startswith("/"):
             return await self._command(turn, text)
-        return await self._explore(turn, text)
+        kind = kind_of(text)
+        if kind == "greeting":
+            await turn.say(GREETING)
+        elif kind == "question":
+            await turn.say(QUESTION + HELP)
+        else:
+            return await self._explore(turn, text)
+        return "end_turn"
 
     # -- slash commands ---------------------------------------------------------------
 
@@ -262,9 +290,10 @@ class ScriptedBrain:
     async def _run(
         self, turn: Turn, command_line: str, *, quiet: bool = False, title: str | None = None
     ) -> CommandResult | None:
-        argv = shlex.split(command_line)
-        if not argv:
+        if not command_line.strip():
             return None
+        # Through a shell, as typed: the title shows exactly what `sh -c` runs.
+        argv = ["sh", "-c", command_line]
         title = title or f"Run `{command_line}`"
         tool = await turn.start_tool(
             title, kind="execute" if not quiet else "search", raw_input={"command": argv}
@@ -298,6 +327,20 @@ class ScriptedBrain:
         if not quiet:
             await turn.say(f"The command {_how_it_ended(result)}.\n")
         return result
+
+
+def kind_of(text: str) -> str:
+    """ "greeting", "question" or "task": only a task runs the routine (a client that cannot
+    take the agent's requests should still get an answer to "hello")."""
+    words = re.findall(r"[a-z']+", text.lower())
+    if not words or all(word in GREETING_WORDS for word in words):
+        return "greeting"
+    opening = " ".join(words[:2])
+    if any(opening.startswith(request) for request in REQUEST_OPENINGS):
+        return "task"  # a task asked politely
+    if text.rstrip().endswith("?") or words[0] in QUESTION_WORDS:
+        return "question"
+    return "task"
 
 
 def _how_it_ended(result: CommandResult) -> str:

@@ -74,6 +74,7 @@ class LiveView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._rows = 0  # rows the live area takes on screen (it ends at the cursor)
+        self._row_cells: list[int] = []  # the cells of each of those rows, as drawn
         self._redraw_pending = False
         self._paused = False
         self._message = _Stream("", markdown=True)
@@ -193,12 +194,22 @@ class LiveView:
         lines = lines[-max(self.console.height - 1, 1) :]  # a cursor cannot go above the screen
         self.console.print(_Lines(lines))
         self._rows = len(lines)
+        self._row_cells = [sum(cell_len(segment.text) for segment in line) for line in lines]
 
     def _erase(self) -> None:
         if self._rows:
-            self.console.file.write(f"\x1b[{self._rows}F\x1b[J")  # up to its first row; clear below
+            rows = self._rows_now()
+            self.console.file.write(f"\x1b[{rows}F\x1b[J")  # up to its first row; clear below
             self.console.file.flush()
             self._rows = 0
+
+    def _rows_now(self) -> int:
+        """The rows the live area takes now: a terminal made narrower since it was drawn
+        wraps its longer lines again (tmux, VTE, iTerm2, kitty do), and going up only by
+        the rows drawn would leave the top of such a line on the screen."""
+        width = max(self.console.width, 1)
+        rewrapped = sum(max(1, -(-cells // width)) for cells in self._row_cells)
+        return max(self._rows, min(rewrapped, max(self.console.height - 1, 1)))
 
     def wipe_echo(self) -> None:
         """Clear the row under the live area, where the terminal echoes a key typed while a

@@ -81,6 +81,7 @@ class TrafficAnalyzer:
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
         # session -> the text of its last prompt, until a v2 agent echoes it (user_message)
         self._unechoed: dict[str, str] = {}
+        self._last_update: dict[str, Any] = {}  # per session: the kind of its last update
         # session -> how many turns and replays it had (message keys are per turn)
         self._turns: dict[str, int] = {}
 
@@ -226,6 +227,7 @@ class TrafficAnalyzer:
         if method in ("session/prompt", "session/load", "session/resume"):
             # a turn or a replay of the history: message keys start afresh
             self._turns[session] = self._turns.get(session, 0) + 1
+            self._last_update.pop(session, None)
         if method == "session/prompt" and isinstance(params.get("prompt"), list):
             text = _texts(params["prompt"])
             self._unechoed[session] = text
@@ -237,10 +239,15 @@ class TrafficAnalyzer:
         kind = update.get("sessionUpdate")
         message = update.get("messageId")
         entry: dict[str, Any] | None = None
+        previous, self._last_update[session] = self._last_update.get(session), kind
         if kind in _ROLES:
             text = _text_of(update.get("content"))
             if text:
                 entry = {"role": _ROLES[str(kind)], "text": text}
+                if message is None and previous != kind:
+                    # v1 has no message ids: text after anything else (a plan, a tool
+                    # call) is a message of its own, not more of the one before
+                    entry["new"] = True
         elif kind in _WHOLE and isinstance(update.get("content"), list):
             text = _texts(update["content"])
             if kind == "user_message" and self._unechoed.get(session) == text:
