@@ -164,6 +164,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve_client_check",
         "unknown_selectors",
     ],
+    "acpstack.proxy": ["ChainEnded", "Conductor", "Proxy", "conduct_stdio", "tool"],
     "acpstack.local": [
         "MARKER_VARIABLE",
         "TEMP_MARKER",

@@ -1,0 +1,48 @@
+"""`acpstack conduct`: run a proxy chain in front of an agent, as one agent on stdio."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from acpstack.cli._args import with_agent_command
+from acpstack.cli._errors import EXIT_USAGE, CliError
+
+
+def add_parser(sub: Any) -> None:
+    conduct = sub.add_parser(
+        "conduct",
+        help="run proxies in front of an agent, as one agent on stdio",
+        description="A conductor (ACP proxy chains): starts each --proxy and the agent, routes "
+        "every message between them, and is one ordinary agent to its client. Without an "
+        "agent command it is itself a proxy (started by another conductor).",
+    )
+    conduct.add_argument(
+        "--proxy",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="a proxy's command line (repeat for a chain, first = nearest the client)",
+    )
+    conduct.add_argument(
+        "--legacy-names",
+        action="store_true",
+        help="send _proxy/initialize and _proxy/successor (both spellings are always accepted)",
+    )
+    with_agent_command(conduct, "the agent at the end of the chain (none: proxy mode)")
+    conduct.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from acpstack.proxy import ChainEnded, conduct_stdio
+
+    if not args.proxy and not args.agent_command:
+        raise CliError("give at least one --proxy or an agent command after --", EXIT_USAGE)
+    try:
+        asyncio.run(conduct_stdio(args.proxy, args.agent_command, legacy_names=args.legacy_names))
+    except ChainEnded as exc:
+        sys.stderr.write(f"acpstack conduct: {exc}\n")
+        return 1
+    return 0
