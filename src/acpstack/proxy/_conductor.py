@@ -256,18 +256,18 @@ class Conductor:
         target, out_method, wrap = self._target(position, down, method)
         key = (id(link), rid)
         to_agent = down and not self.proxy_mode and position + 1 == self.depth
-        patch_acp = False
+        agent_initialize = to_agent and method in INITIALIZE
         if method in INITIALIZE:
             params = _cap_version(params)
-            patch_acp = to_agent and position >= 0
         elif to_agent:
             params = self.bridge.rewrite_session_params(out_method, params)
 
         def on_reply(reply: Message) -> None:
             if self._relayed.pop(key, None) is None:
                 return  # cancelled on its hop, or the chain ended: answered already
-            if patch_acp and reply.result is not UNSET:
-                reply = Message(id=reply.id, result=self._advertise_acp(reply.result))
+            if agent_initialize and reply.result is not UNSET:
+                result = self._advertise_acp(reply.result, to_proxy=position >= 0)
+                reply = Message(id=reply.id, result=result)
             link.answer(rid, reply)
 
         self._relayed[key] = (target, None)
@@ -289,8 +289,9 @@ class Conductor:
         target.forget(out_id)
         link.fail(rid, REQUEST_CANCELLED, "request cancelled")
 
-    def _advertise_acp(self, result: Raw) -> Raw:
-        """The agent's `initialize` result as a proxy sees it: with `mcpCapabilities.acp`."""
+    def _advertise_acp(self, result: Raw, *, to_proxy: bool) -> Raw:
+        """Note whether the agent speaks MCP-over-ACP; the `initialize` result as a proxy
+        sees it says it does (the conductor bridges when it does not)."""
         body = loads(result)
         if not isinstance(body, dict):
             return result
@@ -301,6 +302,8 @@ class Conductor:
         if not isinstance(mcp, dict):
             return result
         self.agent_speaks_acp_mcp = mcp.get("acp") is True
+        if not to_proxy or self.agent_speaks_acp_mcp:
+            return result
         mcp["acp"] = True
         return raw(body)
 

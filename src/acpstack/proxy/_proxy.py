@@ -323,17 +323,25 @@ class Proxy:
     # -- the MCP server of @tool methods -------------------------------------------------------
 
     async def _mcp(self, params: dict[str, Any]) -> Any:
+        # A minimal MCP server (tools only) that answers both handshakes: `initialize`
+        # (MCP up to 2025-11-25) and `server/discover` (2026-07-28, stateless).
         method, args = params.get("method"), params.get("params") or {}
+        cacheable = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
         if method == "initialize":
             result: Any = {
                 "protocolVersion": args.get("protocolVersion", "2025-06-18"),
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": self.name, "version": "1"},
             }
+        elif method == "server/discover":
+            versions = ["2026-07-28", "2025-11-25", "2025-06-18"]
+            result = {"supportedVersions": versions, "capabilities": {"tools": {}}, **cacheable}
         elif method == "tools/list":
-            result = {"tools": [_describe(name, fn) for name, fn in self.tools.items()]}
+            tools = [_describe(name, fn) for name, fn in self.tools.items()]
+            result = {"tools": tools, **cacheable}
         elif method == "tools/call":
             result = await self._run_tool(str(args.get("name")), args.get("arguments") or {})
+            result["resultType"] = "complete"
         elif method == "ping":
             result = {}
         else:
