@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -37,11 +36,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from acpstack.proxy import ChainEnded, conduct_stdio
+    from acpstack.rpc import run as run_loop
 
     if not args.proxy and not args.agent_command:
         raise CliError("give at least one --proxy or an agent command after --", EXIT_USAGE)
     try:
-        asyncio.run(conduct_stdio(args.proxy, args.agent_command, legacy_names=args.legacy_names))
+        run_loop(conduct_stdio(args.proxy, args.agent_command, legacy_names=args.legacy_names))
     except ChainEnded as exc:
         sys.stderr.write(f"acpstack conduct: {exc}\n")
         return 1

@@ -136,6 +136,7 @@ class Conductor:
         await self.bridge.aclose()
         links = [*self.components, *([self.upstream] if self.upstream else [])]
         for link in links:
+            link.flush()
             link.closed = True  # ends are expected now: no more routing
         results = await asyncio.gather(
             *(link.transport.close() for link in links), return_exceptions=True

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
+from acpstack.rpc._writer import Writer
 from acpstack.transports import Transport
 from acpstack.wire import FrameDecoder, FramingError, Oversized
 
@@ -102,6 +103,8 @@ class Link:
         self._next_id = 0
         self._pending: dict[RequestId, Reply] = {}
         self._ending: asyncio.Task[None] | None = None
+        # Frames go out in order, those of one event-loop turn in one write.
+        self._writer = Writer(transport, asyncio.get_running_loop())
 
     def start(self) -> None:
         self.transport.start_reading(self._data, self._eof)
@@ -110,7 +113,11 @@ class Link:
 
     def send(self, message: Message) -> None:
         if not self.closed:
-            self.transport.write(_encode(message) + b"\n")
+            self._writer.send(_encode(message) + b"\n")
+
+    def flush(self) -> None:
+        """Write what waits for the end of the event-loop turn now."""
+        self._writer.flush()
 
     def request(self, method: str, params: Raw | UnsetType, on_reply: Reply) -> int:
         """Send a request; `on_reply` gets its response (or an error made here when the
@@ -161,6 +168,7 @@ class Link:
     # -- receiving --------------------------------------------------------------------
 
     def _data(self, data: bytes) -> None:
+        self._writer.at_once = True
         for frame in self._decoder.feed(data):
             self._frame(frame)
 
@@ -214,5 +222,6 @@ class Link:
 
     async def aclose(self) -> None:
         """Close the transport (which ends a subprocess) and fail what is pending."""
+        self._writer.flush()
         self._close("closed")
         await self.transport.close()

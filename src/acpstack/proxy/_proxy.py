@@ -97,6 +97,7 @@ class Proxy:
 
     def run(self) -> None:
         """Serve on this process's stdin/stdout until the conductor closes them."""
+        from acpstack.rpc import run
         from acpstack.transports import open_stdio_transport
 
         logging.basicConfig(level=os.environ.get("ACPSTACK_LOG", "WARNING").upper())
@@ -104,7 +105,7 @@ class Proxy:
         async def main() -> None:
             await self.serve(await open_stdio_transport())
 
-        asyncio.run(main())
+        run(main())
 
     async def serve(self, transport: Transport) -> None:
         """Serve the conductor on `transport` until it closes."""
