@@ -44,7 +44,14 @@ log = logging.getLogger("acpstack.proxy")
 #: The highest ACP protocol version the conductor passes on (it routes v1 and v2 alike).
 MAX_PROTOCOL_VERSION = 2
 INITIALIZE = frozenset({"initialize", "proxy/initialize", "_proxy/initialize"})
-SUCCESSOR = frozenset({"proxy/successor", "_proxy/successor"})
+SUCCESSOR = frozenset(
+    {
+        "proxy/successor",
+        "_proxy/successor",
+        "_proxy/successor/request",
+        "_proxy/successor/notification",
+    }
+)
 CANCEL_REQUEST = "$/cancel_request"
 REQUEST_CANCELLED = -32800
 CHAIN_ENDED = -32603

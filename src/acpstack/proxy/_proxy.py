@@ -38,7 +38,16 @@ from acpstack.wire import RequestError
 log = logging.getLogger("acpstack.proxy")
 
 INITIALIZE = frozenset({"proxy/initialize", "_proxy/initialize"})
-SUCCESSOR = frozenset({"proxy/successor", "_proxy/successor"})
+# `_proxy/successor/request` and `/notification`: the spelling of @thinkwell/conductor,
+# which initializes a proxy with `initialize` carrying `_meta.proxy: true` instead.
+SUCCESSOR = frozenset(
+    {
+        "proxy/successor",
+        "_proxy/successor",
+        "_proxy/successor/request",
+        "_proxy/successor/notification",
+    }
+)
 SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 Forward = Callable[[Any], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +68,8 @@ class Proxy:
     name = "proxy"
 
     def __init__(self) -> None:
-        self.successor_method = "proxy/successor"
+        self.successor_method = "proxy/successor"  # for requests; notifications:
+        self.successor_notification = "proxy/successor"
         self.server_id = f"{self.name}-{uuid.uuid4().hex[:12]}"
         self.tools: dict[str, Callable[..., Any]] = {
             name: getattr(self, name)
@@ -123,11 +133,13 @@ class Proxy:
 
     # -- sending both ways ------------------------------------------------------------------
 
-    def _down(self, method: str, params: Raw | UnsetType) -> tuple[str, Raw]:
+    def _down(
+        self, method: str, params: Raw | UnsetType, *, notification: bool = False
+    ) -> tuple[str, Raw]:
         inner: dict[str, Any] = {"method": method}
         if params is not UNSET:
             inner["params"] = params
-        return self.successor_method, raw(inner)
+        return self.successor_notification if notification else self.successor_method, raw(inner)
 
     async def _call(self, method: str, params: Any, *, down: bool) -> Any:
         assert self._link is not None
@@ -221,10 +233,13 @@ class Proxy:
         method = message.method
         assert isinstance(method, str)
         if method in INITIALIZE:
-            self.successor_method = (
-                "_proxy/successor" if method.startswith("_") else "proxy/successor"
-            )
+            name = "_proxy/successor" if method.startswith("_") else "proxy/successor"
+            self.successor_method = self.successor_notification = name
             self._relay(link, rid, "initialize", message.params, down=True)
+        elif method == "initialize" and _proxy_meta(loads(message.params)):
+            self.successor_method = "_proxy/successor/request"
+            self.successor_notification = "_proxy/successor/notification"
+            self._spawn(link, rid, self._initialize_marked(loads(message.params)))
         elif method == "initialize":
             link.fail(
                 rid,
@@ -251,6 +266,15 @@ class Proxy:
             )
         else:
             self._relay(link, rid, method, message.params, down=True)
+
+    async def _initialize_marked(self, params: Any) -> Any:
+        """The `_meta.proxy` handshake: forward `initialize`, say in the answer that we
+        are a proxy."""
+        result = await self._call("initialize", params, down=True)
+        if isinstance(result, dict):
+            meta = result.get("_meta")
+            result["_meta"] = {**(meta if isinstance(meta, dict) else {}), "proxy": True}
+        return result
 
     async def _prompt(self, params: Any) -> Any:
         return await self._call("session/prompt", await self.prompt(params), down=True)
@@ -299,7 +323,7 @@ class Proxy:
                 self._in_order(lambda: link.notify(name, params))
         else:
             assert isinstance(method, str)
-            link.notify(*self._down(method, message.params))
+            link.notify(*self._down(method, message.params, notification=True))
 
     async def _update(self, link: Link, params: Any) -> None:
         try:
@@ -360,6 +384,11 @@ class Proxy:
         except Exception as exc:
             return {"content": [{"type": "text", "text": f"{name} failed: {exc}"}], "isError": True}
         return {"content": [{"type": "text", "text": str(value)}], "isError": False}
+
+
+def _proxy_meta(params: Any) -> bool:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("proxy") is True
 
 
 def _describe(name: str, function: Callable[..., Any]) -> dict[str, Any]:
