@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -161,3 +162,31 @@ async def test_a_component_that_cannot_start_ends_the_chain_with_its_name() -> N
     with pytest.raises(ChainEnded, match=r"cannot start proxy 0 \(`/nonexistent/proxy`\)"):
         await asyncio.wait_for(conductor.run(theirs), WAIT)
     await ours.close()
+
+
+async def test_a_line_that_is_not_json_gets_a_parse_error_and_the_chain_goes_on() -> None:
+    ours, theirs = memory_pair()
+    running = asyncio.ensure_future(Conductor([PASS], AGENT).run(theirs))
+    lines: asyncio.Queue[bytes] = asyncio.Queue()
+    buffer = bytearray()
+
+    def data(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        while b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            buffer[:] = rest
+            lines.put_nowait(line)
+
+    ours.start_reading(data, lambda: None)
+    try:
+        ours.write(b"this is not json\n")
+        first = json.loads(await asyncio.wait_for(lines.get(), WAIT))
+        assert first["id"] is None and first["error"]["code"] == -32700
+        ours.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+        )
+        second = json.loads(await asyncio.wait_for(lines.get(), WAIT))
+        assert second["id"] == 1 and second["result"]["protocolVersion"] == 1
+    finally:
+        await ours.close()
+        await asyncio.wait_for(running, WAIT)
