@@ -110,3 +110,16 @@ def test_without_jsonschema_the_check_says_which_extra_to_install() -> None:
     assert 'pip install ".[check]"' in done.stderr
     assert 'pip install ".[check]"' in done.stderr
     assert done.stdout == ""
+
+
+def test_proxy_cases_pass_for_a_proxy_and_fail_for_an_agent() -> None:
+    # A Proxy subclass, and the conductor in proxy mode, are proxies; the reference agent is not.
+    root = Path(__file__).resolve().parents[2]
+    proxy = [sys.executable, str(root / "tests" / "proxy" / "peers" / "pass_proxy.py")]
+    done = check("--proxy", "--", *proxy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed, 0 failed" in done.stdout
+    conductor = [sys.executable, "-m", "acpstack", "conduct", "--proxy", " ".join(proxy)]
+    assert "3 passed, 0 failed" in check("--proxy", "--", *conductor).stdout
+    agent = check("--proxy", "--", sys.executable, "-m", "acpstack", "agent", "--store", ":memory:")
+    assert agent.returncode == 1 and "0 passed, 3 failed" in agent.stdout

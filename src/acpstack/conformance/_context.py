@@ -59,6 +59,8 @@ class CheckOptions:
     """Run only these cases: ids, id prefixes or group names."""
     auth_method: str | None = None
     """Authenticate with this method id after `initialize` (`auth/login` in the v2 cases)."""
+    proxy: bool = False
+    """The target is a proxy-chain component: run the proxy cases (the others skip them)."""
 
 
 @dataclass
