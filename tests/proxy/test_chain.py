@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,35 @@ async def test_killing_the_conductor_leaves_no_component_running(project: Path) 
         assert len(components) == 3
         os.kill(conductor, signal.SIGKILL)
         assert await gone(components) == []
+
+
+def test_record_keeps_each_hops_traffic_in_its_own_recording(project: Path) -> None:
+    hops = project / "hops"
+    chain = [*ACPSTACK, "conduct", "--record", str(hops), "--proxy", RULES, "--", *AGENT]
+    done = subprocess.run(
+        [*ACPSTACK, "chat", "-p", "/help", "--", *chain],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in hops.iterdir()) == ["0-proxy.jsonl", "1-agent.jsonl"]
+
+    def sent_to(name: str) -> list[dict[str, Any]]:
+        """The requests and notifications the conductor sent this component."""
+        records = [json.loads(line) for line in (hops / name).read_text().splitlines()[1:]]
+        return [
+            r["message"]
+            for r in records
+            if r["from"] == "client" and "method" in r.get("message", {})
+        ]
+
+    to_proxy, to_agent = sent_to("0-proxy.jsonl"), sent_to("1-agent.jsonl")
+    assert [m["method"] for m in to_proxy][:2] == ["proxy/initialize", "session/new"]
+    assert [m["method"] for m in to_agent][:2] == ["initialize", "session/new"]
+    # The rules proxy's addition is in what the agent got, not in what the proxy got.
+    prompt_in = next(m for m in to_proxy if m["method"] == "session/prompt")
+    prompt_out = next(m for m in to_agent if m["method"] == "session/prompt")
+    assert len(prompt_in["params"]["prompt"]) == 1
+    assert "Project rules" in prompt_out["params"]["prompt"][-1]["text"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -30,6 +31,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="send _proxy/initialize and _proxy/successor (both spellings are always accepted)",
     )
+    conduct.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record each hop's traffic in DIR (0-proxy.jsonl ... N-agent.jsonl; acpstack "
+        "inspect runs in front of every component; view one with acpstack inspect --view)",
+    )
     with_agent_command(conduct, "the agent at the end of the chain (none: proxy mode)")
     conduct.set_defaults(run=run)
 
@@ -40,8 +47,15 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.proxy and not args.agent_command:
         raise CliError("give at least one --proxy or an agent command after --", EXIT_USAGE)
+    if args.record:
+        args.record = os.path.abspath(args.record)
+        os.makedirs(args.record, exist_ok=True)
     try:
-        run_loop(conduct_stdio(args.proxy, args.agent_command, legacy_names=args.legacy_names))
+        run_loop(
+            conduct_stdio(
+                args.proxy, args.agent_command, legacy_names=args.legacy_names, record=args.record
+            )
+        )
     except ChainEnded as exc:
         sys.stderr.write(f"acpstack conduct: {exc}\n")
         return 1

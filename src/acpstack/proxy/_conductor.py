@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -73,7 +74,8 @@ class Conductor:
     with `proxy/initialize`, and its last proxy's successor is its own (chains nest).
 
     `legacy_names` sends `_proxy/initialize` and `_proxy/successor` (older conductors and
-    proxies); both spellings are always accepted."""
+    proxies); both spellings are always accepted. `record` names a directory where each
+    hop's traffic is recorded (`acpstack inspect` runs in front of every component)."""
 
     def __init__(
         self,
@@ -83,11 +85,13 @@ class Conductor:
         legacy_names: bool = False,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        record: str | None = None,
     ) -> None:
         self.proxy_commands = list(proxies)
         self.agent_command = agent
         self.proxy_mode = agent is None
         self.cwd, self.env = cwd, env
+        self.record = record
         self.initialize_name = "_proxy/initialize" if legacy_names else "proxy/initialize"
         self.successor_name = "_proxy/successor" if legacy_names else "proxy/successor"
         self.upstream: Link | None = None
@@ -120,6 +124,7 @@ class Conductor:
             for command, name in zip(commands, names, strict=True):
                 try:
                     argv = shlex.split(command) if isinstance(command, str) else list(command)
+                    argv = self._recorded(argv, len(self.components))
                     transport = await SubprocessTransport.spawn(
                         argv,
                         cwd=self.cwd,
@@ -137,6 +142,15 @@ class Conductor:
             await self._stop()
         if self.ended is not None:
             raise self.ended
+
+    def _recorded(self, argv: list[str], index: int) -> list[str]:
+        """With `record`, the component runs behind `acpstack inspect --record`: each hop's
+        traffic in its own recording (`0-proxy.jsonl`, ..., `N-agent.jsonl`)."""
+        if self.record is None:
+            return argv
+        kind = "proxy" if index < self.depth else "agent"
+        path = os.path.join(self.record, f"{index}-{kind}.jsonl")
+        return [sys.executable, "-m", "acpstack", "inspect", "--record", path, "--", *argv]
 
     async def _stop(self) -> None:
         self._done.set()
