@@ -186,6 +186,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Dispatcher",
         "ParamsDoNotMatchMethod",
         "RequestTimeout",
+        "Writer",
         "event_loop_name",
         "run",
     ],

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from acpstack.rpc._writer import Writer
+from acpstack.rpc import Writer
 from acpstack.transports import Transport
 from acpstack.wire import FrameDecoder, FramingError, Oversized
 

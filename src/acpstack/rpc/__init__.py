@@ -4,6 +4,7 @@ from acpstack.rpc._connection import Connection
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import ParamsDoNotMatchMethod
 from acpstack.rpc._run import event_loop_name, run
+from acpstack.rpc._writer import Writer
 
 __all__ = [
     "Connection",
@@ -11,6 +12,7 @@ __all__ = [
     "Dispatcher",
     "ParamsDoNotMatchMethod",
     "RequestTimeout",
+    "Writer",
     "event_loop_name",
     "run",
 ]
