@@ -86,18 +86,27 @@ class Proxy:
     # -- the hooks (defaults forward unchanged) -------------------------------------------
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A `session/prompt`'s params on their way to the agent: return those to send."""
         return params
 
     async def update(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """A `session/update`'s params on their way to the client: return those to send,
+        or None to drop the update. Updates leave in the order they came."""
         return params
 
     async def permission(self, params: dict[str, Any], ask: Forward) -> Any:
+        """The agent's `session/request_permission`: `await ask(params)` asks the client
+        and returns its answer; return the answer the agent gets."""
         return await ask(params)
 
     async def client_request(self, method: str, params: Any, forward: Forward) -> Any:
+        """Any other request of the agent to the client (`fs/*`, `terminal/*`, ...):
+        `await forward(params)` sends it on and returns the client's result."""
         return await forward(params)
 
     async def agent_request(self, method: str, params: Any, forward: Forward) -> Any:
+        """Any request towards the agent but `session/prompt` (and, with tools, the
+        session openers): `await forward(params)` sends it on and returns the result."""
         return await forward(params)
 
     def _overrides(self, hook: str) -> bool:
