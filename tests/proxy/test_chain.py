@@ -166,3 +166,21 @@ def test_record_keeps_each_hops_traffic_in_its_own_recording(project: Path) -> N
     prompt_out = next(m for m in to_agent if m["method"] == "session/prompt")
     assert len(prompt_in["params"]["prompt"]) == 1
     assert "Project rules" in prompt_out["params"]["prompt"][-1]["text"]
+
+
+def test_conduct_without_components_is_a_usage_error() -> None:
+    done = subprocess.run([*ACPSTACK, "conduct"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "give at least one --proxy or an agent command" in done.stderr
+
+
+def test_conduct_says_which_component_cannot_start() -> None:
+    done = subprocess.run(
+        [*ACPSTACK, "conduct", "--proxy", "/nonexistent/proxy", "--", *AGENT],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "cannot start proxy 0 (`/nonexistent/proxy`)" in done.stderr
