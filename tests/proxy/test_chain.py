@@ -184,3 +184,20 @@ def test_conduct_says_which_component_cannot_start() -> None:
     )
     assert done.returncode == 1 and done.stdout == ""
     assert "cannot start proxy 0 (`/nonexistent/proxy`)" in done.stderr
+
+
+async def test_a_chain_passes_the_agent_checks_it_once_failed(project: Path) -> None:
+    # Through a proxy whose update hook awaits (the audit example), answers used to overtake
+    # the updates before them; lines of other shapes got the wrong error codes.
+    from acpstack.conformance import AgentTarget, CheckOptions, Verdict, check_agent
+
+    only = (
+        "prompt.no-late-updates",
+        "session.load",
+        "robust.not-an-object",
+        "robust.wrong-jsonrpc",
+    )
+    command = tuple(conduct(RULES, AUDIT))
+    options = CheckOptions(timeout=15.0, settle=0.3, eof_grace=3.0, only=only)
+    report = await check_agent(AgentTarget(command=command, cwd=project), options)
+    assert {r.id: r.verdict for r in report.results} == dict.fromkeys(only, Verdict.PASS)

@@ -27,9 +27,10 @@ RequestId = int | str | None
 
 
 class Message(Struct):
-    """A JSON-RPC message; absent members are UNSET (and left out when encoded)."""
+    """A JSON-RPC message; absent members are UNSET (and left out when encoded). `jsonrpc`
+    is UNSET when it is absent from a message read, and "2.0" in every message sent."""
 
-    jsonrpc: str = "2.0"
+    jsonrpc: str | UnsetType = UNSET
     id: RequestId | UnsetType = UNSET
     method: str | UnsetType = UNSET
     params: Raw | UnsetType = UNSET
@@ -113,6 +114,7 @@ class Link:
 
     def send(self, message: Message) -> None:
         if not self.closed:
+            message.jsonrpc = "2.0"
             self._writer.send(_encode(message) + b"\n")
 
     def flush(self) -> None:
@@ -181,8 +183,12 @@ class Link:
         try:
             message = _decode(frame)
         except msgspec.DecodeError as exc:
-            log.warning("%s sent a message that is not JSON-RPC: %s", self.name, exc)
-            self.send(Message(id=NULL_ID, error=error(-32700, f"not a JSON-RPC message: {exc}")))
+            self._refuse(frame, str(exc))
+            return
+        if message.jsonrpc != "2.0":
+            log.warning("%s sent a message without jsonrpc 2.0", self.name)
+            if message.method is not UNSET and message.id is not UNSET:
+                self.send(Message(id=message.id, error=error(-32600, 'jsonrpc must be "2.0"')))
             return
         if message.method is UNSET:
             if message.id is UNSET:
@@ -197,6 +203,18 @@ class Link:
             self.handler.on_notification(self, message)
         else:
             self.handler.on_request(self, message, message.id)
+
+    def _refuse(self, frame: bytes, problem: str) -> None:
+        """Answer a line that is not a JSON-RPC message: -32700 when it is not JSON, -32600
+        when it is JSON of another shape (both with id null)."""
+        log.warning("%s sent a line that is not a JSON-RPC message: %s", self.name, problem)
+        try:
+            msgspec.json.decode(frame)
+        except msgspec.DecodeError:
+            code, text = -32700, "Parse error"
+        else:
+            code, text = -32600, "Invalid Request"
+        self.send(Message(id=NULL_ID, error=error(code, f"{text}: {problem}")))
 
     def _eof(self) -> None:
         for frame in self._decoder.feed_eof():

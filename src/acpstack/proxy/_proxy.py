@@ -153,11 +153,10 @@ class Proxy:
     async def _call(self, method: str, params: Any, *, down: bool) -> Any:
         assert self._link is not None
         encoded = params if isinstance(params, Raw) else raw(params)
-        reply = await (
-            self._link.call(*self._down(method, encoded))
-            if down
-            else self._link.call(method, encoded)
-        )
+        if down:
+            reply = await self._call_down(self._link, *self._down(method, encoded))
+        else:
+            reply = await self._link.call(method, encoded)
         if reply.error is not UNSET:
             body = loads(reply.error)
             body = body if isinstance(body, dict) else {}
@@ -165,6 +164,22 @@ class Proxy:
                 int(body.get("code", -32603)), str(body.get("message", "error")), body.get("data")
             )
         return loads(reply.result)
+
+    async def _call_down(self, link: Link, method: str, params: Raw) -> Message:
+        """A request to the successor; its answer comes after the updates sent before it
+        (those an `update` hook may still be working on)."""
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+
+        def settle(reply: Message) -> None:
+            if not future.done():
+                future.set_result(reply)
+
+        rid = link.request(method, params, lambda reply: self._in_order(lambda: settle(reply)))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            link.forget(rid)
+            raise
 
     def _relay(
         self, link: Link, rid: RequestId, method: str, params: Raw | UnsetType, down: bool
@@ -175,9 +190,13 @@ class Proxy:
             if self._relayed.pop(rid, None) is not None:
                 link.answer(rid, reply)
 
+        def answered_in_order(reply: Message) -> None:
+            # An answer from below goes up after the updates that came before it.
+            self._in_order(lambda: answered(reply))
+
         self._relayed[rid] = (link, None)
         out = (
-            link.request(*self._down(method, params), answered)
+            link.request(*self._down(method, params), answered_in_order)
             if down
             else link.request(method, params, answered)
         )
