@@ -164,3 +164,16 @@ def test_a_dead_agent_is_one_failure_and_a_slow_one_is_measured() -> None:
     assert slow.returncode == 0, slow.stdout + slow.stderr
     assert "1 passed, 0 failed" in slow.stdout
     assert "start-up 3." in slow.stdout and "(start-up allowance 60 s)" in slow.stdout
+
+
+def test_proxy_cases_pass_for_a_proxy_and_fail_for_an_agent() -> None:
+    # A Proxy subclass, and the conductor in proxy mode, are proxies; the reference agent is not.
+    root = Path(__file__).resolve().parents[2]
+    proxy = [sys.executable, str(root / "tests" / "proxy" / "peers" / "pass_proxy.py")]
+    done = check("--proxy", "--", *proxy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed, 0 failed" in done.stdout
+    conductor = [sys.executable, "-m", "acpstack", "conduct", "--proxy", " ".join(proxy)]
+    assert "3 passed, 0 failed" in check("--proxy", "--", *conductor).stdout
+    agent = check("--proxy", "--", sys.executable, "-m", "acpstack", "agent", "--store", ":memory:")
+    assert agent.returncode == 1 and "0 passed, 3 failed" in agent.stdout

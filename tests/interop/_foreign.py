@@ -67,8 +67,9 @@ PY_SDK_REQUIREMENT = "agent-client-protocol==0.12.1"
 PY_SDK_EXTRAS = ["agent-client-protocol[http]==0.12.1", "uvicorn>=0.30"]
 TS_SDK_PACKAGE = "@agentclientprotocol/sdk"
 TS_SDK_VERSION = "2.4.0"
-# The TypeScript SDK's WebSocket server and client take the `ws` package under Node.
-TS_EXTRA_PACKAGES = {"ws": "8"}
+# The TypeScript SDK's WebSocket server and client take the `ws` package under Node; the
+# proxy-chain interop tests run the third-party conductor `@thinkwell/conductor`.
+TS_EXTRA_PACKAGES = {"ws": "8", "@thinkwell/conductor": "0.5.7"}
 
 HERE = Path(__file__).resolve().parent
 PEERS_DIR = HERE / "peers"
@@ -289,6 +290,17 @@ def ts_client_cmd(agent_argv: Sequence[str], *options: str) -> list[str]:
 def ts_unstable_agent_cmd() -> list[str]:
     """argv of the agent on the TypeScript SDK's unstable entry point."""
     return [_node(), str(_node_script(TS_UNSTABLE_AGENT_SCRIPT))]
+
+
+def ts_proxy_cmd() -> list[str]:
+    """argv of the proxy-chain component on the TypeScript SDK (peers/ts_proxy.mjs)."""
+    return [_node(), str(_node_script(PEERS_DIR / "ts_proxy.mjs"))]
+
+
+def thinkwell_conductor_cmd(*components: str) -> list[str]:
+    """argv of @thinkwell/conductor on stdio running `components` (command lines, the
+    last one the agent; peers/tw_conduct.mjs)."""
+    return [_node(), str(_node_script(PEERS_DIR / "tw_conduct.mjs")), *components]
 
 
 def ts_unstable_client_cmd(agent_argv: Sequence[str], *options: str) -> list[str]:

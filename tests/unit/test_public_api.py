@@ -165,6 +165,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve_client_check",
         "unknown_selectors",
     ],
+    "acpstack.proxy": ["ChainEnded", "Conductor", "Proxy", "conduct_stdio", "tool"],
     "acpstack.local": [
         "MARKER_VARIABLE",
         "TEMP_MARKER",
@@ -188,6 +189,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Handlers",
         "ParamsDoNotMatchMethod",
         "RequestTimeout",
+        "Writer",
         "event_loop_name",
         "run",
     ],

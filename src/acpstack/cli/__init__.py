@@ -12,7 +12,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from acpstack.cli import _cmd_agent, _cmd_agents, _cmd_chat, _cmd_demo, _cmd_sessions, _serve
+from acpstack.cli import (
+    _cmd_agent,
+    _cmd_agents,
+    _cmd_chat,
+    _cmd_conduct,
+    _cmd_demo,
+    _cmd_sessions,
+    _serve,
+)
 from acpstack.cli._args import VersionAction, split_agent_command
 from acpstack.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, missing_extra
 
@@ -38,6 +46,7 @@ SUBCOMMANDS: list[Callable[[Any], None]] = [
     _cmd_sessions.add_parser,
     _cmd_agents.add_parser,
     _cmd_agent.add_parser,
+    _cmd_conduct.add_parser,
     _serve.add_parser,
     _add_tool_parsers,
     _cmd_demo.add_parser,

@@ -40,6 +40,12 @@ def add_parser(sub: Any) -> None:
     agent.add_argument(
         "--unstable", action="store_true", help="check against the unstable schema too"
     )
+    agent.add_argument(
+        "--proxy",
+        action="store_true",
+        help="the command is a proxy-chain component: run the proxy cases (implies --unstable "
+        "and, without --only, --only proxy)",
+    )
     agent.add_argument("--url", help="a remote agent (http(s)://.../acp or ws(s)://.../acp)")
     agent.add_argument(
         "--token-env",
@@ -120,6 +126,8 @@ def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> i
     from acpstack.conformance import AgentTarget, CheckOptions, all_cases, select_cases
 
     only = tuple(part for item in args.only for part in item.split(","))
+    if args.proxy:
+        args.unstable, only = True, only or ("proxy",)
     if args.list:
         for case in select_cases(all_cases(), only, unstable=True):
             flag = " (--unstable)" if case.unstable else ""
@@ -147,6 +155,7 @@ def _check_agent(args: argparse.Namespace, agent_command: list[str] | None) -> i
         only=only,
         auth_method=args.auth,
         user_state=args.user_state,
+        proxy=args.proxy,
         **{name: value for name, value in given.items() if value is not None},
     )
     return asyncio.run(_run(target, options, args))

@@ -16,6 +16,7 @@ GROUPS = (
     "v2",
     "robustness",
     "unstable",
+    "proxy",
     "wire",
 )
 """The case groups, in run order; the cases of a group share one agent process."""
@@ -27,6 +28,7 @@ _MODULES = (
     "_cases_v2",
     "_cases_robust",
     "_cases_unstable",
+    "_cases_proxy",
     "_cases_wire",
 )
 _CASES: dict[str, Case] = {}

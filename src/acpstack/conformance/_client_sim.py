@@ -63,6 +63,8 @@ class SimulatedClient:
     permission_requests: list[Frame] = field(default_factory=list)
     #: terminal id -> released?
     terminals: dict[str, bool] = field(default_factory=dict)
+    #: `proxy/successor` requests (a proxy under check forwarding to its successor)
+    successor_requests: list[Frame] = field(default_factory=list)
     _held: dict[str, list[asyncio.Future[Answer]]] = field(default_factory=dict)
     #: sessions whose turn was cancelled: later permission requests of that turn are
     #: answered `cancelled` at once
@@ -89,9 +91,29 @@ class SimulatedClient:
             return self._write(params)
         if method in _TERMINAL_METHODS or method == "terminal/release":
             return self._terminal(method, params)
+        if method in ("proxy/successor", "_proxy/successor"):
+            return self._successor(frame, params)
         if not method.startswith("_") and not method.startswith("$/"):
             self.custom_methods.append(frame)
         return _error(-32601, f"method not found: {method}")
+
+    def _successor(self, frame: Frame, params: dict[str, Any]) -> Answer:
+        """Be the successor of a proxy under check: answer its `initialize` like an agent."""
+        self.successor_requests.append(frame)
+        given = params.get("params")
+        inner: dict[str, Any] = given if isinstance(given, dict) else {}
+        if params.get("method") != "initialize":
+            return _error(
+                -32601, f"the check's successor only answers initialize, not {params.get('method')}"
+            )
+        return (
+            "result",
+            {
+                "protocolVersion": inner.get("protocolVersion", 1),
+                "agentCapabilities": {"loadSession": False},
+                "agentInfo": {"name": "acpstack-check-successor", "version": "1"},
+            },
+        )
 
     def turn_started(self, session_id: str) -> None:
         """A new prompt turn of `session_id`: its permission requests are answered again."""

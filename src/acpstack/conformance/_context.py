@@ -65,6 +65,8 @@ class CheckOptions:
     user_state: bool = False
     """Run the agent with the user's own data directories (by default it gets temporary
     ones, so the check's sessions do not land in the user's store)."""
+    proxy: bool = False
+    """The target is a proxy-chain component: run the proxy cases (the others skip them)."""
 
 
 @dataclass

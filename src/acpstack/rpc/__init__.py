@@ -10,6 +10,7 @@ from acpstack.rpc._dispatcher import (
 )
 from acpstack.rpc._generated_requests import ParamsDoNotMatchMethod
 from acpstack.rpc._run import event_loop_name, run
+from acpstack.rpc._writer import Writer
 
 __all__ = [
     "Connection",
@@ -19,6 +20,7 @@ __all__ = [
     "Handlers",
     "ParamsDoNotMatchMethod",
     "RequestTimeout",
+    "Writer",
     "event_loop_name",
     "run",
 ]

@@ -1,0 +1,62 @@
+"""`acpstack conduct`: run a proxy chain in front of an agent, as one agent on stdio."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from acpstack.cli._args import with_agent_command
+from acpstack.cli._errors import EXIT_USAGE, CliError
+
+
+def add_parser(sub: Any) -> None:
+    conduct = sub.add_parser(
+        "conduct",
+        help="run proxies in front of an agent, as one agent on stdio",
+        description="A conductor (ACP proxy chains): starts each --proxy and the agent, routes "
+        "every message between them, and is one ordinary agent to its client. Without an "
+        "agent command it is itself a proxy (started by another conductor).",
+    )
+    conduct.add_argument(
+        "--proxy",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="a proxy's command line (repeat for a chain, first = nearest the client)",
+    )
+    conduct.add_argument(
+        "--legacy-names",
+        action="store_true",
+        help="send _proxy/initialize and _proxy/successor (both spellings are always accepted)",
+    )
+    conduct.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record each hop's traffic in DIR (0-proxy.jsonl ... N-agent.jsonl; acpstack "
+        "inspect runs in front of every component; view one with acpstack inspect --view)",
+    )
+    with_agent_command(conduct, "the agent at the end of the chain (none: proxy mode)")
+    conduct.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from acpstack.proxy import ChainEnded, conduct_stdio
+    from acpstack.rpc import run as run_loop
+
+    if not args.proxy and not args.agent_command:
+        raise CliError("give at least one --proxy or an agent command after --", EXIT_USAGE)
+    if args.record:
+        args.record = os.path.abspath(args.record)
+        os.makedirs(args.record, exist_ok=True)
+    try:
+        run_loop(
+            conduct_stdio(
+                args.proxy, args.agent_command, legacy_names=args.legacy_names, record=args.record
+            )
+        )
+    except ChainEnded as exc:
+        sys.stderr.write(f"acpstack conduct: {exc}\n")
+        return 1
+    return 0

@@ -1,0 +1,245 @@
+"""One JSON-RPC peer of a conductor or a proxy, message by message, with params kept raw.
+
+A conductor routes messages it does not need to understand, so it never decodes them into
+typed structs: only the envelope (`id`, `method`) is read, and `params`, `result` and
+`error` stay the exact bytes the sender wrote (`msgspec.Raw`), forwarded unchanged.
+Everything runs from the transport's callbacks, so messages leave in the order they came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from acpstack.rpc import Writer
+from acpstack.transports import Transport
+from acpstack.wire import FrameDecoder, FramingError, Oversized
+
+log = logging.getLogger("acpstack.proxy")
+
+RequestId = int | str | None
+
+
+class Message(Struct):
+    """A JSON-RPC message; absent members are UNSET (and left out when encoded). `jsonrpc`
+    is UNSET when it is absent from a message read, and "2.0" in every message sent."""
+
+    jsonrpc: str | UnsetType = UNSET
+    id: RequestId | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+class Envelope(Struct):
+    """The inside of a `proxy/successor` envelope: the wrapped message, params still raw."""
+
+    method: str
+    params: Raw | UnsetType = UNSET
+
+
+_decode = msgspec.json.Decoder(Message).decode
+_unwrap = msgspec.json.Decoder(Envelope).decode
+
+
+def unwrap(params: Raw | UnsetType) -> Envelope | None:
+    """The message a `proxy/successor` envelope carries; None when it is malformed."""
+    if params is UNSET:
+        return None
+    try:
+        return _unwrap(params)
+    except msgspec.DecodeError:
+        return None
+
+
+_encode = msgspec.json.Encoder().encode
+Reply = Callable[[Message], None]
+NULL_ID: RequestId = None
+
+
+def raw(value: Any) -> Raw:
+    """`value` encoded as JSON, ready to be sent as params, a result or an error."""
+    return Raw(_encode(value))
+
+
+def loads(value: Raw | UnsetType) -> Any:
+    """Raw JSON decoded into Python values (None when absent)."""
+    return None if value is UNSET else msgspec.json.decode(value)
+
+
+def error(code: int, message: str, data: Any = UNSET) -> Raw:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if data is not UNSET:
+        body["data"] = data
+    return raw(body)
+
+
+class LinkHandler(Protocol):
+    def on_request(self, link: Link, message: Message, rid: RequestId) -> None: ...
+
+    def on_notification(self, link: Link, message: Message) -> None: ...
+
+    def on_closed(self, link: Link, reason: str) -> None: ...
+
+
+class Link:
+    """A peer over `transport`: requests we send get their reply through a callback, the
+    peer's requests and notifications go to `handler`. `name` says which peer it is in
+    logs and errors. Start it with `start`, end it with `aclose`."""
+
+    def __init__(self, transport: Transport, name: str, handler: LinkHandler) -> None:
+        self.transport = transport
+        self.name = name
+        self.handler = handler
+        self.closed = False
+        self.close_reason = ""
+        self._decoder = FrameDecoder(64 * 1024 * 1024, "ndjson")
+        self._next_id = 0
+        self._pending: dict[RequestId, Reply] = {}
+        self._ending: asyncio.Task[None] | None = None
+        # Frames go out in order, those of one event-loop turn in one write.
+        self._writer = Writer(transport, asyncio.get_running_loop())
+
+    def start(self) -> None:
+        self.transport.start_reading(self._data, self._eof)
+
+    # -- sending ----------------------------------------------------------------------
+
+    def send(self, message: Message) -> None:
+        if not self.closed:
+            message.jsonrpc = "2.0"
+            self._writer.send(_encode(message) + b"\n")
+
+    def flush(self) -> None:
+        """Write what waits for the end of the event-loop turn now."""
+        self._writer.flush()
+
+    def request(self, method: str, params: Raw | UnsetType, on_reply: Reply) -> int:
+        """Send a request; `on_reply` gets its response (or an error made here when the
+        peer leaves first). Returns the request's id on this link."""
+        self._next_id += 1
+        rid = self._next_id
+        if self.closed:
+            on_reply(Message(id=rid, error=error(-32603, f"{self.name} is gone")))
+            return rid
+        self._pending[rid] = on_reply
+        self.send(Message(id=rid, method=method, params=params))
+        return rid
+
+    async def call(self, method: str, params: Raw | UnsetType) -> Message:
+        """Send a request and wait for its response message."""
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+
+        def settle(reply: Message) -> None:
+            if not future.done():
+                future.set_result(reply)
+
+        rid = self.request(method, params, settle)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.forget(rid)
+            raise
+
+    def forget(self, rid: RequestId) -> None:
+        """Drop the callback of a request of ours: its late answer is ignored."""
+        self._pending.pop(rid, None)
+
+    def notify(self, method: str, params: Raw | UnsetType) -> None:
+        self.send(Message(method=method, params=params))
+
+    def answer(self, rid: RequestId, reply: Message) -> None:
+        """Answer the peer's request `rid` with the result or error of `reply`."""
+        if reply.error is not UNSET:
+            self.send(Message(id=rid, error=reply.error))
+        else:
+            self.send(
+                Message(id=rid, result=reply.result if reply.result is not UNSET else Raw(b"null"))
+            )
+
+    def fail(self, rid: RequestId, code: int, text: str) -> None:
+        self.send(Message(id=rid, error=error(code, text)))
+
+    # -- receiving --------------------------------------------------------------------
+
+    def _data(self, data: bytes) -> None:
+        self._writer.at_once = True
+        for frame in self._decoder.feed(data):
+            self._frame(frame)
+
+    def _frame(self, frame: bytes | Oversized | FramingError) -> None:
+        if not isinstance(frame, bytes):
+            log.warning("%s: dropped an unreadable message (%s)", self.name, type(frame).__name__)
+            return
+        if not frame.strip():
+            return
+        try:
+            message = _decode(frame)
+        except msgspec.DecodeError as exc:
+            self._refuse(frame, str(exc))
+            return
+        if message.jsonrpc != "2.0":
+            log.warning("%s sent a message without jsonrpc 2.0", self.name)
+            if message.method is not UNSET and message.id is not UNSET:
+                self.send(Message(id=message.id, error=error(-32600, 'jsonrpc must be "2.0"')))
+            return
+        if message.method is UNSET:
+            if message.id is UNSET:
+                self.send(
+                    Message(id=NULL_ID, error=error(-32600, "neither a request nor a response"))
+                )
+                return
+            on_reply = self._pending.pop(message.id, None)
+            if on_reply is not None:
+                on_reply(message)
+        elif message.id is UNSET:
+            self.handler.on_notification(self, message)
+        else:
+            self.handler.on_request(self, message, message.id)
+
+    def _refuse(self, frame: bytes, problem: str) -> None:
+        """Answer a line that is not a JSON-RPC message: -32700 when it is not JSON, -32600
+        when it is JSON of another shape (both with id null)."""
+        log.warning("%s sent a line that is not a JSON-RPC message: %s", self.name, problem)
+        try:
+            msgspec.json.decode(frame)
+        except msgspec.DecodeError:
+            code, text = -32700, "Parse error"
+        else:
+            code, text = -32600, "Invalid Request"
+        self.send(Message(id=NULL_ID, error=error(code, f"{text}: {problem}")))
+
+    def _eof(self) -> None:
+        for frame in self._decoder.feed_eof():
+            self._frame(frame)
+        if self._ending is None:
+            self._ending = asyncio.get_running_loop().create_task(self._ended())
+
+    async def _ended(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.transport.settle()
+        reason = self.transport.close_reason() or f"{self.name} closed its output"
+        self._close(reason.split("; last stderr lines")[0])
+
+    def _close(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        pending, self._pending = self._pending, {}
+        self.handler.on_closed(self, reason)  # first: it may answer for the whole chain
+        for rid, on_reply in pending.items():
+            on_reply(Message(id=rid, error=error(-32603, f"{self.name} ended: {reason}")))
+
+    async def aclose(self) -> None:
+        """Close the transport (which ends a subprocess) and fail what is pending."""
+        self._writer.flush()
+        self._close("closed")
+        await self.transport.close()

@@ -1,0 +1,44 @@
+"""A raw NDJSON agent for routing tests: it answers what it got, exactly as it got it.
+
+- a request is answered `{"method", "params", "seen"}` (`seen`: every method it received so
+  far, in order), except: `initialize` (an ordinary answer, protocolVersion echoed), `_hold`
+  (never answered), `_ask` (first asks its client `_question` and answers with the reply);
+- a notification `_ping` is answered with a notification `_pong` carrying its params.
+"""
+
+import json
+import sys
+
+seen: list[str] = []
+asked: dict[int, object] = {}
+
+
+def send(message: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method is None:  # the answer to our `_question`
+        send({"jsonrpc": "2.0", "id": asked.pop(message["id"]), "result": message.get("result")})
+        continue
+    seen.append(method)
+    params = message.get("params")
+    if "id" not in message:
+        if method == "_ping":
+            send({"jsonrpc": "2.0", "method": "_pong", "params": params})
+        continue
+    if method == "initialize":
+        caps = {"loadSession": False, "mcpCapabilities": {"http": False}}
+        result = {"protocolVersion": params["protocolVersion"], "agentCapabilities": caps}
+    elif method == "_hold":
+        continue
+    elif method == "_ask":
+        asked[len(asked) + 1000] = message["id"]
+        send({"jsonrpc": "2.0", "id": len(asked) + 999, "method": "_question", "params": params})
+        continue
+    else:
+        result = {"method": method, "params": params, "seen": list(seen)}
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
