@@ -421,3 +421,14 @@ async def test_a_signal_to_the_agent_ends_its_local_commands(tmp_path: Path, sig
         rv.close()
     turn.cancel()
     await asyncio.gather(turn, return_exceptions=True)
+
+
+def test_run_command_takes_its_arguments_as_a_list() -> None:
+    # A str for `args` would be sent one letter per argument; the signature and the call
+    # both refuse it.
+    import typing
+
+    from acpstack.agent import Turn
+
+    hints = typing.get_type_hints(Turn.run_command)
+    assert hints["args"] == list[str] | tuple[str, ...]

@@ -343,6 +343,23 @@ async def test_cancel_during_a_terminal_wait_kills_and_releases_it(tmp_path: Pat
         assert not any("exit=" in t for t in client.texts(sid))
 
 
+async def test_a_cancelled_turn_leaves_no_tool_call_open(tmp_path: Path) -> None:
+    client = Recorder()
+    async with agent(tmp_path / "s.db", client):
+        sid = (await client.new_session(str(tmp_path))).session_id
+        turn = asyncio.create_task(client.prompt(sid, "terminal 30"))
+        await client.until(lambda: client.has_terminal_content(sid))
+        [call] = client.sessions[sid].state.tool_calls.values()
+        assert call.status == "in_progress"
+        await client.cancel(sid)
+        assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
+        # Its final state came before the answer: failed, marked cancelled (v1 has no
+        # `cancelled` status; v2 shows it as such).
+        assert call.status == "failed"
+        last = [u for s, u in client.log if s == sid and isinstance(u, acp.ToolCallUpdate)][-1]
+        assert isinstance(last.meta, dict) and last.meta.get("acpstack/status") == "cancelled"
+
+
 async def test_cancel_during_streaming_no_update_after_the_answer(tmp_path: Path) -> None:
     client = Recorder()
     async with agent(tmp_path / "s.db", client):

@@ -577,6 +577,11 @@ class SessionAgent(Agent):
                 await session.drain()
                 session.clear_failure()
                 raise
+        if stop == "cancelled" or session.cancel_requested:
+            # No tool call of a cancelled turn stays pending or in progress: each ends
+            # `cancelled` (v2; `failed` with the cancelled marker on v1).
+            with contextlib.suppress(Exception):
+                await turn.cancel_unfinished()
         # Every update of the turn reaches the client before its answer.
         try:
             await session.flush()

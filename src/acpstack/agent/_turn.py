@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import shlex
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -302,6 +303,18 @@ class Turn(TurnExtras):
         else:
             self._unfinished[tool.tool_call_id] = tool
 
+    async def cancel_unfinished(self, message: str = "Cancelled.") -> None:
+        """Mark every tool call of this turn that is neither completed nor failed as
+        cancelled (the runtime does this when a turn is cancelled): `cancelled` on protocol
+        v2, `failed` with the cancelled marker on v1, which has no such status."""
+        for tool in list(self._unfinished.values()):
+            update = acp.SessionUpdateToolCallUpdate(
+                tool_call_id=tool.tool_call_id, status="failed", content=[text_content(message)]
+            )
+            mark_cancelled(update)
+            self._unfinished.pop(tool.tool_call_id, None)
+            await self.session.send(update)
+
     async def fail_unfinished(self, message: str) -> None:
         """Fail every tool call of this turn that is neither completed nor failed (the
         runtime does this when a turn ends on an error, so none is left pending)."""
@@ -379,7 +392,7 @@ class Turn(TurnExtras):
     async def run_command(
         self,
         command: str,
-        args: Sequence[str] = (),
+        args: list[str] | tuple[str, ...] = (),
         *,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
@@ -402,6 +415,8 @@ class Turn(TurnExtras):
         output before it is shown or returned (e.g. to mask secrets it may print; a client
         terminal shows the client's own copy). Ask permission before calling this.
         """
+        if not isinstance(args, list | tuple):  # a str would run as one argument per letter
+            raise TypeError(f"args must be a list of str, not {type(args).__name__}")
         await self.session.flush()
         client_side = ClientTerminals(self.session.client, self.session.session_id)
         terminals: Terminals = client_side
@@ -410,7 +425,7 @@ class Turn(TurnExtras):
                 command, args, cwd=cwd, env=env, output_byte_limit=output_byte_limit
             )
         except CapabilityError:
-            shown = " ".join([command, *args])
+            shown = shlex.join([command, *args])
             terminals = await self._without("terminal", f"Cannot run `{shown}`", "runs", tool)
             tid = await terminals.create(
                 command, args, cwd=cwd, env=env, output_byte_limit=output_byte_limit
