@@ -46,6 +46,21 @@ def add_parser(sub: Any) -> None:
         help="the command is a proxy-chain component: run the proxy cases (implies --unstable "
         "and, without --only, --only proxy)",
     )
+    _add_connection_options(agent)
+    client = kinds.add_parser(
+        "client",
+        help="an agent that exercises the client running it (register it in your editor)",
+    )
+    client.add_argument(
+        "--report",
+        metavar="FILE",
+        help="where to write the report (default: a file in the temp directory, named in "
+        "the agent's message); .json for JSON, anything else Markdown",
+    )
+
+
+def _add_connection_options(agent: Any) -> None:
+    """How `check agent` reaches, waits for and drives the agent."""
     agent.add_argument("--url", help="a remote agent (http(s)://.../acp or ws(s)://.../acp)")
     agent.add_argument(
         "--token-env",
@@ -88,16 +103,6 @@ def add_parser(sub: Any) -> None:
         "--auth",
         metavar="METHOD_ID",
         help="call authenticate (auth/login on v2) with this method after initialize",
-    )
-    client = kinds.add_parser(
-        "client",
-        help="an agent that exercises the client running it (register it in your editor)",
-    )
-    client.add_argument(
-        "--report",
-        metavar="FILE",
-        help="where to write the report (default: a file in the temp directory, named in "
-        "the agent's message); .json for JSON, anything else Markdown",
     )
 
 

@@ -288,6 +288,14 @@ class Context:
         if seen is None or seen.is_response:
             return None  # answered (or gone) before any sign of work: nothing to cancel
         if how == "session":
+            # A permission request usually follows the tool call that showed the work: give
+            # it `settle` to arrive, so the cancel finds it pending (cancel.permission).
+            def asked(frame: Frame) -> bool:
+                return frame.method == "session/request_permission" or (
+                    frame.is_response and frame.message.get("id") == rid
+                )
+
+            await conn.probe.wait_for(asked, self.options.settle, after=request.seq)
             return conn.probe.notify("session/cancel", {"sessionId": session_id})
         return conn.probe.notify("$/cancel_request", {"requestId": rid})
 
