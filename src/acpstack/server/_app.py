@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from acpstack.server._agents import AgentSource
 from acpstack.server._asgi import (
+    CLOSE,
     Headers,
     Receive,
     Scope,
@@ -29,6 +30,7 @@ from acpstack.server._asgi import (
     respond_json,
 )
 from acpstack.server._connection import InitializeFailed, RemoteConnection
+from acpstack.server._guard import GuardCounters, trust
 from acpstack.server._http import handle_delete, handle_get, handle_post
 from acpstack.server._limits import ServerLimits
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
@@ -64,6 +66,7 @@ class AgentServer:
         self.cwd = cwd
         self.env = env
         self.connections: dict[str, RemoteConnection] = {}
+        self.guard = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -101,10 +104,15 @@ class AgentServer:
         if kind == "websocket":
             await serve_websocket(self, scope, receive, send, rejection)
             return
+        if rejection is None:
+            trust(scope)
         cors = self._cors(headers)
         if rejection is not None:
             await respond(
-                send, rejection.status, rejection.message, headers=(*cors, *rejection.headers)
+                send,
+                rejection.status,
+                rejection.message,
+                headers=(*cors, *rejection.headers, *CLOSE),
             )
         elif scope["method"] == "POST":
             await handle_post(self, headers, receive, send, cors)
@@ -245,15 +253,15 @@ class AgentServer:
 
     async def _reap(self) -> None:
         """Close connections nobody listens to any more, and ones whose output is stuck."""
-        period = max(0.05, min(self.limits.idle_timeout, self.limits.stall_timeout) / 4)
+        limits = self.limits
+        sessionless = min(limits.idle_timeout, limits.sessionless_idle_timeout)
+        period = max(0.05, min(sessionless, limits.stall_timeout) / 4)
         while True:
             await asyncio.sleep(period)
             now = time.monotonic()
             for connection in list(self.connections.values()):
-                idle = (
-                    not connection.has_receiver
-                    and now - connection.last_active > self.limits.idle_timeout
-                )
+                allowed = limits.idle_timeout if connection.opened_session else sessionless
+                idle = not connection.has_receiver and now - connection.last_active > allowed
                 stalled = (
                     connection.paused_since is not None
                     and now - connection.paused_since > self.limits.stall_timeout

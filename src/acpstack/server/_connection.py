@@ -61,6 +61,8 @@ class RemoteConnection:
         self.buffered: int = 0
         self.paused_since: float | None = None
         self.last_active: float = time.monotonic()
+        # whether any message named a session: one that never did is reaped sooner
+        self.opened_session: bool = False
         self.closed: bool = False
         self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
@@ -111,6 +113,8 @@ class RemoteConnection:
         except msgspec.DecodeError:
             log.warning("connection %s: the agent sent something that is not JSON", self.id)
             return
+        if env.session_id is not None or env.result_session_id is not None:
+            self.opened_session = True
         pending = self._initialize
         if pending is not None and env.kind == "response" and env.id == pending[0]:
             self._initialize = None
@@ -183,6 +187,8 @@ class RemoteConnection:
 
     async def deliver(self, frame: bytes, env: Envelope, header_session: str | None) -> None:
         """Pass a client message on to the agent, remembering where its answer goes."""
+        if env.session_id is not None:
+            self.opened_session = True
         if env.kind == "request" and not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
@@ -194,7 +200,9 @@ class RemoteConnection:
         self.touch()
         if self.closed or self.link is None:
             raise ConnectionResetError("the connection is closed")
-        self.link.transport.write(frame + b"\n")
+        # two writes, not `frame + b"\n"`: no second copy of a large message
+        self.link.transport.write(frame)
+        self.link.transport.write(b"\n")
         await self.link.transport.drain()
 
     # -- closing -------------------------------------------------------------------------

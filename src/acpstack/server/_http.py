@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from acpstack.server._asgi import (
+    CLOSE,
+    BodyRefused,
     Headers,
     Receive,
     Send,
@@ -54,27 +56,29 @@ async def handle_post(
     app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers
 ) -> None:
     if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-        await respond(send, 415, "Content-Type must be application/json", headers=cors)
+        await respond(send, 415, "Content-Type must be application/json", headers=(*cors, *CLOSE))
         return
-    body = await read_body(receive, app.limits.max_message_size)
-    if body is None:
-        await respond(
-            send,
-            413,
-            f"a message may hold at most {app.limits.max_message_size} bytes",
-            headers=cors,
+    limits = app.limits
+    try:
+        body = await read_body(
+            receive, limits.max_message_size, limits.body_timeout, headers.get("content-length")
         )
+    except BodyRefused as exc:
+        await respond(send, exc.status, str(exc), headers=(*cors, *CLOSE))
         return
+    if body is None:
+        return  # the client left
     if body.lstrip()[:1] == b"[":
         await _post_batch(app, headers, body, send, cors)
         return
     try:
         env = peek_envelope(body)
-    except msgspec.DecodeError:
+    except msgspec.DecodeError as exc:
+        reason = "nested too deeply" if "nested too deeply" in str(exc) else "not JSON"
         await respond_json(
             send,
             400,
-            jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"),
+            jsonrpc_error(None, PARSE_ERROR, f"Parse error: the body is {reason}"),
             headers=cors,
         )
         return
@@ -136,7 +140,7 @@ async def _post_batch(
         return
     try:
         items = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         await respond_json(
             send,
             400,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acpstack.server._app import AgentServer
+from acpstack.server._guard import guarded_protocol
 from acpstack.transports import require_extra
 
 log = logging.getLogger("acpstack.server")
@@ -58,7 +59,8 @@ async def serve_remote(
     sock = sock or bind_socket(host, port)
     config = uvicorn.Config(
         asgi if asgi is not None else app,
-        http="httptools" if importlib.util.find_spec("httptools") else "h11",
+        http=_http_protocol(app),
+        h11_max_incomplete_event_size=app.limits.max_header_bytes,
         ws="websockets-sansio",
         ws_max_size=app.limits.max_message_size,
         ws_per_message_deflate=False,
@@ -85,6 +87,28 @@ async def serve_remote(
         sock.close()
 
 
+def _http_protocol(app: AgentServer) -> Any:
+    """httptools with the guard `_guard` adds (header size and time limits, the cap on
+    untrusted connections); h11 (its header limit only) when httptools is missing."""
+    if importlib.util.find_spec("httptools") is None:
+        return "h11"
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return guarded_protocol(HttpToolsProtocol, app.limits, app.guard)
+
+
+class _QuietHandshakeRefusals(logging.Filter):
+    """uvicorn logs an ERROR for every WebSocket handshake the application refuses with an
+    HTTP answer (401, 403, 421, 503): a client could fill the logs with them. The server
+    logs those refusals itself, at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.levelno >= logging.ERROR
+            and record.msg == "ASGI callable returned without completing handshake."
+        )
+
+
 class _Redact(logging.Filter):
     """Takes tokens out of log lines (uvicorn logs WebSocket paths with their query)."""
 
@@ -108,8 +132,9 @@ _TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s\"']*")
 def _redact_uvicorn_logs(token: str | None) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
-        for old in [f for f in logger.filters if isinstance(f, _Redact)]:
+        for old in [f for f in logger.filters if isinstance(f, _Redact | _QuietHandshakeRefusals)]:
             logger.removeFilter(old)
+        logger.addFilter(_QuietHandshakeRefusals())
         logger.addFilter(_Redact(token))
 
 

@@ -125,6 +125,7 @@ async def _pump(stream: OutboundStream, send: Send) -> None:
 
 
 async def _reject(scope: Scope, send: Send, rejection: Rejection) -> None:
+    log.info("WebSocket handshake refused: %d %s", rejection.status, rejection.message)
     if "websocket.http.response" in scope.get("extensions", {}):
         body = rejection.message.encode()
         headers = [
