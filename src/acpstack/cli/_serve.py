@@ -80,6 +80,21 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="close connections nobody listens to after this long",
     )
+    serve.add_argument(
+        "--sessionless-idle-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close connections that never opened a session, with nobody listening, after "
+        "this long (default 30)",
+    )
+    serve.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM: how long running turns get to finish (default 30)",
+    )
     _add_reference_agent_options(serve)
     serve.add_argument(
         "-v",
@@ -165,14 +180,19 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         sys.stderr.write(f"acpstack serve: {exc}\n")
         return 2
     try:
-        return _serve(args, source, what, token, hosts)
+        return _serve(args, source, what, token, hosts, _store_answers(stores))
     finally:
         for store in stores:
             store.close()  # a shared store lets other servers take this one's sessions
 
 
 def _serve(
-    args: argparse.Namespace, source: Any, what: str, token: str | None, hosts: list[str]
+    args: argparse.Namespace,
+    source: Any,
+    what: str,
+    token: str | None,
+    hosts: list[str],
+    readiness: Callable[[], bool] | None = None,
 ) -> int:
     from acpstack.server import (
         AgentServer,
@@ -192,8 +212,11 @@ def _serve(
             max_connections=args.max_connections,
             max_message_size=args.max_message_size,
             idle_timeout=args.idle_timeout,
+            sessionless_idle_timeout=args.sessionless_idle_timeout,
+            drain_timeout=args.drain_timeout,
         ),
         unstable=args.unstable,
+        readiness=readiness,
     )
     try:
         sock = bind_socket(args.host, args.port)
@@ -230,6 +253,19 @@ def _serve(
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _store_answers(stores: list[Any]) -> Callable[[], bool] | None:
+    """`/readyz`'s check: the reference agent's session store answers a query."""
+    if not stores:
+        return None
+    store = stores[0]
+
+    def check() -> bool:
+        store.get("readyz-probe")  # any answer will do; an error or a hang is "not ready"
+        return True
+
+    return check
 
 
 def _named_agent(name: str) -> list[str]:

@@ -4,8 +4,19 @@
 agent: a new instance of a Python `Agent` (in this process), or a new process of a stdio
 agent command; the agent ends with the connection.
 
-`GET /healthz` (`health_path`) answers 200 "ok" while the server takes connections and
-503 once it is shutting down, for load balancers: no token needed, nothing about sessions.
+`GET /healthz` (`health_path`) answers 200 while the process is alive (503 once it has
+closed its connections); it touches neither the store nor the agents. `GET /readyz`
+(`ready_path`) answers 200 when the server takes new connections: not full, not draining,
+and `readiness` (e.g. "the session store answers") holds. Neither needs a token, and
+neither says anything about sessions.
+
+`/readyz` says 404 while the server is full or draining (no new clients, but keep the
+connections it holds: HAProxy's `http-check disable-on-404`), 503 when `readiness` fails.
+
+`drain()` (what `serve_remote` does on SIGTERM): new connections get 503 and `/readyz`
+404, running turns get up to `limits.drain_timeout` to finish, then every connection
+closes (a WebSocket with 1012, "service restart": clients reconnect, through a load
+balancer to another server).
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from acpstack.server._agents import AgentSource
 from acpstack.server._asgi import (
@@ -56,10 +67,14 @@ class AgentServer:
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         health_path: str | None = "/healthz",
+        ready_path: str | None = "/readyz",
+        readiness: Callable[[], bool] | None = None,
     ) -> None:
         self.agent = agent
         self.path: str = "/" + path.strip("/")
         self.health_path = health_path
+        self.ready_path = ready_path
+        self.readiness = readiness  # blocking (a store query): runs in a thread
         self.security: ServerSecurity = security or ServerSecurity()
         self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
@@ -69,6 +84,8 @@ class AgentServer:
         self.guard = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
+        self.draining = False
+        self._turns_done = asyncio.Event()
 
     # -- ASGI -------------------------------------------------------------------------
 
@@ -79,11 +96,7 @@ class AgentServer:
             return
         if kind not in ("http", "websocket"):
             return
-        if (
-            kind == "http"
-            and self.health_path is not None
-            and scope.get("path") == self.health_path
-        ):
+        if kind == "http" and scope.get("path") in (self.health_path, self.ready_path):
             await self._health(scope, send)
             return
         headers = header_map(scope)
@@ -129,14 +142,39 @@ class AgentServer:
             )
 
     async def _health(self, scope: Scope, send: Send) -> None:
-        """For load balancers' checks: before any token, Host or Origin check, and it says
-        only whether this server takes connections."""
+        """For load balancers' checks: before any token, Host or Origin check; says only
+        whether this server is alive (`/healthz`) or takes new connections (`/readyz`)."""
         if scope["method"] not in ("GET", "HEAD"):
             await respond(send, 405, "use GET", headers=(("Allow", "GET, HEAD"),))
-        elif self._closing:
-            await respond(send, 503, "shutting down\n", headers=(("Cache-Control", "no-store"),))
-        else:
-            await respond(send, 200, "ok\n", headers=(("Cache-Control", "no-store"),))
+            return
+        status, text = 200, "ok"
+        if self._closing:
+            status, text = 503, "shutting down"
+        elif scope.get("path") != self.health_path and (self.draining or self._full()):
+            # 404: HAProxy's `http-check disable-on-404` then sends this server no new
+            # client but keeps routing the connections it holds (any other balancer
+            # sees a failed check)
+            status, text = 404, "draining" if self.draining else "full"
+        elif scope.get("path") != self.health_path:
+            problem = await self._not_ready()
+            if problem is not None:
+                status, text = 503, problem
+        await respond(send, status, text + "\n", headers=(("Cache-Control", "no-store"),))
+
+    def _full(self) -> bool:
+        return len(self.connections) >= self.limits.max_connections
+
+    async def _not_ready(self) -> str | None:
+        if self.readiness is not None:
+            try:
+                async with asyncio.timeout(self.limits.readiness_timeout):
+                    ready = await asyncio.to_thread(self.readiness)
+            except Exception as exc:  # the check's own failure is "not ready", not a 500
+                log.info("readiness check failed: %r", exc)
+                ready = False
+            if not ready:
+                return "not ready (the session store does not answer)"
+        return None
 
     def _on_path(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")
@@ -172,13 +210,21 @@ class AgentServer:
     def has_room(self) -> bool:
         """Whether another connection may open (the server is not closing and is below
         `limits.max_connections`)."""
-        return not self._closing and len(self.connections) < self.limits.max_connections
+        return (
+            not self._closing
+            and not self.draining
+            and len(self.connections) < self.limits.max_connections
+        )
 
     def new_connection(self, *, multiplex: bool) -> RemoteConnection:
         """Register a new remote connection (`multiplex`: a WebSocket's, whose one stream
         carries everything); idle connections are reaped after `limits.idle_timeout`."""
         connection = RemoteConnection(
-            str(uuid.uuid4()), self.limits, multiplex=multiplex, on_closed=self._forget
+            str(uuid.uuid4()),
+            self.limits,
+            multiplex=multiplex,
+            on_closed=self._forget,
+            on_turn_end=self._turn_ended,
         )
         self.connections[connection.id] = connection
         self._start_reaper()
@@ -200,9 +246,40 @@ class AgentServer:
         connection.touch()
         return connection, 200, ""
 
+    def turns_running(self) -> int:
+        """`session/prompt` requests not answered yet, over every connection."""
+        return sum(len(c.turns) for c in self.connections.values())
+
+    def _turn_ended(self) -> None:
+        if self.turns_running() == 0:
+            self._turns_done.set()
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Take no new connection, and wait (up to `timeout`, default
+        `limits.drain_timeout`) for the running turns to end. True when they all did.
+        `aclose()` then closes every connection."""
+        self.draining = True
+        running = self.turns_running()
+        log.warning(
+            "draining: %d turn(s) running, %d connection(s)", running, len(self.connections)
+        )
+        if running == 0:
+            return True
+        self._turns_done.clear()
+        try:
+            async with asyncio.timeout(self.limits.drain_timeout if timeout is None else timeout):
+                while self.turns_running():
+                    await self._turns_done.wait()
+                    self._turns_done.clear()
+        except TimeoutError:
+            log.warning("drain: %d turn(s) still running, closing anyway", self.turns_running())
+            return False
+        return True
+
     def _forget(self, connection: RemoteConnection) -> None:
         if self.connections.get(connection.id) is connection:
             del self.connections[connection.id]
+        self._turn_ended()
         if not self.connections and self._reaper is not None:
             self._reaper.cancel()  # it runs only while there are connections
             self._reaper = None

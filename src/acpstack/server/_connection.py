@@ -48,6 +48,7 @@ class RemoteConnection:
         *,
         multiplex: bool,
         on_closed: Callable[[RemoteConnection], None],
+        on_turn_end: Callable[[], None] = lambda: None,
     ) -> None:
         self.id = connection_id
         self.limits = limits
@@ -63,6 +64,9 @@ class RemoteConnection:
         self.last_active: float = time.monotonic()
         # whether any message named a session: one that never did is reaped sooner
         self.opened_session: bool = False
+        # the ids of `session/prompt` requests not answered yet (a drain waits for them)
+        self.turns: set[RequestId] = set()
+        self._on_turn_end = on_turn_end
         self.closed: bool = False
         self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
@@ -115,6 +119,9 @@ class RemoteConnection:
             return
         if env.session_id is not None or env.result_session_id is not None:
             self.opened_session = True
+        if env.kind == "response" and env.id in self.turns:
+            self.turns.discard(env.id)
+            self._on_turn_end()
         pending = self._initialize
         if pending is not None and env.kind == "response" and env.id == pending[0]:
             self._initialize = None
@@ -189,6 +196,8 @@ class RemoteConnection:
         """Pass a client message on to the agent, remembering where its answer goes."""
         if env.session_id is not None:
             self.opened_session = True
+        if env.kind == "request" and env.method == "session/prompt":
+            self.turns.add(env.id)
         if env.kind == "request" and not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
@@ -216,6 +225,7 @@ class RemoteConnection:
             await self.done.wait()
             return
         self.closed = True
+        self.turns.clear()
         self.connection_stream.close()
         for stream in self.sessions.values():
             stream.close()

@@ -45,3 +45,5 @@ class ServerLimits:
     sessionless_idle_timeout: float = 30.0
     # on SIGTERM: how long running turns get to finish before every connection closes
     drain_timeout: float = 30.0
+    # `/readyz`'s check of the session store; no answer in time is "not ready"
+    readiness_timeout: float = 2.0

@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import logging
 import re
+import signal
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -48,10 +49,12 @@ async def serve_remote(
     log_level: str = "warning",
     on_ready: Callable[[socket.socket], None] | None = None,
     stop: asyncio.Event | None = None,
+    drain: asyncio.Event | None = None,
     asgi: Any = None,
 ) -> None:
     """Serve `app` until the process is told to stop (SIGINT or SIGTERM) or `stop` is set;
-    every connection's agent is stopped before this returns. `on_ready` gets the listening
+    every connection's agent is stopped before this returns. SIGTERM (or setting `drain`)
+    drains first: no new connections, running turns get `limits.drain_timeout` to end. `on_ready` gets the listening
     socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
     wrapped in your own middleware); `app`'s limits and shutdown still apply."""
     uvicorn: Any = require_extra("uvicorn")
@@ -77,11 +80,15 @@ async def serve_remote(
     server = _server_class(uvicorn.Server)(
         config, app, (lambda: on_ready(sock)) if on_ready is not None else None
     )
-    stopper = asyncio.ensure_future(_stop_when(stop, server)) if stop is not None else None
+    stoppers = [
+        asyncio.ensure_future(_stop_when(event, server, draining))
+        for event, draining in ((stop, False), (drain, True))
+        if event is not None
+    ]
     try:
         await server.serve(sockets=[sock])
     finally:
-        if stopper is not None:
+        for stopper in stoppers:
             stopper.cancel()
         await app.aclose()
         sock.close()
@@ -138,8 +145,9 @@ def _redact_uvicorn_logs(token: str | None) -> None:
         logger.addFilter(_Redact(token))
 
 
-async def _stop_when(stop: asyncio.Event, server: Any) -> None:
+async def _stop_when(stop: asyncio.Event, server: Any, drain: bool) -> None:
     await stop.wait()
+    server.drain = server.drain or drain
     server.should_exit = True
 
 
@@ -154,6 +162,12 @@ def _server_class(base: Any) -> Any:
             super().__init__(config)
             self.acp_app = app
             self.on_ready = on_ready
+            self.drain = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if sig == signal.SIGTERM:
+                self.drain = True
+            super().handle_exit(sig, frame)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -161,6 +175,8 @@ def _server_class(base: Any) -> Any:
                 self.on_ready()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if self.drain:  # still listening: /readyz says 503, new connections get 503
+                await self.acp_app.drain()
             await self.acp_app.aclose()
             await super().shutdown(sockets)
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.server")
 
-PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG = 1002, 1011, 1009
+PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG, SERVICE_RESTART = 1002, 1011, 1009, 1012
 
 
 async def serve_websocket(
@@ -55,6 +55,8 @@ async def serve_websocket(
         await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
         if reader.done():
             close_code = reader.result()
+        elif app.draining:
+            close_code = SERVICE_RESTART  # reconnect (through a load balancer: elsewhere)
     finally:
         reader.cancel()
         await connection.aclose()
