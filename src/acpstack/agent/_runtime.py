@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.agent")
 
+OWNER = "owner"  # key in SessionRecord.meta: the principal that created the session
+
 
 class SessionAgent(
     PromptMethods, AuthMethods, V2SessionMethods, ConfigOptionMethods, UnstableSessionMethods
@@ -90,6 +92,10 @@ class SessionAgent(
 
     name: str = "acpstack-agent"
     title: str | None = None
+    # Who this connection's sessions belong to (`acpstack serve` sets it from the token):
+    # new sessions record it (`meta["owner"]`), and list, load, resume, fork, close and
+    # delete treat another principal's session as unknown (-32002). None: no owners.
+    principal: str | None = None
     version: str = __version__
     protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
@@ -228,7 +234,10 @@ class SessionAgent(
             mcp_servers=[self.stored_mcp_server(s) for s in servers],
             mode_id=self.modes[0][0] if self.modes else None,
             config_values=self._default_config_values(),
-            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
+            meta={
+                **({SYSTEM_PROMPT: system_prompt} if system_prompt else {}),
+                **({OWNER: self.principal} if self.principal is not None else {}),
+            },
         )
         self.store.create(record)
         hold(self.store, record.session_id)
@@ -296,9 +305,19 @@ class SessionAgent(
         cursor = params.cursor if isinstance(params.cursor, str) else None
         archived: Any = self.archive_filter(params)
         try:
-            return self.store.list_sessions(cwd=cwd, cursor=cursor, archived=archived)
+            records, next_cursor = self.store.list_sessions(
+                cwd=cwd, cursor=cursor, archived=archived
+            )
         except ValueError as exc:
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+        # another principal's sessions are left out (a page may come out shorter)
+        return [r for r in records if self._owns(r)], next_cursor
+
+    def _owns(self, record: SessionRecord | None) -> bool:
+        """Whether this connection's principal may see and drive the stored session."""
+        return record is not None and (
+            self.principal is None or record.meta.get(OWNER) == self.principal
+        )
 
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         """`session/close`: cancel the session's turn and free what it holds (MCP servers,
@@ -310,7 +329,7 @@ class SessionAgent(
         async with self._lifecycle.exclusive(session_id):
             session = self.sessions.pop(session_id, None)
             if session is None:
-                if self.store.get(session_id) is None:
+                if not self._owns(self.store.get(session_id)):
                     raise self._not_found(session_id)
                 return
             await self._stop(session)
@@ -331,6 +350,8 @@ class SessionAgent(
             session = self.sessions.pop(session_id, None)
             if session is not None:
                 await self._stop(session)
+            elif not self._owns(self.store.get(session_id)):
+                return  # unknown (or another principal's): deleting it is a no-op
             with refused_as_busy(session_id):
                 self.store.delete(session_id)
 
@@ -339,7 +360,7 @@ class SessionAgent(
         from acpstack.schema import v1_unstable as acpu
 
         self._require_auth()
-        if self.store.get(params.session_id) is None:
+        if not self._owns(self.store.get(params.session_id)):
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
         extra = dirs(params.additional_directories)
@@ -366,7 +387,7 @@ class SessionAgent(
         check_absolute(cwd, "cwd")
         async with self._lifecycle.exclusive(session_id):
             record = self.store.get(session_id)
-            if record is None:
+            if record is None or not self._owns(record):
                 raise self._not_found(session_id)
             hold(self.store, session_id)  # before the old copy lets go: no other process slips in
             try:

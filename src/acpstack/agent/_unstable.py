@@ -73,9 +73,12 @@ class UnstableSessionMethods(Agent):
         def _writing(self, session: Session) -> AbstractAsyncContextManager[None]:
             raise NotImplementedError
 
+        def _owns(self, record: SessionRecord | None) -> bool:
+            raise NotImplementedError
+
     def _record(self, session_id: str) -> SessionRecord:
         record = self.store.get(session_id)
-        if record is None:
+        if record is None or not self._owns(record):  # another principal's: unknown
             raise RequestError.resource_not_found(session_id)
         return record
 

@@ -1,8 +1,10 @@
 """`acpstack serve`: the reference agent (or any stdio agent, or a Python Agent) as a remote
 ACP server on http://HOST:PORT/acp and ws://HOST:PORT/acp.
 
-Safe by default: it binds 127.0.0.1, refuses any other address unless a token is set,
-checks Host and Origin against allowlists, and never logs the token. `GET /healthz`
+Safe by default: it binds 127.0.0.1, always asks for a token (none given: it makes one
+and prints the URL that carries it, as Jupyter does; `--no-token` serves loopback openly,
+with a warning), checks Host and Origin against allowlists, and never logs the token.
+`--token-file` lets several principals share the server, each seeing only its sessions. `GET /healthz`
 answers load balancers' checks (docs/deployment.md runs several behind HAProxy).
 """
 
@@ -13,6 +15,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -41,6 +44,17 @@ def add_parser(sub: Any) -> None:
     serve.add_argument("--token", help="require this token (visible in `ps`: prefer --token-env)")
     serve.add_argument(
         "--token-env", metavar="NAME", help="require the token held in this environment variable"
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="several principals: lines 'NAME TOKEN' ('#' starts a comment); each one's "
+        "sessions are its own",
+    )
+    serve.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without a token (loopback only): any local user or process can drive the agent",
     )
     serve.add_argument(
         "--allow-origin",
@@ -152,7 +166,11 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         format="%(asctime)s %(name)s: %(message)s",
     )
     token, problem = _token(args)
-    if problem is None and token is None and not is_loopback(args.host):
+    principals, file_problem = _token_file(args.token_file)
+    problem = problem or file_problem
+    if problem is None and args.no_token and (token or principals):
+        problem = "--no-token goes with no other token option"
+    if problem is None and args.no_token and not is_loopback(args.host):
         problem = f"refusing to serve on {args.host} without a token: anyone who can reach it could drive the agent (give --token-env NAME)"
     if problem is None and bool(args.tls_cert) != bool(args.tls_key):
         problem = "--tls-cert and --tls-key go together"
@@ -180,7 +198,7 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         sys.stderr.write(f"acpstack serve: {exc}\n")
         return 2
     try:
-        return _serve(args, source, what, token, hosts, _store_answers(stores))
+        return _serve(args, source, what, token, hosts, _store_answers(stores), principals)
     finally:
         for store in stores:
             store.close()  # a shared store lets other servers take this one's sessions
@@ -193,6 +211,7 @@ def _serve(
     token: str | None,
     hosts: list[str],
     readiness: Callable[[], bool] | None = None,
+    principals: dict[str, str] | None = None,
 ) -> int:
     from acpstack.server import (
         AgentServer,
@@ -203,10 +222,16 @@ def _serve(
     )
     from acpstack.transports import MissingExtraError
 
+    generated = None
+    if token is None and not principals and not args.no_token:
+        token = generated = secrets.token_urlsafe(24)  # as Jupyter does: printed once, below
     app = AgentServer(
         source,
         security=ServerSecurity(
-            token=token, allowed_hosts=hosts, allowed_origins=list(args.allow_origin)
+            token=token,
+            tokens=principals or {},
+            allowed_hosts=hosts,
+            allowed_origins=list(args.allow_origin),
         ),
         limits=ServerLimits(
             max_connections=args.max_connections,
@@ -230,8 +255,18 @@ def _serve(
         port = bound.getsockname()[1]
         sys.stderr.write(
             f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
-            f"{' (token required)' if token else ''}\n"
+            f"{' (token required)' if app.security.required else ''}\n"
         )
+        if args.no_token:  # after the line that says where it listens (scripts read it first)
+            sys.stderr.write(
+                "acpstack serve: WARNING: no token (--no-token): any user or process on this "
+                "machine can drive the agent, and run commands as you\n"
+            )
+        if generated is not None:
+            sys.stderr.write(
+                "acpstack serve: no token was given, so this one was made for this run; "
+                f"connect with\n    http{secure}://{host}:{port}/acp?token={generated}\n"
+            )
         sys.stderr.flush()
 
     from acpstack.rpc import run
@@ -295,6 +330,30 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
             return None, f"the environment variable {args.token_env} is empty or not set"
         return value, None
     return args.token or None, None
+
+
+def _token_file(path: str | None) -> tuple[dict[str, str], str | None]:
+    """--token-file: token -> principal name, from lines 'NAME TOKEN'."""
+    if path is None:
+        return {}, None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        return {}, f"cannot read the token file {path}: {exc.strerror}"
+    tokens: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            return {}, f"{path}, line {number}: expected 'NAME TOKEN'"
+        name, token = fields
+        if token in tokens:
+            return {}, f"{path}, line {number}: a token given twice"
+        tokens[token] = name
+    if not tokens:
+        return {}, f"the token file {path} names no token"
+    return tokens, None
 
 
 def _agent_source(

@@ -113,9 +113,11 @@ class AgentServer:
         if kind == "http" and scope["method"] == "OPTIONS":
             await self._preflight(headers, send, rejection is None)
             return
-        rejection = rejection or self.security.check_token(headers, scope.get("query_string", b""))
+        query = scope.get("query_string", b"")
+        rejection = rejection or self.security.check_token(headers, query)
+        principal = self.security.principal(headers, query)
         if kind == "websocket":
-            await serve_websocket(self, scope, receive, send, rejection)
+            await serve_websocket(self, scope, receive, send, rejection, principal)
             return
         if rejection is None:
             trust(scope)
@@ -128,11 +130,11 @@ class AgentServer:
                 headers=(*cors, *rejection.headers, *CLOSE),
             )
         elif scope["method"] == "POST":
-            await handle_post(self, headers, receive, send, cors)
+            await handle_post(self, headers, receive, send, cors, principal)
         elif scope["method"] == "GET":
-            await handle_get(self, headers, receive, send, cors)
+            await handle_get(self, headers, receive, send, cors, principal)
         elif scope["method"] == "DELETE":
-            await handle_delete(self, headers, send, cors)
+            await handle_delete(self, headers, send, cors, principal)
         else:
             await respond(
                 send,
@@ -216,13 +218,15 @@ class AgentServer:
             and len(self.connections) < self.limits.max_connections
         )
 
-    def new_connection(self, *, multiplex: bool) -> RemoteConnection:
+    def new_connection(self, *, multiplex: bool, principal: str | None = None) -> RemoteConnection:
         """Register a new remote connection (`multiplex`: a WebSocket's, whose one stream
-        carries everything); idle connections are reaped after `limits.idle_timeout`."""
+        carries everything) of `principal` (the token's name; None without tokens); idle
+        connections are reaped after `limits.idle_timeout`."""
         connection = RemoteConnection(
             str(uuid.uuid4()),
             self.limits,
             multiplex=multiplex,
+            principal=principal,
             on_closed=self._forget,
             on_turn_end=self._turn_ended,
         )
@@ -234,14 +238,17 @@ class AgentServer:
         """Start the connection's agent (in-process, or a subprocess for a command)."""
         await connection.start(self.agent, unstable=self.unstable, cwd=self.cwd, env=self.env)
 
-    def find_connection(self, headers: dict[str, str]) -> tuple[RemoteConnection | None, int, str]:
+    def find_connection(
+        self, headers: dict[str, str], principal: str | None = None
+    ) -> tuple[RemoteConnection | None, int, str]:
         """The open connection a request names in its connection header, or None with the
-        HTTP status and message to answer (400 without the header, 404 for an unknown one)."""
+        HTTP status and message to answer (400 without the header, 404 for an unknown one,
+        or one another principal opened)."""
         connection_id = headers.get(CONNECTION_HEADER.lower())
         if connection_id is None:
             return None, 400, f"missing {CONNECTION_HEADER}"
         connection = self.connections.get(connection_id)
-        if connection is None or connection.closed:
+        if connection is None or connection.closed or connection.principal != principal:
             return None, 404, f"unknown {CONNECTION_HEADER}"
         connection.touch()
         return connection, 200, ""
@@ -284,12 +291,14 @@ class AgentServer:
             self._reaper.cancel()  # it runs only while there are connections
             self._reaper = None
 
-    async def initialize_http(self, frame: bytes, env: Envelope, send: Send, cors: Headers) -> None:
+    async def initialize_http(
+        self, frame: bytes, env: Envelope, send: Send, cors: Headers, principal: str | None
+    ) -> None:
         """A new streamable HTTP connection: start its agent, answer with its initialize reply."""
         if not self.has_room():
             await respond(send, 503, "too many connections", headers=(*cors, ("Retry-After", "5")))
             return
-        connection = self.new_connection(multiplex=False)
+        connection = self.new_connection(multiplex=False, principal=principal)
         try:
             await self.start_agent(connection)
             answer = await connection.initialize(frame, env.id)

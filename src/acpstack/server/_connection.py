@@ -49,8 +49,10 @@ class RemoteConnection:
         multiplex: bool,
         on_closed: Callable[[RemoteConnection], None],
         on_turn_end: Callable[[], None] = lambda: None,
+        principal: str | None = None,
     ) -> None:
         self.id = connection_id
+        self.principal = principal  # whose token opened it (None: no tokens)
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
         self.link: AgentLink | None = None
@@ -87,6 +89,7 @@ class RemoteConnection:
             max_message_size=self.limits.max_message_size,
             cwd=cwd,
             env=env,
+            principal=self.principal,
         )
         log.info("connection %s: agent started (%s)", self.id, self.link.description)
         self.link.transport.start_reading(self._on_data, self._on_eof)

@@ -33,7 +33,12 @@ PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG, SERVICE_RESTART = 1002, 1011, 1009, 101
 
 
 async def serve_websocket(
-    app: AgentServer, scope: Scope, receive: Receive, send: Send, rejection: Rejection | None
+    app: AgentServer,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    rejection: Rejection | None,
+    principal: str | None = None,
 ) -> None:
     if (await receive())["type"] != "websocket.connect":
         return
@@ -42,7 +47,7 @@ async def serve_websocket(
     if rejection is not None:
         await _reject(scope, send, rejection)
         return
-    connection = app.new_connection(multiplex=True)
+    connection = app.new_connection(multiplex=True, principal=principal)
     await send(
         {"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]}
     )
