@@ -44,6 +44,8 @@ from acpstack.server._connection import InitializeFailed, RemoteConnection
 from acpstack.server._guard import GuardCounters, trust
 from acpstack.server._http import handle_delete, handle_get, handle_post
 from acpstack.server._limits import ServerLimits
+from acpstack.server._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from acpstack.server._metrics import ServerStats, render
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
 from acpstack.server._websocket import serve_websocket
 from acpstack.transports import CONNECTION_HEADER, Envelope
@@ -69,6 +71,7 @@ class AgentServer:
         health_path: str | None = "/healthz",
         ready_path: str | None = "/readyz",
         readiness: Callable[[], bool] | None = None,
+        metrics_path: str | None = "/metrics",
     ) -> None:
         self.agent = agent
         self.path: str = "/" + path.strip("/")
@@ -82,6 +85,8 @@ class AgentServer:
         self.env = env
         self.connections: dict[str, RemoteConnection] = {}
         self.guard = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
+        self.stats = ServerStats()  # what /metrics shows (the store's hooks are on it)
+        self.metrics_path = metrics_path
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
         self.draining = False
@@ -100,7 +105,8 @@ class AgentServer:
             await self._health(scope, send)
             return
         headers = header_map(scope)
-        if not self._on_path(scope):
+        metrics = kind == "http" and scope.get("path") == self.metrics_path
+        if not metrics and not self._on_path(scope):
             if kind == "http":
                 await respond(send, 404, "not found")
             else:
@@ -122,6 +128,9 @@ class AgentServer:
         if rejection is None:
             trust(scope)
         cors = self._cors(headers)
+        if metrics and rejection is None:
+            await self._metrics(send)
+            return
         if rejection is not None:
             await respond(
                 send,
@@ -178,6 +187,27 @@ class AgentServer:
                 return "not ready (the session store does not answer)"
         return None
 
+    async def _metrics(self, send: Send) -> None:
+        """Prometheus metrics (the token is asked for, as on the ACP endpoint)."""
+        try:
+            body = render(self.stats, self.guard, self._gauges)
+        except ImportError:
+            await respond(
+                send, 501, 'metrics need the prometheus_client package: pip install ".[metrics]"\n'
+            )
+            return
+        await respond(send, 200, body, content_type=METRICS_CONTENT_TYPE)
+
+    def _gauges(self) -> dict[str, float]:
+        live = list(self.connections.values())
+        return {
+            "connections": len(live),
+            "sessions": sum(len(c.session_ids) for c in live),
+            "turns_running": sum(len(c.turns) for c in live),
+            "untrusted_tcp_connections": len(self.guard.waiting),
+            "draining": float(self.draining),
+        }
+
     def _on_path(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")
         root: str = scope.get("root_path", "")
@@ -229,7 +259,9 @@ class AgentServer:
             principal=principal,
             on_closed=self._forget,
             on_turn_end=self._turn_ended,
+            stats=self.stats,
         )
+        self.stats.connections_opened += 1
         self.connections[connection.id] = connection
         self._start_reaper()
         return connection

@@ -23,12 +23,16 @@ import msgspec
 
 from acpstack.server._agents import AgentLink, AgentSource, start_agent
 from acpstack.server._limits import ServerLimits
+from acpstack.server._metrics import ServerStats
 from acpstack.server._streams import OutboundStream
 from acpstack.transports import Envelope, peek_envelope
 from acpstack.wire import FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.server")
 
+OPENING_METHODS = frozenset(
+    {"session/new", "session/load", "session/resume", "session/fork", "unstable_session/fork"}
+)
 REATTACH_METHODS = frozenset(
     {"session/load", "session/resume", "session/fork", "unstable_session/fork"}
 )
@@ -50,8 +54,13 @@ class RemoteConnection:
         on_closed: Callable[[RemoteConnection], None],
         on_turn_end: Callable[[], None] = lambda: None,
         principal: str | None = None,
+        stats: ServerStats | None = None,
     ) -> None:
         self.id = connection_id
+        self.stats = stats if stats is not None else ServerStats()
+        # sessions opened here (for the metrics), and the requests that may open one
+        self.session_ids: set[str] = set()
+        self._opening: dict[RequestId, str | None] = {}
         self.principal = principal  # whose token opened it (None: no tokens)
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
@@ -122,9 +131,17 @@ class RemoteConnection:
             return
         if env.session_id is not None or env.result_session_id is not None:
             self.opened_session = True
-        if env.kind == "response" and env.id in self.turns:
+        turn = env.kind == "response" and env.id in self.turns
+        self.stats.agent_said(frame, env.kind, env.method, turn)
+        if turn:
             self.turns.discard(env.id)
             self._on_turn_end()
+        if env.kind == "response" and env.id in self._opening:
+            asked = self._opening.pop(env.id)
+            opened = env.result_session_id or asked
+            if opened is not None and b'"error"' not in frame:
+                self.session_ids.add(opened)
+                self.stats.sessions_opened += 1
         pending = self._initialize
         if pending is not None and env.kind == "response" and env.id == pending[0]:
             self._initialize = None
@@ -201,6 +218,10 @@ class RemoteConnection:
             self.opened_session = True
         if env.kind == "request" and env.method == "session/prompt":
             self.turns.add(env.id)
+        elif env.kind == "request" and env.method in OPENING_METHODS:
+            self._opening[env.id] = env.session_id
+        elif env.kind == "request" and env.method == "session/close" and env.session_id:
+            self.session_ids.discard(env.session_id)
         if env.kind == "request" and not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
