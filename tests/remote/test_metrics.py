@@ -1,12 +1,14 @@
 """`/metrics`: a Prometheus scrape, parsed with the official parser, moves as sessions run
-(an `AgentServer` on uvicorn, a real socket on 127.0.0.1)."""
+(an `AgentServer` on uvicorn, a real socket on 127.0.0.1); `acpstack serve`'s JSON logs."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
-from _probe import Probe, prompt, request
-from _serving import load_scripted, running
+from _probe import INIT, Probe, prompt, request
+from _serving import SCRIPTED, load_scripted, running, serve_process
 from prometheus_client.parser import text_string_to_metric_families
 
 from acpstack.server import AgentServer, ServerSecurity
@@ -63,3 +65,14 @@ async def test_a_scrape_moves_as_sessions_run() -> None:
     assert during[("acp_turns_running", ())] == 0
     assert after[("acp_errors_total", (("code", "-32601"),))] == 1
     assert ("acp_store_batch_seconds_count", ()) in after  # a hook, fed by the store later
+
+
+async def test_json_logs_are_one_object_per_line() -> None:
+    with serve_process("--agent", SCRIPTED, "--log-format", "json", "-v") as served:
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert (await http.post(served.url, json=INIT)).status_code == 200
+        served.wait_line("agent started")
+    entries = [json.loads(line) for line in served.stderr if line.startswith("{")]
+    started = [e for e in entries if "agent started" in e["message"]]
+    assert started and started[0]["logger"] == "acpstack.server"
+    assert started[0]["level"] == "info" and started[0]["time"].endswith("+00:00")

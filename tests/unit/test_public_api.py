@@ -185,6 +185,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "Dispatcher",
         "ParamsDoNotMatchMethod",
         "RequestTimeout",
+        "disable_tracing",
+        "enable_tracing",
         "event_loop_name",
         "run",
     ],

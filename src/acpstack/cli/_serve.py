@@ -109,6 +109,18 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="on SIGTERM: how long running turns get to finish (default 30)",
     )
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per line on stderr, for log collectors",
+    )
+    serve.add_argument(
+        "--otel",
+        action="store_true",
+        help="OpenTelemetry spans for requests and turns (the otel extra; configure the SDK "
+        "and exporter with OTEL_* variables, e.g. under opentelemetry-instrument)",
+    )
     _add_reference_agent_options(serve)
     serve.add_argument(
         "-v",
@@ -165,6 +177,19 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s: %(message)s",
     )
+    if args.log_format == "json":
+        from acpstack.cli._jsonlog import JsonFormatter
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
+    if args.otel:
+        try:
+            from acpstack.rpc import enable_tracing
+
+            enable_tracing()
+        except ImportError:
+            sys.stderr.write('acpstack serve: --otel needs OpenTelemetry: pip install ".[otel]"\n')
+            return 2
     token, problem = _token(args)
     principals, file_problem = _token_file(args.token_file)
     problem = problem or file_problem
