@@ -92,9 +92,8 @@ class SessionAgent(
 
     name: str = "acpstack-agent"
     title: str | None = None
-    # Who this connection's sessions belong to (`acpstack serve` sets it from the token):
-    # new sessions record it (`meta["owner"]`), and list, load, resume, fork, close and
-    # delete treat another principal's session as unknown (-32002). None: no owners.
+    # whose sessions these are (`acpstack serve` sets it from the token): new ones record
+    # it, others' are unknown here (-32002; left out of lists). None: no owners.
     principal: str | None = None
     version: str = __version__
     protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
@@ -234,11 +233,10 @@ class SessionAgent(
             mcp_servers=[self.stored_mcp_server(s) for s in servers],
             mode_id=self.modes[0][0] if self.modes else None,
             config_values=self._default_config_values(),
-            meta={
-                **({SYSTEM_PROMPT: system_prompt} if system_prompt else {}),
-                **({OWNER: self.principal} if self.principal is not None else {}),
-            },
+            meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
+        if self.principal is not None:
+            record.meta[OWNER] = self.principal
         self.store.create(record)
         hold(self.store, record.session_id)
         session = self._session_of(record)

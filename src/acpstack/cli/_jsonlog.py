@@ -1,6 +1,6 @@
 """`acpstack serve --log-format json`: one JSON object per log line on stderr, for log
 collectors (time, level, logger, message, exception; the trace and span ids when a span is
-current and tracing is on)."""
+current)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from typing import Any
 
 import msgspec
 
-from acpstack.rpc._tracing import tracing
+try:  # the otel extra: trace ids in the lines when a span is current
+    from opentelemetry import trace
+except ImportError:
+    trace = None  # type: ignore[assignment]
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,9 +26,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        if tracing():
-            from opentelemetry import trace
-
+        if trace is not None:
             context = trace.get_current_span().get_span_context()
             if context.is_valid:
                 entry["trace_id"] = format(context.trace_id, "032x")

@@ -85,6 +85,19 @@ def add_parser(sub: Any) -> None:
         help="an agent served in this process (the reference agent, --agent) also offers "
         "ACP's unstable methods (fork, titles, archive...); a stdio agent decides for itself",
     )
+    _add_limit_options(serve)
+    _add_reference_agent_options(serve)
+    serve.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log connections (and agents' stderr) to stderr",
+    )
+    _add_agent_choice(serve)
+
+
+def _add_limit_options(serve: Any) -> None:
+    """Limits, timeouts and what the server reports (logs, traces)."""
     serve.add_argument("--max-connections", type=int, default=1024)
     serve.add_argument("--max-message-size", type=int, default=16 * 1024 * 1024, metavar="BYTES")
     serve.add_argument(
@@ -121,14 +134,6 @@ def add_parser(sub: Any) -> None:
         help="OpenTelemetry spans for requests and turns (the otel extra; configure the SDK "
         "and exporter with OTEL_* variables, e.g. under opentelemetry-instrument)",
     )
-    _add_reference_agent_options(serve)
-    serve.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="log connections (and agents' stderr) to stderr",
-    )
-    _add_agent_choice(serve)
 
 
 def _add_reference_agent_options(serve: Any) -> None:
@@ -282,16 +287,8 @@ def _serve(
             f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
             f"{' (token required)' if app.security.required else ''}\n"
         )
-        if args.no_token:  # after the line that says where it listens (scripts read it first)
-            sys.stderr.write(
-                "acpstack serve: WARNING: no token (--no-token): any user or process on this "
-                "machine can drive the agent, and run commands as you\n"
-            )
-        if generated is not None:
-            sys.stderr.write(
-                "acpstack serve: no token was given, so this one was made for this run; "
-                f"connect with\n    http{secure}://{host}:{port}/acp?token={generated}\n"
-            )
+        # after the line that says where it listens (scripts read that one first)
+        _say_token(args.no_token, generated, f"http{secure}://{host}:{port}/acp")
         sys.stderr.flush()
 
     from acpstack.rpc import run
@@ -326,6 +323,19 @@ def _store_answers(stores: list[Any]) -> Callable[[], bool] | None:
         return True
 
     return check
+
+
+def _say_token(no_token: bool, generated: str | None, url: str) -> None:
+    if no_token:
+        sys.stderr.write(
+            "acpstack serve: WARNING: no token (--no-token): any user or process on this "
+            "machine can drive the agent, and run commands as you\n"
+        )
+    if generated is not None:
+        sys.stderr.write(
+            "acpstack serve: no token was given, so this one was made for this run; "
+            f"connect with\n    {url}?token={generated}\n"
+        )
 
 
 def _named_agent(name: str) -> list[str]:
