@@ -4,6 +4,7 @@ against `AgentServer` on uvicorn over a real socket on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 
@@ -158,3 +159,22 @@ async def test_sigterm_drains_acpstack_serve() -> None:
             await probe.aclose()
         # it exits on its own once the turn is over (uvicorn re-raises the SIGTERM it caught)
         assert await asyncio.to_thread(served.proc.wait, 20) == -signal.SIGTERM
+
+
+async def test_a_drained_websocket_is_told_to_reconnect_with_1012() -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    app = AgentServer(load_scripted().ScriptedAgent)
+    async with running(app) as url:
+        async with connect("ws" + url[4:]) as ws:
+            await ws.send(json.dumps(INIT))
+            assert json.loads(await ws.recv())["id"] == 0
+            # the application's own doing (uvicorn, stopping, would say 1012 too)
+            assert await app.drain() is True
+            await app.aclose()
+            with pytest.raises(ConnectionClosed):
+                async with asyncio.timeout(15):
+                    while True:
+                        await ws.recv()
+            assert ws.close_code == 1012
