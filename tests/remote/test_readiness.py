@@ -60,16 +60,28 @@ async def test_readyz_follows_the_store_and_the_connection_count() -> None:
 
 async def test_a_readiness_check_that_hangs_is_not_ready() -> None:
     release = threading.Event()
+    started = 0
+
+    def hangs() -> bool:
+        nonlocal started
+        started += 1
+        return release.wait(30)
+
     app = AgentServer(
         load_scripted().ScriptedAgent,
         limits=ServerLimits(readiness_timeout=0.2),
-        readiness=lambda: release.wait(30),
+        readiness=hangs,
     )
     async with running(app) as url:
         try:
-            assert await checks(url) == (200, 503)
+            for _ in range(3):
+                assert await checks(url) == (200, 503)
+            assert started == 1  # the later checks wait on the one that hangs
         finally:
             release.set()
+        async with asyncio.timeout(10):
+            while await checks(url) != (200, 200):  # the store answers again
+                await asyncio.sleep(0.05)
 
 
 async def test_a_drain_lets_the_running_turn_finish_and_refuses_newcomers() -> None:

@@ -78,6 +78,7 @@ class AgentServer:
         self.health_path = health_path
         self.ready_path = ready_path
         self.readiness = readiness  # blocking (a store query): runs in a thread
+        self._readiness_check: asyncio.Future[bool] | None = None
         self.security: ServerSecurity = security or ServerSecurity()
         self.limits: ServerLimits = limits or ServerLimits()
         self.unstable = unstable
@@ -177,9 +178,17 @@ class AgentServer:
 
     async def _not_ready(self) -> str | None:
         if self.readiness is not None:
+            # one check at a time: the checks of a hung store share it (no thread each)
+            check = self._readiness_check
+            if check is None or check.done():
+                check = self._readiness_check = asyncio.ensure_future(
+                    asyncio.to_thread(self.readiness)
+                )
+                # its failure is read by whoever waits; if nobody does any more, here
+                check.add_done_callback(lambda done: done.cancelled() or done.exception())
             try:
                 async with asyncio.timeout(self.limits.readiness_timeout):
-                    ready = await asyncio.to_thread(self.readiness)
+                    ready = await asyncio.shield(check)
             except Exception as exc:  # the check's own failure is "not ready", not a 500
                 log.info("readiness check failed: %r", exc)
                 ready = False
