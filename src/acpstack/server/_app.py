@@ -6,12 +6,11 @@ agent command; the agent ends with the connection.
 
 `GET /healthz` (`health_path`) answers 200 while the process is alive (503 once it has
 closed its connections); it touches neither the store nor the agents. `GET /readyz`
-(`ready_path`) answers 200 when the server takes new connections: not full, not draining,
-and `readiness` (e.g. "the session store answers") holds. Neither needs a token, and
-neither says anything about sessions.
-
-`/readyz` says 404 while the server is full or draining (no new clients, but keep the
-connections it holds: HAProxy's `http-check disable-on-404`), 503 when `readiness` fails.
+(`ready_path`) answers 200 when the server takes new connections, 404 while it is full or
+draining (no new clients, but keep the connections it holds: HAProxy's
+`http-check disable-on-404`), 503 when `readiness` (e.g. "the session store answers")
+fails. Neither needs a token, and neither says anything about sessions. `GET /metrics`
+(`metrics_path`, with the token) is for Prometheus.
 
 `drain()` (what `serve_remote` does on SIGTERM): new connections get 503 and `/readyz`
 404, running turns get up to `limits.drain_timeout` to finish, then every connection
