@@ -52,6 +52,7 @@ def start_server(python: str, max_connections: int) -> tuple[subprocess.Popen[st
         f"{HERE / 'peers' / 'acpstack_agent.py'}:BenchAgent",
         "--max-connections",
         str(max_connections),
+        "--no-token",  # loopback, and the benchmark's clients carry none
     ]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None

@@ -408,7 +408,7 @@ def test_serve_starts_an_agent_by_name(files: Files, tmp_path: Path) -> None:
     fake_tool(bin_dir, "npx")
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
     serve = subprocess.Popen(
-        [*ACPSTACK, "serve", "test-agent", "--port", "0"],
+        [*ACPSTACK, "serve", "test-agent", "--port", "0", "--no-token"],
         env=env,
         stderr=subprocess.PIPE,
         text=True,

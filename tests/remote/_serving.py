@@ -82,6 +82,15 @@ class Served:
             self._lines.put(line)
         self._lines.put(None)
 
+    def wait_line(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        """The first line from now on that `pattern` matches."""
+        while True:
+            line = self._lines.get(timeout=timeout)
+            assert line is not None, f"acpstack serve exited: {''.join(self.stderr)}"
+            match = re.search(pattern, line)
+            if match:
+                return match
+
     def wait_url(self, timeout: float = 30) -> str:
         while True:
             try:
@@ -107,11 +116,19 @@ class Served:
         return self.proc.wait(timeout=20)
 
 
+TOKEN_OPTIONS = ("--token", "--token-env", "--token-file", "--no-token")
+
+
 @contextlib.contextmanager
 def serve_process(
-    *args: str, env: dict[str, str] | None = None, wait: bool = True
+    *args: str, env: dict[str, str] | None = None, wait: bool = True, open_by_default: bool = True
 ) -> Iterator[Served]:
+    """`acpstack serve --port 0 ARGS`; without a token option in ARGS, with `--no-token`
+    (the tests' clients carry no token unless they give one) unless `open_by_default` is
+    False."""
     argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0", *args]
+    if open_by_default and not any(arg.split("=")[0] in TOKEN_OPTIONS for arg in args):
+        argv.insert(argv.index("--port"), "--no-token")
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,

@@ -190,6 +190,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "ParamsDoNotMatchMethod",
         "RequestTimeout",
         "Writer",
+        "disable_tracing",
+        "enable_tracing",
         "event_loop_name",
         "run",
     ],

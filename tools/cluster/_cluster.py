@@ -135,6 +135,8 @@ class Cluster(Service):
         for _ in range(self.count):
             argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0"]
             argv += ["--agent", self.agent, "--max-connections", "4096"]
+            if not any(a.startswith("--token") for a in self.serve_args):
+                argv.append("--no-token")  # the clients here connect without one
             # As docs/deployment.md advises behind a load balancer: a connection whose
             # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
             argv += ["--idle-timeout", "20", *self.serve_args]

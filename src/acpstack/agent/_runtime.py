@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.agent")
 T = TypeVar("T")
 MODE_CONFIG_ID = "mode"
+OWNER = "owner"  # key in SessionRecord.meta: the principal that created the session
 
 
 class SessionAgent(Agent):
@@ -107,6 +108,9 @@ class SessionAgent(Agent):
 
     name: str = "acpstack-agent"
     title: str | None = None
+    # whose sessions these are (`acpstack serve` sets it from the token): new ones record
+    # it, others' are unknown here (-32002; left out of lists). None: no owners.
+    principal: str | None = None
     version: str = __version__
     protocol_versions: tuple[int, ...] = (1, 2)  # v2 (a draft) only when the client asks for it
 
@@ -247,6 +251,8 @@ class SessionAgent(Agent):
             config_values=self._default_config_values(),
             meta={SYSTEM_PROMPT: system_prompt} if system_prompt else {},
         )
+        if self.principal is not None:
+            record.meta[OWNER] = self.principal
         await self._stored(self.store.create, record)
         await hold(self.store, record.session_id)
         session = self._session_of(record)
@@ -321,11 +327,19 @@ class SessionAgent(Agent):
         cursor = params.cursor if isinstance(params.cursor, str) else None
         archived: Any = self.archive_filter(params)
         try:
-            return await self._stored(
+            records, next_cursor = await self._stored(
                 self.store.list_sessions, cwd=cwd, cursor=cursor, archived=archived
             )
         except ValueError as exc:
             raise RequestError.invalid_params({"cursor": cursor}, str(exc)) from None
+        # another principal's sessions are left out (a page may come out shorter)
+        return [r for r in records if self._owns(r)], next_cursor
+
+    def _owns(self, record: SessionRecord | None) -> bool:
+        """Whether this connection's principal may see and drive the stored session."""
+        return record is not None and (
+            self.principal is None or record.meta.get(OWNER) == self.principal
+        )
 
     async def session_close(self, params: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         """`session/close`: cancel the session's turn and free what it holds (MCP servers,
@@ -337,7 +351,7 @@ class SessionAgent(Agent):
         async with self._lifecycle.exclusive(session_id):
             session = self.sessions.pop(session_id, None)
             if session is None:
-                if await self._stored(self.store.get, session_id) is None:
+                if not self._owns(await self._stored(self.store.get, session_id)):
                     raise self._not_found(session_id)
                 return
             await self._stop(session)
@@ -358,6 +372,8 @@ class SessionAgent(Agent):
             session = self.sessions.pop(session_id, None)
             if session is not None:
                 await self._stop(session)
+            elif not self._owns(await self._stored(self.store.get, session_id)):
+                return  # unknown (or another principal's): deleting it is a no-op
             with refused_as_busy(session_id):
                 await self._stored(self.store.delete, session_id)
 
@@ -366,7 +382,7 @@ class SessionAgent(Agent):
         from acpstack.schema import v1_unstable as acpu
 
         self._require_auth()
-        if await self._stored(self.store.get, params.session_id) is None:
+        if not self._owns(await self._stored(self.store.get, params.session_id)):
             raise RequestError.resource_not_found(params.session_id)
         new_id = uuid.uuid4().hex
         extra = dirs(params.additional_directories)
@@ -397,11 +413,10 @@ class SessionAgent(Agent):
         check_absolute(cwd, "cwd")
         async with self._lifecycle.exclusive(session_id):
             record = await self._stored(self.store.get, session_id)
-            if record is None:
+            if record is None or not self._owns(record):
                 raise self._not_found(session_id)
-            await hold(
-                self.store, session_id
-            )  # before the old copy lets go: no other process slips in
+            # held before the old copy lets go: no other process slips in
+            await hold(self.store, session_id)
             try:
                 old = self.sessions.pop(session_id, None)
                 if old is not None:
@@ -974,7 +989,7 @@ class SessionAgent(Agent):
 
     async def _record(self, session_id: str) -> SessionRecord:
         record = await self._stored(self.store.get, session_id)
-        if record is None:
+        if record is None or not self._owns(record):  # another principal's: unknown
             raise RequestError.resource_not_found(session_id)
         return record
 

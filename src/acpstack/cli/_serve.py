@@ -1,8 +1,10 @@
 """`acpstack serve`: the reference agent (or any stdio agent, or a Python Agent) as a remote
 ACP server on http://HOST:PORT/acp and ws://HOST:PORT/acp.
 
-Safe by default: it binds 127.0.0.1, refuses any other address unless a token is set,
-checks Host and Origin against allowlists, and never logs the token. `GET /healthz`
+Safe by default: it binds 127.0.0.1, always asks for a token (none given: it makes one
+and prints the URL that carries it, as Jupyter does; `--no-token` serves loopback openly,
+with a warning), checks Host and Origin against allowlists, and never logs the token.
+`--token-file` lets several principals share the server, each seeing only its sessions. `GET /healthz`
 answers load balancers' checks (docs/deployment.md runs several behind HAProxy).
 """
 
@@ -13,6 +15,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -43,6 +46,17 @@ def add_parser(sub: Any) -> None:
         "--token-env", metavar="NAME", help="require the token held in this environment variable"
     )
     serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="several principals: lines 'NAME TOKEN' ('#' starts a comment); each one's "
+        "sessions are its own",
+    )
+    serve.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without a token (loopback only): any local user or process can drive the agent",
+    )
+    serve.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -71,6 +85,19 @@ def add_parser(sub: Any) -> None:
         help="an agent served in this process (the reference agent, --agent) also offers "
         "ACP's unstable methods (fork, titles, archive...); a stdio agent decides for itself",
     )
+    _add_limit_options(serve)
+    _add_reference_agent_options(serve)
+    serve.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log connections (and agents' stderr) to stderr",
+    )
+    _add_agent_choice(serve)
+
+
+def _add_limit_options(serve: Any) -> None:
+    """Limits, timeouts and what the server reports (logs, traces)."""
     serve.add_argument("--max-connections", type=int, default=1024)
     serve.add_argument("--max-message-size", type=int, default=16 * 1024 * 1024, metavar="BYTES")
     serve.add_argument(
@@ -80,14 +107,33 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="close connections nobody listens to after this long",
     )
-    _add_reference_agent_options(serve)
     serve.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="log connections (and agents' stderr) to stderr",
+        "--sessionless-idle-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close connections that never opened a session, with nobody listening, after "
+        "this long (default 30)",
     )
-    _add_agent_choice(serve)
+    serve.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM: how long running turns get to finish (default 30)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per line on stderr, for log collectors",
+    )
+    serve.add_argument(
+        "--otel",
+        action="store_true",
+        help="OpenTelemetry spans for requests and turns (the otel extra; configure the SDK "
+        "and exporter with OTEL_* variables, e.g. under opentelemetry-instrument)",
+    )
 
 
 def _add_reference_agent_options(serve: Any) -> None:
@@ -136,8 +182,25 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s: %(message)s",
     )
+    if args.log_format == "json":
+        from acpstack.cli._jsonlog import JsonFormatter
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
+    if args.otel:
+        try:
+            from acpstack.rpc import enable_tracing
+
+            enable_tracing()
+        except ImportError:
+            sys.stderr.write('acpstack serve: --otel needs OpenTelemetry: pip install ".[otel]"\n')
+            return 2
     token, problem = _token(args)
-    if problem is None and token is None and not is_loopback(args.host):
+    principals, file_problem = _token_file(args.token_file)
+    problem = problem or file_problem
+    if problem is None and args.no_token and (token or principals):
+        problem = "--no-token goes with no other token option"
+    if problem is None and args.no_token and not is_loopback(args.host):
         problem = f"refusing to serve on {args.host} without a token: anyone who can reach it could drive the agent (give --token-env NAME)"
     if problem is None and bool(args.tls_cert) != bool(args.tls_key):
         problem = "--tls-cert and --tls-key go together"
@@ -165,14 +228,20 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         sys.stderr.write(f"acpstack serve: {exc}\n")
         return 2
     try:
-        return _serve(args, source, what, token, hosts)
+        return _serve(args, source, what, token, hosts, _store_answers(stores), principals)
     finally:
         for store in stores:
             store.close()  # a shared store lets other servers take this one's sessions
 
 
 def _serve(
-    args: argparse.Namespace, source: Any, what: str, token: str | None, hosts: list[str]
+    args: argparse.Namespace,
+    source: Any,
+    what: str,
+    token: str | None,
+    hosts: list[str],
+    readiness: Callable[[], bool] | None = None,
+    principals: dict[str, str] | None = None,
 ) -> int:
     from acpstack.server import (
         AgentServer,
@@ -183,17 +252,26 @@ def _serve(
     )
     from acpstack.transports import MissingExtraError
 
+    generated = None
+    if token is None and not principals and not args.no_token:
+        token = generated = secrets.token_urlsafe(24)  # as Jupyter does: printed once, below
     app = AgentServer(
         source,
         security=ServerSecurity(
-            token=token, allowed_hosts=hosts, allowed_origins=list(args.allow_origin)
+            token=token,
+            tokens=principals or {},
+            allowed_hosts=hosts,
+            allowed_origins=list(args.allow_origin),
         ),
         limits=ServerLimits(
             max_connections=args.max_connections,
             max_message_size=args.max_message_size,
             idle_timeout=args.idle_timeout,
+            sessionless_idle_timeout=args.sessionless_idle_timeout,
+            drain_timeout=args.drain_timeout,
         ),
         unstable=args.unstable,
+        readiness=readiness,
     )
     try:
         sock = bind_socket(args.host, args.port)
@@ -207,8 +285,10 @@ def _serve(
         port = bound.getsockname()[1]
         sys.stderr.write(
             f"acpstack serve: {what} on http{secure}://{host}:{port}/acp and ws{secure}://{host}:{port}/acp"
-            f"{' (token required)' if token else ''}\n"
+            f"{' (token required)' if app.security.required else ''}\n"
         )
+        # after the line that says where it listens (scripts read that one first)
+        _say_token(args.no_token, generated, f"http{secure}://{host}:{port}/acp")
         sys.stderr.flush()
 
     from acpstack.rpc import run
@@ -230,6 +310,32 @@ def _serve(
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _store_answers(stores: list[Any]) -> Callable[[], bool] | None:
+    """`/readyz`'s check: the reference agent's session store answers a query."""
+    if not stores:
+        return None
+    store = stores[0]
+
+    def check() -> bool:
+        store.get("readyz-probe")  # any answer will do; an error or a hang is "not ready"
+        return True
+
+    return check
+
+
+def _say_token(no_token: bool, generated: str | None, url: str) -> None:
+    if no_token:
+        sys.stderr.write(
+            "acpstack serve: WARNING: no token (--no-token): any user or process on this "
+            "machine can drive the agent, and run commands as you\n"
+        )
+    if generated is not None:
+        sys.stderr.write(
+            "acpstack serve: no token was given, so this one was made for this run; "
+            f"connect with\n    {url}?token={generated}\n"
+        )
 
 
 def _named_agent(name: str) -> list[str]:
@@ -259,6 +365,30 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
             return None, f"the environment variable {args.token_env} is empty or not set"
         return value, None
     return args.token or None, None
+
+
+def _token_file(path: str | None) -> tuple[dict[str, str], str | None]:
+    """--token-file: token -> principal name, from lines 'NAME TOKEN'."""
+    if path is None:
+        return {}, None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        return {}, f"cannot read the token file {path}: {exc.strerror}"
+    tokens: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            return {}, f"{path}, line {number}: expected 'NAME TOKEN'"
+        name, token = fields
+        if token in tokens:
+            return {}, f"{path}, line {number}: a token given twice"
+        tokens[token] = name
+    if not tokens:
+        return {}, f"the token file {path} names no token"
+    return tokens, None
 
 
 def _agent_source(

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from acpstack.rpc import _tracing
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import TypedRequests
 from acpstack.rpc._writer import Writer
@@ -415,6 +416,9 @@ class Connection(TypedRequests):
         # One coroutine per inbound request (no nested helper coroutines: each costs a frame).
         if self._unstarted:
             self._unstarted.discard(event.id)
+        span = None
+        if _tracing.tracing():  # a span for the handler, continuing the trace in `_meta`
+            span, token = _tracing.start_server_span(event.method, event.params)
         try:
             if self._peer_cancelled and event.id in self._peer_cancelled:
                 raise asyncio.CancelledError  # cancelled by the peer before it started
@@ -443,6 +447,8 @@ class Connection(TypedRequests):
                 frame = self._internal_error(event, "could not encode the result of %s")
             self._send(frame)
         finally:
+            if span is not None:
+                _tracing.end_server_span(span, token)
             self._running -= 1
             self._inbound.pop(event.id, None)
             self._peer_cancelled.discard(event.id)
@@ -476,6 +482,9 @@ class Connection(TypedRequests):
         # `request` (typed per method in _generated_requests.py) calls this.
         if self._closed is not None:
             raise self._closed
+        span = None
+        if _tracing.tracing():  # its context goes to the peer in `params._meta`
+            span, params = _tracing.start_client_span(method, params)
         rid, frame, _call = self.state.start_request(method, params, check_gate=check_gate)
         fut: asyncio.Future[Any] = self._loop.create_future()
         self._futures[rid] = fut
@@ -493,6 +502,8 @@ class Connection(TypedRequests):
             raise
         finally:
             self._futures.pop(rid, None)
+            if span is not None:
+                span.end()
 
     def _cancel_outbound(self, rid: Any) -> None:
         if self._closed is not None:

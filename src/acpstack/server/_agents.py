@@ -8,13 +8,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 
-from acpstack.agent import Agent, connect_agent
+from acpstack.agent import Agent, SessionAgent, connect_agent
 from acpstack.rpc import Connection
 from acpstack.server._pipe import pipe_pair
 from acpstack.transports import SubprocessTransport, Transport
 
 log = logging.getLogger("acpstack.server")
 
+PRINCIPAL_ENV = "ACPSTACK_PRINCIPAL"
 AgentFactory = Callable[[], Agent]
 AgentSource = AgentFactory | Sequence[str] | str
 
@@ -43,18 +44,29 @@ async def start_agent(
     max_message_size: int,
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    principal: str | None = None,
 ) -> AgentLink:
+    """`principal` (whose token opened the connection) becomes a `SessionAgent`'s
+    `principal` (its sessions are theirs alone), or a process's `ACPSTACK_PRINCIPAL`."""
     if callable(source):
-        return _start_in_process(source, unstable=unstable, max_message_size=max_message_size)
+        return _start_in_process(
+            source, unstable=unstable, max_message_size=max_message_size, principal=principal
+        )
+    if principal is not None:
+        env = {**(env or {}), PRINCIPAL_ENV: principal}  # on top of ours
     transport = await SubprocessTransport.spawn(
         source, cwd=cwd, env=env, stderr_callback=lambda line: log.info("agent %s: %s", label, line)
     )
     return AgentLink(transport, None, f"process {transport.pid}")
 
 
-def _start_in_process(factory: AgentFactory, *, unstable: bool, max_message_size: int) -> AgentLink:
+def _start_in_process(
+    factory: AgentFactory, *, unstable: bool, max_message_size: int, principal: str | None
+) -> AgentLink:
     ours, theirs = pipe_pair()
     agent = factory()
+    if isinstance(agent, SessionAgent):
+        agent.principal = principal
     connection = connect_agent(
         agent, theirs, unstable=unstable, max_message_size=max_message_size, framing="ndjson"
     )

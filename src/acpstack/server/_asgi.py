@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
@@ -12,6 +13,10 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = Sequence[tuple[str, str]]
+
+# on an answer that refuses a request: the server closes the connection after it rather
+# than read (and throw away) whatever body the client still sends
+CLOSE: tuple[tuple[str, str], ...] = (("Connection", "close"),)
 
 
 def header_map(scope: Scope) -> dict[str, str]:
@@ -55,21 +60,42 @@ def jsonrpc_error(request_id: Any, code: int, message: str) -> bytes:
     )
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None when it is larger than `limit` (or the client left)."""
+class BodyRefused(Exception):
+    """A request body that is not read to its end: the status and message to answer
+    (the connection is then closed, so the rest of the body is never read)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_body(
+    receive: Receive, limit: int, timeout: float, declared: str | None = None
+) -> bytes | None:
+    """The whole request body, or None when the client left. Raises `BodyRefused` (413)
+    when it is larger than `limit`, at once when `declared` (Content-Length) says so, and
+    (408) when it has not all come within `timeout` seconds."""
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise BodyRefused(413, f"a message may hold at most {limit} bytes")
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise BodyRefused(413, f"a message may hold at most {limit} bytes")
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    break
+    except TimeoutError:
+        raise BodyRefused(408, f"the body did not come within {timeout:g} s") from None
+    # one copy at most: the chunks are dropped as soon as they are joined
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def start_message(status: int, headers: Headers) -> Message:

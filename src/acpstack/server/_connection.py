@@ -23,12 +23,16 @@ import msgspec
 
 from acpstack.server._agents import AgentLink, AgentSource, start_agent
 from acpstack.server._limits import ServerLimits
+from acpstack.server._metrics import ServerStats
 from acpstack.server._streams import OutboundStream
 from acpstack.transports import Envelope, peek_envelope
 from acpstack.wire import FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.server")
 
+OPENING_METHODS = frozenset(
+    {"session/new", "session/load", "session/resume", "session/fork", "unstable_session/fork"}
+)
 REATTACH_METHODS = frozenset(
     {"session/load", "session/resume", "session/fork", "unstable_session/fork"}
 )
@@ -48,8 +52,16 @@ class RemoteConnection:
         *,
         multiplex: bool,
         on_closed: Callable[[RemoteConnection], None],
+        on_turn_end: Callable[[], None] = lambda: None,
+        principal: str | None = None,
+        stats: ServerStats | None = None,
     ) -> None:
         self.id = connection_id
+        self.stats = stats if stats is not None else ServerStats()
+        # sessions opened here (for the metrics), and the requests that may open one
+        self.session_ids: set[str] = set()
+        self._opening: dict[RequestId, str | None] = {}
+        self.principal = principal  # whose token opened it (None: no tokens)
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
         self.link: AgentLink | None = None
@@ -61,6 +73,11 @@ class RemoteConnection:
         self.buffered: int = 0
         self.paused_since: float | None = None
         self.last_active: float = time.monotonic()
+        # whether any message named a session: one that never did is reaped sooner
+        self.opened_session: bool = False
+        # the ids of `session/prompt` requests not answered yet (a drain waits for them)
+        self.turns: set[RequestId] = set()
+        self._on_turn_end = on_turn_end
         self.closed: bool = False
         self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
@@ -81,6 +98,7 @@ class RemoteConnection:
             max_message_size=self.limits.max_message_size,
             cwd=cwd,
             env=env,
+            principal=self.principal,
         )
         log.info("connection %s: agent started (%s)", self.id, self.link.description)
         self.link.transport.start_reading(self._on_data, self._on_eof)
@@ -111,6 +129,19 @@ class RemoteConnection:
         except msgspec.DecodeError:
             log.warning("connection %s: the agent sent something that is not JSON", self.id)
             return
+        if env.session_id is not None or env.result_session_id is not None:
+            self.opened_session = True
+        turn = env.kind == "response" and env.id in self.turns
+        self.stats.agent_said(frame, env.kind, env.method, turn)
+        if turn:
+            self.turns.discard(env.id)
+            self._on_turn_end()
+        if env.kind == "response" and env.id in self._opening:
+            asked = self._opening.pop(env.id)
+            opened = env.result_session_id or asked
+            if opened is not None and b'"error"' not in frame:
+                self.session_ids.add(opened)
+                self.stats.sessions_opened += 1
         pending = self._initialize
         if pending is not None and env.kind == "response" and env.id == pending[0]:
             self._initialize = None
@@ -183,6 +214,14 @@ class RemoteConnection:
 
     async def deliver(self, frame: bytes, env: Envelope, header_session: str | None) -> None:
         """Pass a client message on to the agent, remembering where its answer goes."""
+        if env.session_id is not None:
+            self.opened_session = True
+        if env.kind == "request" and env.method == "session/prompt":
+            self.turns.add(env.id)
+        elif env.kind == "request" and env.method in OPENING_METHODS:
+            self._opening[env.id] = env.session_id
+        elif env.kind == "request" and env.method == "session/close" and env.session_id:
+            self.session_ids.discard(env.session_id)
         if env.kind == "request" and not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
@@ -194,7 +233,9 @@ class RemoteConnection:
         self.touch()
         if self.closed or self.link is None:
             raise ConnectionResetError("the connection is closed")
-        self.link.transport.write(frame + b"\n")
+        # two writes, not `frame + b"\n"`: no second copy of a large message
+        self.link.transport.write(frame)
+        self.link.transport.write(b"\n")
         await self.link.transport.drain()
 
     # -- closing -------------------------------------------------------------------------
@@ -208,6 +249,7 @@ class RemoteConnection:
             await self.done.wait()
             return
         self.closed = True
+        self.turns.clear()
         self.connection_stream.close()
         for stream in self.sessions.values():
             stream.close()

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from acpstack.server._asgi import (
+    CLOSE,
+    BodyRefused,
     Headers,
     Receive,
     Send,
@@ -51,30 +53,37 @@ SSE_HEADERS = (
 
 
 async def handle_post(
-    app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers
+    app: AgentServer,
+    headers: dict[str, str],
+    receive: Receive,
+    send: Send,
+    cors: Headers,
+    principal: str | None = None,
 ) -> None:
     if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-        await respond(send, 415, "Content-Type must be application/json", headers=cors)
+        await respond(send, 415, "Content-Type must be application/json", headers=(*cors, *CLOSE))
         return
-    body = await read_body(receive, app.limits.max_message_size)
-    if body is None:
-        await respond(
-            send,
-            413,
-            f"a message may hold at most {app.limits.max_message_size} bytes",
-            headers=cors,
+    limits = app.limits
+    try:
+        body = await read_body(
+            receive, limits.max_message_size, limits.body_timeout, headers.get("content-length")
         )
+    except BodyRefused as exc:
+        await respond(send, exc.status, str(exc), headers=(*cors, *CLOSE))
         return
+    if body is None:
+        return  # the client left
     if body.lstrip()[:1] == b"[":
-        await _post_batch(app, headers, body, send, cors)
+        await _post_batch(app, headers, body, send, cors, principal)
         return
     try:
         env = peek_envelope(body)
-    except msgspec.DecodeError:
+    except msgspec.DecodeError as exc:
+        reason = "nested too deeply" if "nested too deeply" in str(exc) else "not JSON"
         await respond_json(
             send,
             400,
-            jsonrpc_error(None, PARSE_ERROR, "Parse error: the body is not JSON"),
+            jsonrpc_error(None, PARSE_ERROR, f"Parse error: the body is {reason}"),
             headers=cors,
         )
         return
@@ -89,9 +98,9 @@ async def handle_post(
                 send, 400, f"{env.method} is not allowed on an existing connection", headers=cors
             )
             return
-        await app.initialize_http(single_line(body), env, send, cors)
+        await app.initialize_http(single_line(body), env, send, cors, principal)
         return
-    status, text = await _deliver(app, headers, single_line(body), env)
+    status, text = await _deliver(app, headers, single_line(body), env, principal)
     await respond(send, status, text, headers=cors)
 
 
@@ -104,9 +113,13 @@ def _check(app: AgentServer, env: Envelope) -> str | None:
 
 
 async def _deliver(
-    app: AgentServer, headers: dict[str, str], frame: bytes, env: Envelope
+    app: AgentServer,
+    headers: dict[str, str],
+    frame: bytes,
+    env: Envelope,
+    principal: str | None = None,
 ) -> tuple[int, str]:
-    connection, status, text = app.find_connection(headers)
+    connection, status, text = app.find_connection(headers, principal)
     if connection is None:
         return status, text
     header_session = headers.get("acp-session-id")
@@ -124,7 +137,12 @@ async def _deliver(
 
 
 async def _post_batch(
-    app: AgentServer, headers: dict[str, str], body: bytes, send: Send, cors: Headers
+    app: AgentServer,
+    headers: dict[str, str],
+    body: bytes,
+    send: Send,
+    cors: Headers,
+    principal: str | None,
 ) -> None:
     if not app.limits.accept_batches:
         await respond_json(
@@ -136,7 +154,7 @@ async def _post_batch(
         return
     try:
         items = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         await respond_json(
             send,
             400,
@@ -157,14 +175,19 @@ async def _post_batch(
             return
     status, text = 400, "empty batch"
     for frame, env in zip(frames, envelopes, strict=True):
-        status, text = await _deliver(app, headers, frame, env)
+        status, text = await _deliver(app, headers, frame, env, principal)
         if status != 202:
             break
     await respond(send, status, text, headers=cors)
 
 
 async def handle_get(
-    app: AgentServer, headers: dict[str, str], receive: Receive, send: Send, cors: Headers
+    app: AgentServer,
+    headers: dict[str, str],
+    receive: Receive,
+    send: Send,
+    cors: Headers,
+    principal: str | None = None,
 ) -> None:
     if "websocket" in headers.get("upgrade", "").lower():
         await respond(send, 426, "this server does not accept WebSocket upgrades", headers=cors)
@@ -173,7 +196,7 @@ async def handle_get(
     if not any(kind in accept for kind in ("text/event-stream", "text/*", "*/*")):
         await respond(send, 406, "GET needs Accept: text/event-stream", headers=cors)
         return
-    connection, status, text = app.find_connection(headers)
+    connection, status, text = app.find_connection(headers, principal)
     if connection is None:
         await respond(send, status, text, headers=cors)
         return
@@ -238,9 +261,13 @@ async def _disconnected(receive: Receive) -> None:
 
 
 async def handle_delete(
-    app: AgentServer, headers: dict[str, str], send: Send, cors: Headers
+    app: AgentServer,
+    headers: dict[str, str],
+    send: Send,
+    cors: Headers,
+    principal: str | None = None,
 ) -> None:
-    connection, status, text = app.find_connection(headers)
+    connection, status, text = app.find_connection(headers, principal)
     if connection is None:
         await respond(send, status, text, headers=cors)
         return

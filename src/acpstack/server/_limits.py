@@ -30,3 +30,20 @@ class ServerLimits:
     keepalive_interval: float = 15.0
     # JSON-RPC batches: 501 by default; True handles each element on its own
     accept_batches: bool = False
+    # the request line and headers of one request; more get 431
+    max_header_bytes: int = 32 * 1024
+    # from a connection's first byte (or a kept-alive connection's next request) to the
+    # end of the headers; then 408 and the connection is closed
+    header_timeout: float = 10.0
+    # from the end of the headers to the end of the body; then 408 and closed
+    body_timeout: float = 30.0
+    # TCP connections that have not yet passed the token check; more are answered 503
+    # and closed at once (they would otherwise hold file descriptors)
+    max_untrusted_connections: int = 256
+    # a connection that never opened a session, with no receiver attached, is closed
+    # after this long (abandoned `initialize`s would otherwise hold connection slots)
+    sessionless_idle_timeout: float = 30.0
+    # on SIGTERM: how long running turns get to finish before every connection closes
+    drain_timeout: float = 30.0
+    # `/readyz`'s check of the session store; no answer in time is "not ready"
+    readiness_timeout: float = 2.0

@@ -11,11 +11,13 @@ import asyncio
 import importlib.util
 import logging
 import re
+import signal
 import socket
 from collections.abc import Callable
 from typing import Any
 
 from acpstack.server._app import AgentServer
+from acpstack.server._guard import guarded_protocol
 from acpstack.transports import require_extra
 
 log = logging.getLogger("acpstack.server")
@@ -47,10 +49,12 @@ async def serve_remote(
     log_level: str = "warning",
     on_ready: Callable[[socket.socket], None] | None = None,
     stop: asyncio.Event | None = None,
+    drain: asyncio.Event | None = None,
     asgi: Any = None,
 ) -> None:
     """Serve `app` until the process is told to stop (SIGINT or SIGTERM) or `stop` is set;
-    every connection's agent is stopped before this returns. `on_ready` gets the listening
+    every connection's agent is stopped before this returns. SIGTERM (or setting `drain`)
+    drains first: no new connections, running turns get `limits.drain_timeout` to end. `on_ready` gets the listening
     socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
     wrapped in your own middleware); `app`'s limits and shutdown still apply."""
     uvicorn: Any = require_extra("uvicorn")
@@ -58,7 +62,8 @@ async def serve_remote(
     sock = sock or bind_socket(host, port)
     config = uvicorn.Config(
         asgi if asgi is not None else app,
-        http="httptools" if importlib.util.find_spec("httptools") else "h11",
+        http=_http_protocol(app),
+        h11_max_incomplete_event_size=app.limits.max_header_bytes,
         ws="websockets-sansio",
         ws_max_size=app.limits.max_message_size,
         ws_per_message_deflate=False,
@@ -75,14 +80,40 @@ async def serve_remote(
     server = _server_class(uvicorn.Server)(
         config, app, (lambda: on_ready(sock)) if on_ready is not None else None
     )
-    stopper = asyncio.ensure_future(_stop_when(stop, server)) if stop is not None else None
+    stoppers = [
+        asyncio.ensure_future(_stop_when(event, server, draining))
+        for event, draining in ((stop, False), (drain, True))
+        if event is not None
+    ]
     try:
         await server.serve(sockets=[sock])
     finally:
-        if stopper is not None:
+        for stopper in stoppers:
             stopper.cancel()
         await app.aclose()
         sock.close()
+
+
+def _http_protocol(app: AgentServer) -> Any:
+    """httptools with the guard `_guard` adds (header size and time limits, the cap on
+    untrusted connections); h11 (its header limit only) when httptools is missing."""
+    if importlib.util.find_spec("httptools") is None:
+        return "h11"
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return guarded_protocol(HttpToolsProtocol, app.limits, app.guard)
+
+
+class _QuietHandshakeRefusals(logging.Filter):
+    """uvicorn logs an ERROR for every WebSocket handshake the application refuses with an
+    HTTP answer (401, 403, 421, 503): a client could fill the logs with them. The server
+    logs those refusals itself, at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.levelno >= logging.ERROR
+            and record.msg == "ASGI callable returned without completing handshake."
+        )
 
 
 class _Redact(logging.Filter):
@@ -108,13 +139,15 @@ _TOKEN_QUERY = re.compile(r"([?&]token=)[^&\s\"']*")
 def _redact_uvicorn_logs(token: str | None) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
-        for old in [f for f in logger.filters if isinstance(f, _Redact)]:
+        for old in [f for f in logger.filters if isinstance(f, _Redact | _QuietHandshakeRefusals)]:
             logger.removeFilter(old)
+        logger.addFilter(_QuietHandshakeRefusals())
         logger.addFilter(_Redact(token))
 
 
-async def _stop_when(stop: asyncio.Event, server: Any) -> None:
+async def _stop_when(stop: asyncio.Event, server: Any, drain: bool) -> None:
     await stop.wait()
+    server.drain = server.drain or drain
     server.should_exit = True
 
 
@@ -129,6 +162,12 @@ def _server_class(base: Any) -> Any:
             super().__init__(config)
             self.acp_app = app
             self.on_ready = on_ready
+            self.drain = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if sig == signal.SIGTERM:
+                self.drain = True
+            super().handle_exit(sig, frame)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -136,6 +175,8 @@ def _server_class(base: Any) -> Any:
                 self.on_ready()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if self.drain:  # still listening: /readyz says 503, new connections get 503
+                await self.acp_app.drain()
             await self.acp_app.aclose()
             await super().shutdown(sockets)
 

@@ -7,16 +7,20 @@ WebSocket hijacking) and the token.
   origin or be listed. "*" allows any origin.
 - Token: `Authorization: Bearer T`, `X-Secret-Key: T` (Goose) or `?token=T`, compared in
   constant time. Preflight requests (OPTIONS) carry no token and are answered without one.
+  Several tokens (`tokens`: token -> principal name) let several people share a server:
+  each connection belongs to the principal whose token opened it, and so do the sessions
+  it creates. `token` alone is the principal "default".
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+DEFAULT_PRINCIPAL = "default"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id"
 ALLOWED_HEADERS = "Content-Type, Authorization, X-Secret-Key, Acp-Connection-Id, Acp-Session-Id, Acp-Protocol-Version"
@@ -51,9 +55,27 @@ class ServerSecurity:
     token: str | None = None
     allowed_hosts: Sequence[str] = ()  # besides loopback names; "*" = any
     allowed_origins: Sequence[str] = ()  # besides loopback origins; "*" = any
+    tokens: Mapping[str, str] = field(default_factory=dict)  # token -> principal name
 
-    def __repr__(self) -> str:  # never show the token
-        return f"ServerSecurity(token={'set' if self.token else None}, allowed_hosts={list(self.allowed_hosts)!r}, allowed_origins={list(self.allowed_origins)!r})"
+    def __repr__(self) -> str:  # never show a token
+        return f"ServerSecurity(token={'set' if self.token else None}, tokens={len(self.tokens)}, allowed_hosts={list(self.allowed_hosts)!r}, allowed_origins={list(self.allowed_origins)!r})"
+
+    @property
+    def required(self) -> bool:
+        """Whether requests must carry a token."""
+        return self.token is not None or bool(self.tokens)
+
+    def principal(self, headers: dict[str, str], query_string: bytes) -> str | None:
+        """The name of the principal whose token the request carries (None: no token
+        matches, or none is required). Every known token is compared, in constant time."""
+        known = [(self.token, DEFAULT_PRINCIPAL)] if self.token is not None else []
+        known += list(self.tokens.items())
+        found = None
+        for offered in _offered_tokens(headers, query_string):
+            for token, name in known:
+                if hmac.compare_digest(offered.encode(), token.encode()) and found is None:
+                    found = name
+        return found
 
     def check_host(self, host: str | None) -> Rejection | None:
         """None when the Host header names this machine or an allowed host; else 421."""
@@ -87,12 +109,8 @@ class ServerSecurity:
     def check_token(self, headers: dict[str, str], query_string: bytes) -> Rejection | None:
         """None when no token is asked for or one offered matches (compared in constant
         time); else 401 with `WWW-Authenticate`."""
-        if self.token is None:
+        if not self.required or self.principal(headers, query_string) is not None:
             return None
-        expected = self.token.encode()
-        for offered in _offered_tokens(headers, query_string):
-            if hmac.compare_digest(offered.encode(), expected):
-                return None
         return Rejection(
             401, "missing or wrong token", (("WWW-Authenticate", 'Bearer realm="acp"'),)
         )

@@ -29,11 +29,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.server")
 
-PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG = 1002, 1011, 1009
+PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG, SERVICE_RESTART = 1002, 1011, 1009, 1012
 
 
 async def serve_websocket(
-    app: AgentServer, scope: Scope, receive: Receive, send: Send, rejection: Rejection | None
+    app: AgentServer,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    rejection: Rejection | None,
+    principal: str | None = None,
 ) -> None:
     if (await receive())["type"] != "websocket.connect":
         return
@@ -42,7 +47,7 @@ async def serve_websocket(
     if rejection is not None:
         await _reject(scope, send, rejection)
         return
-    connection = app.new_connection(multiplex=True)
+    connection = app.new_connection(multiplex=True, principal=principal)
     await send(
         {"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]}
     )
@@ -55,6 +60,8 @@ async def serve_websocket(
         await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
         if reader.done():
             close_code = reader.result()
+        elif app.draining:
+            close_code = SERVICE_RESTART  # reconnect (through a load balancer: elsewhere)
     finally:
         reader.cancel()
         await connection.aclose()
@@ -125,6 +132,7 @@ async def _pump(stream: OutboundStream, send: Send) -> None:
 
 
 async def _reject(scope: Scope, send: Send, rejection: Rejection) -> None:
+    log.info("WebSocket handshake refused: %d %s", rejection.status, rejection.message)
     if "websocket.http.response" in scope.get("extensions", {}):
         body = rejection.message.encode()
         headers = [

@@ -50,11 +50,15 @@ INVALID = Envelope("invalid")
 
 
 def peek_envelope(message: bytes) -> Envelope:
-    """Classify one JSON message; raises msgspec.DecodeError when it is not JSON at all."""
+    """Classify one JSON message; raises msgspec.DecodeError when it is not JSON at all
+    (or is nested deeper than the interpreter's recursion limit)."""
     try:
-        p = _peek_decoder.decode(message)
-    except msgspec.ValidationError:
-        return _peek_loose(msgspec.json.decode(message))
+        try:
+            p = _peek_decoder.decode(message)
+        except msgspec.ValidationError:
+            return _peek_loose(msgspec.json.decode(message))
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None
     return _classify(p.id, p.method, p.params, p.result, p.error)
 
 

@@ -1,0 +1,135 @@
+"""What uvicorn's httptools protocol lacks against hostile clients, added in a subclass:
+
+- a limit on the request line and headers (431 past `max_header_bytes`; httptools has
+  none, so one client streaming an endless header froze the server);
+- a deadline for them (408 after `header_timeout`: uvicorn arms no timer before the
+  first request, so slowloris connections were held forever);
+- a cap on connections that have not yet passed the token check (`max_untrusted_connections`):
+  past it, the oldest of them is answered 503 and closed, so idle sockets cannot use up
+  the process's file descriptors, and a newcomer (an editor reconnecting) still gets in.
+
+A request that passed the token check marks its connection trusted through
+`scope["extensions"]["acpstack.trust"]` (see `trust`). Body deadlines, `Connection: close`
+after a refusal and the size limit of a body are the application's (`_asgi.read_body`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from acpstack.server._asgi import Scope
+from acpstack.server._limits import ServerLimits
+
+log = logging.getLogger("acpstack.server")
+
+TRUST_EXTENSION = "acpstack.trust"
+
+
+class GuardCounters:
+    """The server-wide counts the guard keeps (read by `/metrics` and the tests)."""
+
+    def __init__(self) -> None:
+        # the untrusted connections, oldest first (a dict keeps insertion order)
+        self.waiting: dict[Any, None] = {}
+        self.evicted = 0
+        self.header_too_large = 0
+        self.header_timeouts = 0
+
+
+def trust(scope: Scope) -> None:
+    """Mark the request's connection as past the token check (no-op on other servers)."""
+    mark: Callable[[], None] | None = scope.get("extensions", {}).get(TRUST_EXTENSION)
+    if mark is not None:
+        mark()
+
+
+def _plain(status: bytes, text: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: " + str(len(text)).encode() + b"\r\nconnection: close\r\n\r\n" + text
+    )
+
+
+def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -> Any:
+    """A subclass of uvicorn's `HttpToolsProtocol` (`base`) that enforces `limits`."""
+
+    class GuardedHttpProtocol(base):  # type: ignore[misc]
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            self._header_bytes = 0
+            self._reading_headers = True
+            self._header_timer: asyncio.TimerHandle | None = None
+            counters.waiting[self] = None
+            while len(counters.waiting) > limits.max_untrusted_connections:
+                oldest = next(iter(counters.waiting))
+                counters.evicted += 1
+                oldest._trust()
+                oldest._refuse(b"503 Service Unavailable", b"too many connections\n")
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            self._cancel_header_timer()
+            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_late)
+
+        def _cancel_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_late(self) -> None:
+            self._header_timer = None
+            if self._reading_headers and not self.transport.is_closing():
+                counters.header_timeouts += 1
+                self._refuse(b"408 Request Timeout", b"the request's headers came too slowly\n")
+
+        def _refuse(self, status: bytes, text: bytes) -> None:
+            self._reading_headers = False
+            self._cancel_header_timer()
+            if self.transport.is_closing():
+                return
+            if self.cycle is None or self.cycle.response_complete:  # not mid-answer
+                self.transport.write(_plain(status, text))
+            self.transport.close()
+
+        def _trust(self) -> None:
+            counters.waiting.pop(self, None)
+
+        def data_received(self, data: bytes) -> None:
+            if self.transport.is_closing():
+                return  # refused: what the client still sends is not read
+            if self._reading_headers:
+                self._header_bytes += len(data)
+            super().data_received(data)
+            if self._reading_headers and self._header_bytes > limits.max_header_bytes:
+                counters.header_too_large += 1
+                self._refuse(b"431 Request Header Fields Too Large", b"headers too large\n")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if not self._reading_headers:  # the next request on a kept-alive connection
+                self._reading_headers = True
+                self._header_bytes = 0
+                self._arm_header_timer()
+
+        def on_headers_complete(self) -> None:
+            self._reading_headers = False
+            self._cancel_header_timer()
+            self.scope["extensions"] = {TRUST_EXTENSION: self._trust}
+            super().on_headers_complete()
+
+        def handle_websocket_upgrade(self) -> None:
+            # the socket now belongs to the WebSocket protocol, whose handshake the
+            # application answers at once: it no longer counts here
+            self._cancel_header_timer()
+            self._trust()
+            super().handle_websocket_upgrade()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_header_timer()
+            self._trust()
+            super().connection_lost(exc)
+
+    return GuardedHttpProtocol

@@ -1,0 +1,138 @@
+"""What an operator can see of a running server: counts kept as plain numbers while it
+runs (no dependency, a few additions per message), turned into Prometheus metrics only
+when `/metrics` is scraped (`prometheus_client`, the `metrics` extra).
+
+The session store's batch latency and queue depth are hooks (`observe_store_batch`,
+`store_queue_depth`) for the store's writer to feed; until it does they stay at zero.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from acpstack.server._guard import GuardCounters
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Outcome(msgspec.Struct):
+    result: Any = None
+    error: Any = None
+
+
+_outcome = msgspec.json.Decoder(_Outcome)
+
+
+@dataclass
+class ServerStats:
+    """Counts since the server started (gauges are read from the server at scrape time)."""
+
+    connections_opened: int = 0
+    sessions_opened: int = 0
+    updates_sent: int = 0
+    turns: Counter[str] = field(default_factory=Counter)  # by outcome: stopReason or "error"
+    errors: Counter[int] = field(default_factory=Counter)  # JSON-RPC error answers, by code
+    store_batches: int = 0
+    store_batch_seconds: float = 0.0
+    store_queue_depth: int = 0
+
+    def observe_store_batch(self, seconds: float) -> None:
+        """Hook for the store's writer: one batch committed in `seconds`."""
+        self.store_batches += 1
+        self.store_batch_seconds += seconds
+
+    def agent_said(self, frame: bytes, kind: str, method: str | None, turn: bool) -> None:
+        """Count one message from an agent (`turn`: the answer to a `session/prompt`)."""
+        if kind == "notification":
+            if method == "session/update":
+                self.updates_sent += 1
+            return
+        if kind != "response" or (not turn and b'"error"' not in frame):
+            return
+        try:
+            answer = _outcome.decode(frame)
+        except (msgspec.DecodeError, RecursionError):
+            return
+        error = answer.error
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            self.errors[error["code"]] += 1
+        if turn:
+            result = answer.result
+            reason = result.get("stopReason") if isinstance(result, dict) else None
+            self.turns[reason if isinstance(reason, str) and error is None else "error"] += 1
+
+
+def render(
+    stats: ServerStats, guard: GuardCounters, gauges: Callable[[], dict[str, float]]
+) -> bytes:
+    """The Prometheus text exposition of everything above (needs `prometheus_client`)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        SummaryMetricFamily,
+    )
+
+    class Snapshot:
+        def collect(self) -> Iterator[Any]:
+            for name, value in gauges().items():
+                yield GaugeMetricFamily(f"acp_{name}", _HELP[name], value=value)
+            yield CounterMetricFamily(
+                "acp_connections_opened", "ACP connections opened", value=stats.connections_opened
+            )
+            yield CounterMetricFamily(
+                "acp_sessions_opened",
+                "sessions created, loaded or resumed",
+                value=stats.sessions_opened,
+            )
+            yield CounterMetricFamily(
+                "acp_updates_sent", "session/update notifications sent", value=stats.updates_sent
+            )
+            turns = CounterMetricFamily("acp_turns", "turns ended, by outcome", labels=["outcome"])
+            for outcome, count in sorted(stats.turns.items()):
+                turns.add_metric([outcome], count)
+            yield turns
+            errors = CounterMetricFamily(
+                "acp_errors", "JSON-RPC error answers from agents, by code", labels=["code"]
+            )
+            for code, count in sorted(stats.errors.items()):
+                errors.add_metric([str(code)], count)
+            yield errors
+            refused = CounterMetricFamily(
+                "acp_http_refused",
+                "TCP connections refused before a request was read, by reason",
+                labels=["reason"],
+            )
+            refused.add_metric(["header_too_large"], guard.header_too_large)
+            refused.add_metric(["header_timeout"], guard.header_timeouts)
+            refused.add_metric(["evicted"], guard.evicted)
+            yield refused
+            yield SummaryMetricFamily(
+                "acp_store_batch_seconds",
+                "session store batches committed, and the time they took",
+                count_value=stats.store_batches,
+                sum_value=stats.store_batch_seconds,
+            )
+            yield GaugeMetricFamily(
+                "acp_store_queue_depth",
+                "session store writes waiting for a batch",
+                value=stats.store_queue_depth,
+            )
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Snapshot())
+    return bytes(generate_latest(registry))
+
+
+_HELP = {
+    "connections": "ACP connections open",
+    "sessions": "sessions open on this server's connections",
+    "turns_running": "turns (session/prompt requests) not answered yet",
+    "untrusted_tcp_connections": "TCP connections that have not passed the token check",
+    "draining": "1 while the server drains (after SIGTERM)",
+}
