@@ -76,3 +76,25 @@ async def test_json_logs_are_one_object_per_line() -> None:
     started = [e for e in entries if "agent started" in e["message"]]
     assert started and started[0]["logger"] == "acpstack.server"
     assert started[0]["level"] == "info" and started[0]["time"].endswith("+00:00")
+
+
+async def test_the_reference_agents_store_feeds_the_batch_metrics(tmp_path: object) -> None:
+    # `acpstack serve` connects its store's writer to /metrics: after a turn, the batches
+    # that stored it are counted, and nothing waits.
+    from acpstack.client import ClientRuntime, connect_remote
+
+    store = f"{tmp_path}/s.sqlite3"
+    with serve_process(
+        "--store", store, "--token-env", "METRICS_TOKEN", env={"METRICS_TOKEN": TOKEN}
+    ) as served:
+        runtime = ClientRuntime()
+        async with connect_remote(
+            served.url, runtime, headers={"Authorization": f"Bearer {TOKEN}"}
+        ):
+            await runtime.initialize()
+            sid = (await runtime.new_session(str(tmp_path))).session_id
+            await runtime.prompt(sid, "hello")
+        after = await scrape(served.url)
+    assert after[("acp_store_batch_seconds_count", ())] >= 1
+    assert after[("acp_store_batch_seconds_sum", ())] > 0
+    assert after[("acp_store_queue_depth", ())] == 0

@@ -83,6 +83,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "connect_agent",
         "default_store_path",
         "diff_content",
+        "observe_store_batches",
         "open_store",
         "output_content",
         "run_agent",

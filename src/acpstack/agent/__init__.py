@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         Subagent,
     )
     from acpstack.agent._unstable import ProviderSettings
+    from acpstack.agent._writer import observe_store_batches
 
 _LAZY = {
     "CancelScope": "_cancel",
@@ -90,6 +91,7 @@ _LAZY = {
     "output_content": "_turn",
     "terminal_content": "_turn",
     "text_content": "_turn",
+    "observe_store_batches": "_writer",
 }
 
 __all__ = [
@@ -128,6 +130,7 @@ __all__ = [
     "connect_agent",
     "default_store_path",
     "diff_content",
+    "observe_store_batches",
     "open_store",
     "output_content",
     "run_agent",

@@ -178,6 +178,7 @@ class StoreWriter:
             while self._open is not None:
                 batch, self._open = self._open, None
                 assert self._thread is not None
+                started = loop.time()
                 try:
                     results = await loop.run_in_executor(
                         self._thread, self._append_many, batch.events
@@ -191,6 +192,8 @@ class StoreWriter:
                 self.batches += 1
                 self.pending -= len(batch.events)
                 batch.finish(results)
+                for observe in _observers.get(self.store, ()):
+                    observe(loop.time() - started, self.pending)
                 if self.pending < self.max_pending:
                     self._room.set()
         finally:
@@ -203,6 +206,15 @@ class StoreWriter:
 
 
 _writers: weakref.WeakKeyDictionary[Any, dict[int, StoreWriter]] = weakref.WeakKeyDictionary()
+BatchObserver = Callable[[float, int], None]
+_observers: weakref.WeakKeyDictionary[Any, list[BatchObserver]] = weakref.WeakKeyDictionary()
+
+
+def observe_store_batches(store: SessionStore, observer: BatchObserver) -> None:
+    """Call `observer(seconds, waiting)` on the event loop after each batch committed to
+    `store` (how long its commit took, how many events wait for the next one): for
+    metrics. Must not block."""
+    _observers.setdefault(store, []).append(observer)
 
 
 def writer_for(store: SessionStore) -> StoreWriter:
@@ -218,4 +230,4 @@ def writer_for(store: SessionStore) -> StoreWriter:
     return writer
 
 
-__all__ = ["Batch", "StoreWriter", "Ticket", "writer_for"]
+__all__ = ["Batch", "BatchObserver", "StoreWriter", "Ticket", "observe_store_batches", "writer_for"]

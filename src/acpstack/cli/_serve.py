@@ -228,7 +228,7 @@ def run_serve(args: argparse.Namespace, agent_command: list[str] | None) -> int:
         sys.stderr.write(f"acpstack serve: {exc}\n")
         return 2
     try:
-        return _serve(args, source, what, token, hosts, _store_answers(stores), principals)
+        return _serve(args, source, what, token, hosts, _store_answers(stores), principals, stores)
     finally:
         for store in stores:
             store.close()  # a shared store lets other servers take this one's sessions
@@ -242,6 +242,7 @@ def _serve(
     hosts: list[str],
     readiness: Callable[[], bool] | None = None,
     principals: dict[str, str] | None = None,
+    stores: list[Any] | None = None,
 ) -> int:
     from acpstack.server import (
         AgentServer,
@@ -273,6 +274,14 @@ def _serve(
         unstable=args.unstable,
         readiness=readiness,
     )
+    if stores:  # the reference agent's store feeds /metrics
+        from acpstack.agent import observe_store_batches
+
+        def batch_committed(seconds: float, waiting: int) -> None:
+            app.stats.observe_store_batch(seconds)
+            app.stats.store_queue_depth = waiting
+
+        observe_store_batches(stores[0], batch_committed)
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:

@@ -2,8 +2,9 @@
 runs (no dependency, a few additions per message), turned into Prometheus metrics only
 when `/metrics` is scraped (`prometheus_client`, the `metrics` extra).
 
-The session store's batch latency and queue depth are hooks (`observe_store_batch`,
-`store_queue_depth`) for the store's writer to feed; until it does they stay at zero.
+The session store's batch latency and queue depth are fed by the store's writer
+(`acpstack.agent.observe_store_batches`: `acpstack serve` connects its reference agent's
+store); with an agent of your own, connect it the same way.
 """
 
 from __future__ import annotations
