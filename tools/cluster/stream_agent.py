@@ -40,7 +40,7 @@ class StreamAgent(SessionAgent):
             return "end_turn"
         label, count = words[1], int(words[3])
         delay = float(os.environ.get("ACPSTACK_CHUNK_DELAY", "0.005"))
-        history = History.of(turn.session)
+        history = await History.of(turn.session)
         before = len(history.messages)
         history.append({"role": "user", "content": turn.text})
         for index in range(count):

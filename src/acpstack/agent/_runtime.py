@@ -574,6 +574,7 @@ class SessionAgent(Agent):
         """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
         turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
         session = turn.session
+        stop: acp.StopReason | None = None
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:

@@ -275,13 +275,7 @@ def _serve(
         readiness=readiness,
     )
     if stores:  # the reference agent's store feeds /metrics
-        from acpstack.agent import observe_store_batches
-
-        def batch_committed(seconds: float, waiting: int) -> None:
-            app.stats.observe_store_batch(seconds)
-            app.stats.store_queue_depth = waiting
-
-        observe_store_batches(stores[0], batch_committed)
+        _feed_store_metrics(stores[0], app)
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
@@ -319,6 +313,17 @@ def _serve(
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _feed_store_metrics(store: Any, app: Any) -> None:
+    """The store's writer reports each batch to /metrics (its latency, what waits)."""
+    from acpstack.agent import observe_store_batches
+
+    def batch_committed(seconds: float, waiting: int) -> None:
+        app.stats.observe_store_batch(seconds)
+        app.stats.store_queue_depth = waiting
+
+    observe_store_batches(store, batch_committed)
 
 
 def _store_answers(stores: list[Any]) -> Callable[[], bool] | None:

@@ -431,9 +431,9 @@ class Connection(TypedRequests):
         except RequestError as err:
             self._send(self.state.error(event.id, err))
         except ConnectionClosed as closed:
-            if self._closed is None:  # another connection's, not ours: a failure like any
+            if self._closed is None and not self._input_done:  # another connection's
                 self._send(self._internal_error(event, "handler for %s failed"))
-            else:  # ours closed (e.g. stdin EOF) while the handler waited on the peer
+            else:  # ours ended (e.g. stdin EOF) while the handler waited on the peer
                 log.info("%s not answered: %s", event.method, closed)
         except Exception:
             self._send(self._internal_error(event, "handler for %s failed"))
