@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.agent")
 
+YIELD_EVERY = 256  # events queued by a session between two chances for the writer to run
 UPDATE = "update"  # an update the agent sent
 PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
 
@@ -120,8 +121,14 @@ class Session:
         if writer.pending >= writer.max_pending:
             await writer.room()
         seq = self.log_nowait(kind, payload, deliver=deliver)
-        if seq is not None and deliver:
-            await self.deliver(payload, seq)
+        if seq is not None:
+            if deliver:
+                await self.deliver(payload, seq)
+        elif len(self._outbox) % YIELD_EVERY == 0:
+            # A turn that streams without awaiting anything else would otherwise queue
+            # until the queue is full before the writer and the delivery get a turn: let
+            # them commit and send what is queued while the turn goes on.
+            await asyncio.sleep(0)
 
     def log_nowait(self, kind: str, payload: bytes, *, deliver: bool = False) -> int | None:
         """`log` without waiting for room in the writer's queue. Returns the event's seq
