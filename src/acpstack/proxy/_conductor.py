@@ -87,21 +87,22 @@ class Conductor:
         env: dict[str, str] | None = None,
         record: str | None = None,
     ) -> None:
-        self.proxy_commands = list(proxies)
-        self.agent_command = agent
-        self.proxy_mode = agent is None
-        self.cwd, self.env = cwd, env
-        self.record = record
-        self.initialize_name = "_proxy/initialize" if legacy_names else "proxy/initialize"
-        self.successor_name = "_proxy/successor" if legacy_names else "proxy/successor"
+        self.proxy_commands: list[Command] = list(proxies)
+        self.agent_command: Command | None = agent
+        self.proxy_mode: bool = agent is None
+        self.cwd: str | None = cwd
+        self.env: dict[str, str] | None = env
+        self.record: str | None = record
+        self.initialize_name: str = "_proxy/initialize" if legacy_names else "proxy/initialize"
+        self.successor_name: str = "_proxy/successor" if legacy_names else "proxy/successor"
         self.upstream: Link | None = None
         self.components: list[Link] = []
         self.ended: ChainEnded | None = None
         self._done = asyncio.Event()
         # (link, id of its request) -> (link we forwarded it on, id there): for cancellation.
         self._relayed: dict[tuple[int, RequestId], tuple[Link, RequestId]] = {}
-        self.bridge = McpBridge(self)
-        self.agent_speaks_acp_mcp = False
+        self.bridge: McpBridge = McpBridge(self)
+        self.agent_speaks_acp_mcp: bool = False
 
     @property
     def depth(self) -> int:

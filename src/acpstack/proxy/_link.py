@@ -98,8 +98,8 @@ class Link:
         self.transport = transport
         self.name = name
         self.handler = handler
-        self.closed = False
-        self.close_reason = ""
+        self.closed: bool = False
+        self.close_reason: str = ""
         self._decoder = FrameDecoder(64 * 1024 * 1024, "ndjson")
         self._next_id = 0
         self._pending: dict[RequestId, Reply] = {}

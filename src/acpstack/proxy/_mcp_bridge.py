@@ -45,7 +45,7 @@ class McpBridge:
 
     def __init__(self, conductor: Conductor) -> None:
         self.conductor = conductor
-        self.token = secrets.token_hex(16)
+        self.token: str = secrets.token_hex(16)
         self._directory: str | None = None
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Task[None] | None = None

@@ -68,9 +68,9 @@ class Proxy:
     name = "proxy"
 
     def __init__(self) -> None:
-        self.successor_method = "proxy/successor"  # for requests; notifications:
-        self.successor_notification = "proxy/successor"
-        self.server_id = f"{self.name}-{uuid.uuid4().hex[:12]}"
+        self.successor_method: str = "proxy/successor"  # for requests; notifications:
+        self.successor_notification: str = "proxy/successor"
+        self.server_id: str = f"{self.name}-{uuid.uuid4().hex[:12]}"
         self.tools: dict[str, Callable[..., Any]] = {
             name: getattr(self, name)
             for name in dir(type(self))

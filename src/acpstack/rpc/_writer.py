@@ -20,7 +20,7 @@ class Writer:
 
     def __init__(self, transport: Transport, loop: asyncio.AbstractEventLoop) -> None:
         self.transport = transport
-        self.at_once = True
+        self.at_once: bool = True
         self._loop = loop
         self._out: list[bytes] = []
         self._out_size = 0

@@ -84,12 +84,12 @@ class AgentServer:
         self.cwd = cwd
         self.env = env
         self.connections: dict[str, RemoteConnection] = {}
-        self.guard = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
-        self.stats = ServerStats()  # what /metrics shows (the store's hooks are on it)
+        self.guard: GuardCounters = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
+        self.stats: ServerStats = ServerStats()  # what /metrics shows (the store's hooks are on it)
         self.metrics_path = metrics_path
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
-        self.draining = False
+        self.draining: bool = False
         self._turns_done = asyncio.Event()
 
     # -- ASGI -------------------------------------------------------------------------

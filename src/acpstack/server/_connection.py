@@ -57,7 +57,7 @@ class RemoteConnection:
         stats: ServerStats | None = None,
     ) -> None:
         self.id = connection_id
-        self.stats = stats if stats is not None else ServerStats()
+        self.stats: ServerStats = stats if stats is not None else ServerStats()
         # sessions opened here (for the metrics), and the requests that may open one
         self.session_ids: set[str] = set()
         self._opening: dict[RequestId, str | None] = {}
