@@ -120,22 +120,29 @@ async def test_acpstack_serve_otel_continues_the_clients_trace(
     assert answered.context.trace_id == client_prompt.context.trace_id
 
 
+def traced_chat(url: str, tmp_path: Path, *options: str) -> list[dict[str, Any]]:
+    """The records of `acpstack chat --json -p permission` against `url` (run with the
+    SDK set up, its own spans going to a file of its own)."""
+    env = {v: str(tmp_path / v) for v in XDG} | {"ACP_TEST_SPANS": str(tmp_path / "chat.jsonl")}
+    done = subprocess.run(
+        [sys.executable, *TRACED, "chat", "--url", url, "--cwd", str(tmp_path), *options]
+        + ["-p", "permission", "--approve-all", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
 def test_chat_json_shows_the_trace_ids_the_agents_requests_carry(tmp_path: Path) -> None:
     written = tmp_path / "spans.jsonl"
     env = {"ACP_TEST_SPANS": str(written)}
     with serve_process("--otel", "--agent", SCRIPTED, env=env, launcher=TRACED) as served:
-        done = subprocess.run(
-            [sys.executable, "-m", "acpstack", "chat", "--url", served.url, "--cwd", str(tmp_path)]
-            + ["-p", "permission", "--approve-all", "--json"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **{v: str(tmp_path / v) for v in XDG}},
-        )
-        assert done.returncode == 0, done.stderr
+        records = traced_chat(served.url, tmp_path)
         assert served.stop() == 0
-    records = [json.loads(line) for line in done.stdout.splitlines()]
     traced = [r for r in records if "traceId" in r]
     # the chat does not trace (its own requests carry none); the agent's request does
     assert [(r["direction"], r["message"]["method"]) for r in traced] == [
@@ -143,3 +150,20 @@ def test_chat_json_shows_the_trace_ids_the_agents_requests_carry(tmp_path: Path)
     ]
     (asked,) = spans_written(written)[("acp session/request_permission", "CLIENT")]
     assert (traced[0]["traceId"], traced[0]["spanId"]) == (asked["traceId"], asked["spanId"])
+
+
+def test_chat_otel_starts_the_trace_the_agent_continues(tmp_path: Path) -> None:
+    written = tmp_path / "spans.jsonl"
+    env = {"ACP_TEST_SPANS": str(written)}
+    with serve_process("--otel", "--agent", SCRIPTED, env=env, launcher=TRACED) as served:
+        records = traced_chat(served.url, tmp_path, "--otel")
+        assert served.stop() == 0
+    traced = {(r["direction"], r["message"].get("method")): r for r in records if "traceId" in r}
+    prompt = traced[("send", "session/prompt")]  # the chat's turn
+    (agent_prompt,) = spans_written(written)[("acp session/prompt", "SERVER")]
+    assert (agent_prompt["traceId"], agent_prompt["parentSpanId"]) == (
+        prompt["traceId"],
+        prompt["spanId"],
+    )
+    # the agent's request during the turn is in the chat's trace
+    assert traced[("recv", "session/request_permission")]["traceId"] == prompt["traceId"]
