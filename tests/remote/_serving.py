@@ -121,12 +121,16 @@ TOKEN_OPTIONS = ("--token", "--token-env", "--token-file", "--no-token")
 
 @contextlib.contextmanager
 def serve_process(
-    *args: str, env: dict[str, str] | None = None, wait: bool = True, open_by_default: bool = True
+    *args: str,
+    env: dict[str, str] | None = None,
+    wait: bool = True,
+    open_by_default: bool = True,
+    launcher: tuple[str, ...] = ("-m", "acpstack"),
 ) -> Iterator[Served]:
     """`acpstack serve --port 0 ARGS`; without a token option in ARGS, with `--no-token`
     (the tests' clients carry no token unless they give one) unless `open_by_default` is
-    False."""
-    argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0", *args]
+    False. `launcher`: how Python runs acpstack (a script that sets things up first)."""
+    argv = [sys.executable, *launcher, "serve", "--port", "0", *args]
     if open_by_default and not any(arg.split("=")[0] in TOKEN_OPTIONS for arg in args):
         argv.insert(argv.index("--port"), "--no-token")
     proc = subprocess.Popen(

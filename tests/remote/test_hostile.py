@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -265,4 +267,41 @@ async def test_refused_websocket_handshakes_log_no_error(
         for logger in loggers:
             logger.removeHandler(handler)
     assert [r.getMessage() for r in records if r.levelno > logging.INFO] == []
+    assert await healthz(port) == 200
+
+
+async def test_a_flood_of_refused_handshakes_logs_one_line_a_second(
+    server: tuple[AgentServer, int],
+) -> None:
+    app, port = server
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep(level=logging.DEBUG)
+    logger = logging.getLogger("acpstack.server")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    floods, started = 60, time.monotonic()
+    try:
+        for _ in range(floods):
+            raw = await Raw.open(port)
+            await raw.send(
+                b"GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                b"Sec-WebSocket-Version: 13\r\n\r\n"
+            )
+            assert status(await raw.answer()) == 401
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    elapsed = time.monotonic() - started
+    lines = [r.getMessage() for r in records if "handshake refused" in r.getMessage()]
+    assert 1 <= len(lines) <= int(elapsed) + 1  # one a second at most, whatever the load
+    # every refusal is accounted for: logged, counted in a later line, or still pending
+    counted = [int(m.group(1)) for line in lines if (m := re.search(r"and (\d+) more", line))]
+    assert len(lines) + sum(counted) + app.refusal_log.left_out == floods
     assert await healthz(port) == 200

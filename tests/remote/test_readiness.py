@@ -169,8 +169,8 @@ async def test_sigterm_drains_acpstack_serve() -> None:
                 assert done[-1]["result"]["stopReason"] == "end_turn"
         finally:
             await probe.aclose()
-        # it exits on its own once the turn is over (uvicorn re-raises the SIGTERM it caught)
-        assert await asyncio.to_thread(served.proc.wait, 20) == -signal.SIGTERM
+        # it exits on its own once the turn is over, and cleanly: the drain answered SIGTERM
+        assert await asyncio.to_thread(served.proc.wait, 20) == 0
 
 
 async def test_a_drained_websocket_is_told_to_reconnect_with_1012() -> None:

@@ -235,10 +235,7 @@ async def test_every_agent_process_ends_with_its_connection(tmp_path: Path) -> N
             )
             await dropped.aclose()  # gone without DELETE: the idle timeout ends it
             await _wait_for(lambda: sum(alive(p) for p in pids) == 1, 30)
-        assert served.stop() in (
-            0,
-            -15,
-        )  # SIGTERM with a connection still open (uvicorn re-raises it after shutting down)
+        assert served.stop() == 0  # SIGTERM with a connection still open: drained, exits 0
         await _wait_for(lambda: not any(alive(p) for p in pids), 15)
         for probe in (deleted, kept):
             await probe.aclose()

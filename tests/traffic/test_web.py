@@ -23,6 +23,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 AGENT = [sys.executable, str(HERE.parent / "conformance" / "peers" / "raw_agent.py")]
 XSS = '<img src=x onerror="document.title=1">'
+TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{SPAN_ID}-01"  # an editor's trace, carried in the prompt's _meta
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -90,7 +92,8 @@ def live(tmp_path: Path) -> Iterator[Live]:
         sid = new[0]["result"]["sessionId"]
         session.call(3, "session/new", {"cwd": 5, "mcpServers": []})  # invalid: error + violation
         prompt = [{"type": "text", "text": f"hello {XSS}"}]
-        session.call(4, "session/prompt", {"sessionId": sid, "prompt": prompt}, replies=2)
+        traced = {"sessionId": sid, "prompt": prompt, "_meta": {"traceparent": TRACEPARENT}}
+        session.call(4, "session/prompt", traced, replies=2)
         session.call(5, "_acpstack/unknown", {})  # -32601
         yield session
     finally:
@@ -157,6 +160,7 @@ def test_the_page_shows_the_timeline_pairs_errors_violations_and_conversation(li
     assert re.search(r'class="turn agent"[^>]*>.*?echo: hello &lt;img src=x', dom)
     assert "<img src" not in dom  # the agent's text is never markup
     assert "2 errors" in dom
+    assert f"trace {TRACE_ID[:8]}" in dom  # the prompt's row shows its trace
 
 
 def test_the_endpoints_need_the_token_and_a_loopback_host(live: Live) -> None:
@@ -174,6 +178,14 @@ def test_the_endpoints_need_the_token_and_a_loopback_host(live: Live) -> None:
     events = json.loads(body)
     assert status == 200 and [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[0]["method"] == "initialize" and events[1]["pair"] == 1
+
+
+def test_a_message_carrying_a_traceparent_has_its_trace_ids_in_the_events(live: Live) -> None:
+    status, body = get(live.url, urlsplit(live.url).path + "events.json")
+    traced = [e for e in json.loads(body) if "traceId" in e]
+    assert status == 200
+    assert [(e["method"], e["kind"]) for e in traced] == [("session/prompt", "request")]
+    assert (traced[0]["traceId"], traced[0]["spanId"]) == (TRACE_ID, SPAN_ID)
 
 
 def test_server_sent_events_resume_after_a_sequence_number(live: Live) -> None:

@@ -195,6 +195,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "enable_tracing",
         "event_loop_name",
         "run",
+        "trace_ids",
     ],
     "acpstack.schema": [
         "EXTENSIONS",

@@ -64,6 +64,13 @@ def add_parser(sub: Any) -> None:
         "-v", "--verbose", action="store_true", help="log what the client does to stderr"
     )
     chat.add_argument(
+        "--otel",
+        action="store_true",
+        help="OpenTelemetry spans for the chat's requests, their traceparent sent in _meta "
+        "(the otel extra; configure the SDK and exporter with OTEL_* variables, e.g. under "
+        "opentelemetry-instrument); --json shows the trace ids",
+    )
+    chat.add_argument(
         "--token-env",
         default="ACPSTACK_TOKEN",
         metavar="NAME",
@@ -138,7 +145,17 @@ def _add_session_setup(chat: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from acpstack.cli._chat import run_chat
 
-    return run_chat(build_options(args), verbose=args.verbose)
+    options = build_options(args)
+    if args.otel:
+        try:
+            from acpstack.rpc import enable_tracing
+
+            enable_tracing()
+        except ImportError:
+            raise CliError(
+                '--otel needs OpenTelemetry: pip install ".[otel]"', EXIT_USAGE
+            ) from None
+    return run_chat(options, verbose=args.verbose)
 
 
 def build_options(args: argparse.Namespace) -> ChatOptions:

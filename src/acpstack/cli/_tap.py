@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from acpstack.rpc import trace_ids
 from acpstack.transports import DataCallback, EofCallback, Transport
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder, FramingError, Oversized
 
@@ -26,7 +27,8 @@ OVERSIZED_PREFIX = 200
 
 def record_for(direction: str, event: bytes | Oversized | FramingError) -> dict[str, Any]:
     """One `--json` record: {"direction", "message"} for a message (the raw text when it is
-    not JSON), {"direction", "oversized": {size, prefix}} or {"direction", "framing_error"}."""
+    not JSON; plus "traceId" and "spanId" when its `_meta` carries a `traceparent`),
+    {"direction", "oversized": {size, prefix}} or {"direction", "framing_error"}."""
     if isinstance(event, Oversized):
         prefix = event.prefix[:OVERSIZED_PREFIX].decode("utf-8", errors="replace")
         return {"direction": direction, "oversized": {"size": event.size, "prefix": prefix}}
@@ -36,7 +38,9 @@ def record_for(direction: str, event: bytes | Oversized | FramingError) -> dict[
         message: Any = msgspec.json.decode(event)
     except Exception:  # not JSON, not UTF-8, nested too deep...: show what came
         message = event.decode("utf-8", errors="replace")
-    return {"direction": direction, "message": message}
+    record = {"direction": direction, "message": message}
+    ids = trace_ids(message)  # the W3C traceparent in its `_meta`, when it carries one
+    return {**record, **ids} if ids is not None else record
 
 
 class TapTransport:

@@ -10,7 +10,7 @@ from acpstack.rpc._dispatcher import (
 )
 from acpstack.rpc._generated_requests import ParamsDoNotMatchMethod
 from acpstack.rpc._run import event_loop_name, run
-from acpstack.rpc._tracing import disable_tracing, enable_tracing
+from acpstack.rpc._tracing import disable_tracing, enable_tracing, trace_ids
 from acpstack.rpc._writer import Writer
 
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "enable_tracing",
     "event_loop_name",
     "run",
+    "trace_ids",
 ]

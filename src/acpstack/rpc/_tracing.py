@@ -11,9 +11,13 @@ rest of the environment.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
+
+# W3C trace context: version-traceid-spanid-flags, lowercase hex
+TRACEPARENT = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 
 _tracer: Any = None
 _propagator: Any = None
@@ -94,3 +98,19 @@ def _with_meta(params: Any, carrier: dict[str, str]) -> Any:
         merged = {**(meta if isinstance(meta, dict) else {}), **carrier}
         return msgspec.structs.replace(params, meta=merged)
     return params  # no `_meta` to carry it (None params): the span stays local
+
+
+def trace_ids(message: Any) -> dict[str, str] | None:
+    """{"traceId", "spanId"} of the W3C `traceparent` a JSON-RPC message (decoded JSON)
+    carries in its params' or result's `_meta`; None when it carries none (or a malformed
+    one). Tracing need not be on: this is for tools that show traffic."""
+    if not isinstance(message, dict):
+        return None
+    for part in ("params", "result"):
+        body = message.get(part)
+        meta = body.get("_meta") if isinstance(body, dict) else None
+        value = meta.get("traceparent") if isinstance(meta, dict) else None
+        found = TRACEPARENT.fullmatch(value) if isinstance(value, str) else None
+        if found is not None:
+            return {"traceId": found.group(1), "spanId": found.group(2)}
+    return None

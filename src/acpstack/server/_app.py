@@ -46,7 +46,7 @@ from acpstack.server._limits import ServerLimits
 from acpstack.server._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from acpstack.server._metrics import ServerStats, render
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
-from acpstack.server._websocket import serve_websocket
+from acpstack.server._websocket import RefusalLog, serve_websocket
 from acpstack.transports import CONNECTION_HEADER, Envelope
 from acpstack.wire import INTERNAL_ERROR
 
@@ -86,6 +86,9 @@ class AgentServer:
         self.connections: dict[str, RemoteConnection] = {}
         self.guard: GuardCounters = GuardCounters()  # kept by `serve_remote`'s HTTP protocol
         self.stats: ServerStats = ServerStats()  # what /metrics shows (the store's hooks are on it)
+        self.refusal_log: RefusalLog = (
+            RefusalLog()
+        )  # refused WebSocket handshakes, one line a second
         self.metrics_path = metrics_path
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False

@@ -54,7 +54,8 @@ async def serve_remote(
 ) -> None:
     """Serve `app` until the process is told to stop (SIGINT or SIGTERM) or `stop` is set;
     every connection's agent is stopped before this returns. SIGTERM (or setting `drain`)
-    drains first: no new connections, running turns get `limits.drain_timeout` to end. `on_ready` gets the listening
+    drains first: no new connections, running turns get `limits.drain_timeout` to end;
+    then this returns (the SIGTERM is not raised again, so a drained process exits 0). `on_ready` gets the listening
     socket once requests are accepted. `asgi` runs instead of `app` when given (e.g. `app`
     wrapped in your own middleware); `app`'s limits and shutdown still apply."""
     uvicorn: Any = require_extra("uvicorn")
@@ -168,6 +169,10 @@ def _server_class(base: Any) -> Any:
             if sig == signal.SIGTERM:
                 self.drain = True
             super().handle_exit(sig, frame)
+            if sig == signal.SIGTERM and sig in getattr(self, "_captured_signals", []):
+                # the drain is the answer to SIGTERM: uvicorn would raise it again once
+                # serving ends, and the process would die of it instead of exiting 0
+                self._captured_signals.remove(sig)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)

@@ -5,7 +5,8 @@ The handshake answer (101) carries `Acp-Connection-Id`. The first message must b
 `initialize` (else the socket closes with 1002); the agent starts then. Binary frames are
 ignored; a batch gets one -32600 error unless batches are switched on; a message over the
 size limit closes with 1009. A refused handshake (bad Origin or Host, no token, too many
-connections) is answered with its HTTP status when the server supports it, else closed.
+connections) is answered with its HTTP status when the server supports it, else closed,
+and logged at most once a second (a client refused in a loop must not fill the logs).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -45,6 +48,7 @@ async def serve_websocket(
     if rejection is None and not app.has_room():
         rejection = Rejection(503, "too many connections")
     if rejection is not None:
+        app.refusal_log.refused(rejection)
         await _reject(scope, send, rejection)
         return
     connection = app.new_connection(multiplex=True, principal=principal)
@@ -131,8 +135,27 @@ async def _pump(stream: OutboundStream, send: Send) -> None:
             await stream.wait(3600.0)
 
 
+class RefusalLog:
+    """One INFO line a second at most about refused WebSocket handshakes; the next line
+    written says how many were left out meanwhile."""
+
+    def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.interval, self.clock = interval, clock
+        self._quiet_until = float("-inf")
+        self.left_out = 0
+
+    def refused(self, rejection: Rejection) -> None:
+        now = self.clock()
+        if now < self._quiet_until:
+            self.left_out += 1
+            return
+        self._quiet_until = now + self.interval
+        left_out, self.left_out = self.left_out, 0
+        more = f" (and {left_out} more not logged since the last line)" if left_out else ""
+        log.info("WebSocket handshake refused: %d %s%s", rejection.status, rejection.message, more)
+
+
 async def _reject(scope: Scope, send: Send, rejection: Rejection) -> None:
-    log.info("WebSocket handshake refused: %d %s", rejection.status, rejection.message)
     if "websocket.http.response" in scope.get("extensions", {}):
         body = rejection.message.encode()
         headers = [

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from acpstack.conformance import MessageValidator, SchemaUnavailable
+from acpstack.rpc import trace_ids
 from acpstack.traffic._record import Record, obj
 
 DETAIL_LIMIT = 20_000
@@ -106,7 +107,8 @@ class TrafficAnalyzer:
         An event is a JSON object: `seq`, `ts`, `from`, `kind` (request, notification,
         response, error, invalid or stderr), `summary`, `session` and `violations`
         (schema problems, answers to unknown ids); messages also carry `method`, `id`
-        and `detail` (the JSON, shortened). A response and its request are paired: each
+        and `detail` (the JSON, shortened), and `traceId` and `spanId` when their `_meta`
+        carries a W3C `traceparent`. A response and its request are paired: each
         gets the other's `seq` as `pair`, and `latency_ms`."""
         event: dict[str, Any] = {
             "seq": len(self.events) + 1,
@@ -134,6 +136,7 @@ class TrafficAnalyzer:
             event.update(kind="invalid", summary="not a JSON object")
             event["violations"].append("a JSON-RPC message is a JSON object")
             return
+        event.update(trace_ids(message) or {})
         method = message.get("method")
         params = obj(message.get("params"))
         answered: str | None = None
