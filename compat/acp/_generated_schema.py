@@ -302,14 +302,6 @@ class KillTerminalRequest(BaseModel):
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
-class CreateElicitationRequest(BaseModel):
-    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
-    message: Annotated[str, Field(alias='message')]
-    'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
-    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-
-
 class ElicitationSessionScope(BaseModel):
     'Session-scoped elicitation, optionally tied to a specific tool call.\n\nWhen `toolCallId` is set, the elicitation is tied to a specific tool call.\nThis is useful when an agent receives an elicitation from an MCP server\nduring a tool call and needs to redirect it to the user.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
@@ -452,20 +444,6 @@ class MultiSelectPropertySchema(BaseModel):
     'Default selected values.\n\nOptional. Omitted and `null` are equivalent and mean no default selections are provided.'
     field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-
-
-class ElicitationFormMode(BaseModel):
-    'Form-based elicitation mode where the client renders a form from the provided schema.'
-    requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
-    'A JSON Schema describing the form fields to present to the user.'
-
-
-class ElicitationUrlMode(BaseModel):
-    'URL-based elicitation mode where the client directs the user to a URL.'
-    elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
-    'The unique identifier for this elicitation.'
-    url: Annotated[str, Field(alias='url')]
-    'The URL to direct the user to.'
 
 
 class MessageMcpRequest(BaseModel):
@@ -820,20 +798,6 @@ class SessionMode(BaseModel):
     'Human-readable name shown for this protocol object.'
     description: Annotated[Optional[str], Field(alias='description')] = None
     'Optional human-readable details shown with this protocol object.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
-    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-
-
-class SessionConfigOption(BaseModel):
-    'A session configuration option selector and its current state.'
-    id: Annotated[SessionConfigId, Field(alias='id')]
-    'Unique identifier for the configuration option.'
-    name: Annotated[str, Field(alias='name')]
-    'Human-readable label for the option.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
-    'Optional description for the Client to display to the user.'
-    category: Annotated[Optional[SessionConfigOptionCategory], Field(alias='category')] = None
-    'Optional semantic category for this option (UX only).'
     field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
@@ -1282,16 +1246,6 @@ class ErrorStopReason(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nDetails of a failure that ended a child's foreground work."
     error: Annotated[Optional[Error], Field(alias='error')] = None
     'The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.'
-
-
-class IdleStateUpdate(BaseModel):
-    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
-    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
-    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
-    stop_reason: Annotated[Optional[str], Field(alias='stopReason')] = None
-    "Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.\n\nOptional. Omitted or `null` both mean the agent is not reporting a stop reason; a malformed value is treated the same way.\n\nSee protocol docs: [Current work state](https://agentclientprotocol.com/rfds/subagents#current-work-state)"
 
 
 class RequiresActionStateUpdate(BaseModel):
@@ -1750,16 +1704,6 @@ class SetSessionModeRequest(BaseModel):
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
-class SetSessionConfigOptionRequest(BaseModel):
-    'Request parameters for setting a session configuration option.'
-    session_id: Annotated[SessionId, Field(alias='sessionId')]
-    'The ID of the session to set the configuration option for.'
-    config_id: Annotated[SessionConfigId, Field(alias='configId')]
-    'The ID of the configuration option to set.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
-    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-
-
 class PromptRequest(BaseModel):
     "Request parameters for sending a user prompt to the agent.\n\nContains the user's message and any additional context.\n\nSee protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)"
     session_id: Annotated[SessionId, Field(alias='sessionId')]
@@ -1850,12 +1794,6 @@ class KillTerminalResponse(BaseModel):
     'Response to `terminal/kill` method'
     field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-
-
-class CreateElicitationResponse(BaseModel):
-    'Response from the client to an elicitation request.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
-    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ElicitationAcceptAction(BaseModel):
@@ -1990,6 +1928,76 @@ class EmbeddedResourceContentBlock(EmbeddedResource):
     type: Annotated[Literal['resource'], Field(alias='type')] = 'resource'
 
 
+class CreateFormSessionElicitationRequest(BaseModel):
+    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    message: Annotated[str, Field(alias='message')]
+    'A human-readable message describing what input is needed.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    mode: Annotated[Literal['form'], Field(alias='mode')] = 'form'
+    requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
+    'A JSON Schema describing the form fields to present to the user.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The session this elicitation is tied to.'
+    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
+
+
+class CreateFormRequestElicitationRequest(BaseModel):
+    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    message: Annotated[str, Field(alias='message')]
+    'A human-readable message describing what input is needed.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    mode: Annotated[Literal['form'], Field(alias='mode')] = 'form'
+    requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
+    'A JSON Schema describing the form fields to present to the user.'
+    request_id: Annotated[RequestId, Field(alias='requestId')]
+    'The request this elicitation is tied to.'
+
+
+class CreateUrlSessionElicitationRequest(BaseModel):
+    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    message: Annotated[str, Field(alias='message')]
+    'A human-readable message describing what input is needed.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
+    elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
+    'The unique identifier for this elicitation.'
+    url: Annotated[str, Field(alias='url')]
+    'The URL to direct the user to.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The session this elicitation is tied to.'
+    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
+
+
+class CreateUrlRequestElicitationRequest(BaseModel):
+    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    message: Annotated[str, Field(alias='message')]
+    'A human-readable message describing what input is needed.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
+    elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
+    'The unique identifier for this elicitation.'
+    url: Annotated[str, Field(alias='url')]
+    'The URL to direct the user to.'
+    request_id: Annotated[RequestId, Field(alias='requestId')]
+    'The request this elicitation is tied to.'
+
+
+class CreateOtherElicitationRequest(BaseModel):
+    'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    message: Annotated[str, Field(alias='message')]
+    'A human-readable message describing what input is needed.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    mode: Annotated[str, Field(alias='mode')]
+    'Custom or future elicitation mode.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
+
+
 class ElicitationStringPropertySchema(StringPropertySchema):
     'String property (or single-select enum when `enum`/`oneOf` is set).'
     type: Annotated[Literal['string'], Field(alias='type')] = 'string'
@@ -2015,21 +2023,56 @@ class ElicitationMultiSelectPropertySchema(MultiSelectPropertySchema):
     type: Annotated[Literal['array'], Field(alias='type')] = 'array'
 
 
-class ElicitationPropertySchemaVariant5(BaseModel):
+class ElicitationOtherPropertySchema(BaseModel):
     'Custom or future elicitation property schema.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.\n\nClients that do not understand this property schema type should preserve\nthe raw schema when storing, replaying, proxying, or forwarding\nelicitation requests. They MUST NOT render it as a known input control.'
     type: Annotated[str, Field(alias='type')]
     'Custom or future elicitation property schema type.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
-class StringMultiSelectItems(StringMultiSelectItems):
-    'Multi-select string items with plain string values.'
-    type: Annotated[Literal['string'], Field(alias='type')] = 'string'
-
-
-class MultiSelectItemsVariant1(BaseModel):
+class OtherMultiSelectItems(BaseModel):
     'Custom or future typed multi-select items.'
     type: Annotated[str, Field(alias='type')]
     'Custom or future multi-select item type.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
+
+
+class ElicitationFormSessionMode(BaseModel):
+    'Form-based elicitation mode where the client renders a form from the provided schema.'
+    requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
+    'A JSON Schema describing the form fields to present to the user.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The session this elicitation is tied to.'
+    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
+
+
+class ElicitationFormRequestMode(BaseModel):
+    'Form-based elicitation mode where the client renders a form from the provided schema.'
+    requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
+    'A JSON Schema describing the form fields to present to the user.'
+    request_id: Annotated[RequestId, Field(alias='requestId')]
+    'The request this elicitation is tied to.'
+
+
+class ElicitationUrlSessionMode(BaseModel):
+    'URL-based elicitation mode where the client directs the user to a URL.'
+    elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
+    'The unique identifier for this elicitation.'
+    url: Annotated[str, Field(alias='url')]
+    'The URL to direct the user to.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The session this elicitation is tied to.'
+    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
+
+
+class ElicitationUrlRequestMode(BaseModel):
+    'URL-based elicitation mode where the client directs the user to a URL.'
+    elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
+    'The unique identifier for this elicitation.'
+    url: Annotated[str, Field(alias='url')]
+    'The URL to direct the user to.'
+    request_id: Annotated[RequestId, Field(alias='requestId')]
+    'The request this elicitation is tied to.'
 
 
 class AgentResponseMessage(BaseModel):
@@ -2051,6 +2094,42 @@ class AgentErrorMessage(BaseModel):
 class TerminalAuthMethod(AuthMethodTerminal):
     'Client runs the configured agent program as a separate interactive\nprocess, without passing this method to `authenticate`.'
     type: Annotated[Literal['terminal'], Field(alias='type')] = 'terminal'
+
+
+class SessionConfigOptionSelect(BaseModel):
+    'A session configuration option selector and its current state.'
+    id: Annotated[SessionConfigId, Field(alias='id')]
+    'Unique identifier for the configuration option.'
+    name: Annotated[str, Field(alias='name')]
+    'Human-readable label for the option.'
+    description: Annotated[Optional[str], Field(alias='description')] = None
+    'Optional description for the Client to display to the user.'
+    category: Annotated[Optional[SessionConfigOptionCategory], Field(alias='category')] = None
+    'Optional semantic category for this option (UX only).'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    type: Annotated[Literal['select'], Field(alias='type')] = 'select'
+    current_value: Annotated[SessionConfigValueId, Field(alias='currentValue')]
+    'The currently selected value.'
+    options: Annotated[SessionConfigSelectOptions, Field(alias='options')]
+    'The set of selectable options.'
+
+
+class SessionConfigOptionBoolean(BaseModel):
+    'A session configuration option selector and its current state.'
+    id: Annotated[SessionConfigId, Field(alias='id')]
+    'Unique identifier for the configuration option.'
+    name: Annotated[str, Field(alias='name')]
+    'Human-readable label for the option.'
+    description: Annotated[Optional[str], Field(alias='description')] = None
+    'Optional description for the Client to display to the user.'
+    category: Annotated[Optional[SessionConfigOptionCategory], Field(alias='category')] = None
+    'Optional semantic category for this option (UX only).'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    type: Annotated[Literal['boolean'], Field(alias='type')] = 'boolean'
+    current_value: Annotated[bool, Field(alias='currentValue')]
+    'The current value of the boolean option.'
 
 
 class UserMessageChunk(ContentChunk):
@@ -2091,31 +2170,6 @@ class AgentPlanContentUpdate(PlanUpdate):
 class AgentPlanRemovedUpdate(PlanRemoved):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRemoval notice for a plan identified by ID.'
     session_update: Annotated[Literal['plan_removed'], Field(alias='sessionUpdate')] = 'plan_removed'
-
-
-class AvailableCommandsUpdate(AvailableCommandsUpdate):
-    'Available commands are ready or have changed'
-    session_update: Annotated[Literal['available_commands_update'], Field(alias='sessionUpdate')] = 'available_commands_update'
-
-
-class CurrentModeUpdate(CurrentModeUpdate):
-    'The current mode of the session has changed\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
-    session_update: Annotated[Literal['current_mode_update'], Field(alias='sessionUpdate')] = 'current_mode_update'
-
-
-class ConfigOptionUpdate(ConfigOptionUpdate):
-    'Session configuration options have been updated.'
-    session_update: Annotated[Literal['config_option_update'], Field(alias='sessionUpdate')] = 'config_option_update'
-
-
-class SessionInfoUpdate(SessionInfoUpdate):
-    'Session metadata has been updated (title, timestamps, custom metadata)'
-    session_update: Annotated[Literal['session_info_update'], Field(alias='sessionUpdate')] = 'session_info_update'
-
-
-class UsageUpdate(UsageUpdate):
-    'Context window and cost update for the session.'
-    session_update: Annotated[Literal['usage_update'], Field(alias='sessionUpdate')] = 'usage_update'
 
 
 class NoticeSessionUpdate(Notice):
@@ -2168,7 +2222,7 @@ class RunningStateUpdateVariant(RunningStateUpdate):
     state: Annotated[Literal['running'], Field(alias='state')] = 'running'
 
 
-class IdleStateUpdateVariant(IdleStateUpdate):
+class IdleStateUpdateStateUpdate_1(BaseModel):
     'The child is ready to process another prompt.'
     state: Annotated[Literal['idle'], Field(alias='state')] = 'idle'
 
@@ -2189,6 +2243,81 @@ class StateUpdateVariant4(BaseModel):
     'Unrecognized state discriminator.'
 
 
+class EndTurnIdleStateUpdate_0(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['end_turn'], Field(alias='stopReason')] = 'end_turn'
+
+
+class MaxTokensIdleStateUpdate_1(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['max_tokens'], Field(alias='stopReason')] = 'max_tokens'
+
+
+class MaxTurnRequestsIdleStateUpdate_2(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['max_turn_requests'], Field(alias='stopReason')] = 'max_turn_requests'
+
+
+class RefusalIdleStateUpdate_3(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['refusal'], Field(alias='stopReason')] = 'refusal'
+
+
+class CancelledIdleStateUpdate_4(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['cancelled'], Field(alias='stopReason')] = 'cancelled'
+
+
+class ErrorIdleStateUpdate_5(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Literal['error'], Field(alias='stopReason')] = 'error'
+    error: Annotated[Optional[Error], Field(alias='error')] = None
+    'The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.'
+
+
+class IdleStateUpdate_6(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[str, Field(alias='stopReason')]
+    'Unrecognized stop reason.'
+
+
+class IdleStateUpdate_7(BaseModel):
+    'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
+    stop_reason: Annotated[Optional[Any], Field(alias='stopReason')] = None
+
+
 class HttpMcpServer(McpServerHttp):
     'HTTP transport configuration\n\nOnly available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.'
     type: Annotated[Literal['http'], Field(alias='type')] = 'http'
@@ -2202,6 +2331,31 @@ class SseMcpServer(McpServerSse):
 class AcpMcpServer(McpServerAcp):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nACP transport configuration\n\nOnly available when the Agent capabilities indicate `mcp_capabilities.acp` is `true`.\nThe MCP server is provided by an ACP component and communicates over the ACP channel.'
     type: Annotated[Literal['acp'], Field(alias='type')] = 'acp'
+
+
+class SetSessionConfigOptionBooleanRequest(BaseModel):
+    'Request parameters for setting a session configuration option.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The ID of the session to set the configuration option for.'
+    config_id: Annotated[SessionConfigId, Field(alias='configId')]
+    'The ID of the configuration option to set.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    type: Annotated[Literal['boolean'], Field(alias='type')] = 'boolean'
+    value: Annotated[bool, Field(alias='value')]
+    'The boolean value.'
+
+
+class SetSessionConfigOptionSelectRequest(BaseModel):
+    'Request parameters for setting a session configuration option.'
+    session_id: Annotated[SessionId, Field(alias='sessionId')]
+    'The ID of the session to set the configuration option for.'
+    config_id: Annotated[SessionConfigId, Field(alias='configId')]
+    'The ID of the configuration option to set.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    value: Annotated[SessionConfigValueId, Field(alias='value')]
+    'The value ID.'
 
 
 class ClientResponseMessage(BaseModel):
@@ -2228,6 +2382,37 @@ class DeniedOutcome(BaseModel):
 class AllowedOutcome(SelectedPermissionOutcome):
     'The user selected one of the provided options.'
     outcome: Annotated[Literal['selected'], Field(alias='outcome')] = 'selected'
+
+
+class AcceptElicitationResponse(BaseModel):
+    'Response from the client to an elicitation request.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    action: Annotated[Literal['accept'], Field(alias='action')] = 'accept'
+    content: Annotated[Optional[Dict[str, ElicitationContentValue]], Field(alias='content')] = None
+    'The user-provided content, if any, as an object matching the requested schema.'
+
+
+class DeclineElicitationResponse(BaseModel):
+    'Response from the client to an elicitation request.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    action: Annotated[Literal['decline'], Field(alias='action')] = 'decline'
+
+
+class CancelElicitationResponse(BaseModel):
+    'Response from the client to an elicitation request.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    action: Annotated[Literal['cancel'], Field(alias='action')] = 'cancel'
+
+
+class OtherElicitationResponse(BaseModel):
+    'Response from the client to an elicitation request.'
+    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
+    action: Annotated[str, Field(alias='action')]
+    'Custom or future elicitation action.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
 class MessageMcpResultResponse(BaseModel):
@@ -2274,11 +2459,14 @@ EmbeddedResourceResource = Union[TextResourceContents, BlobResourceContents]
 TerminalId = str
 PermissionOptionId = str
 PermissionOptionKind = Literal['allow_once', 'allow_always', 'reject_once', 'reject_always']
+CreateElicitationRequest = Union[CreateFormSessionElicitationRequest, CreateFormRequestElicitationRequest, CreateUrlSessionElicitationRequest, CreateUrlRequestElicitationRequest, CreateOtherElicitationRequest]
 ElicitationSchemaType = Literal['object']
-ElicitationPropertySchema = Union[ElicitationStringPropertySchema, ElicitationNumberPropertySchema, ElicitationIntegerPropertySchema, ElicitationBooleanPropertySchema, ElicitationMultiSelectPropertySchema, ElicitationPropertySchemaVariant5]
+ElicitationPropertySchema = Union[ElicitationStringPropertySchema, ElicitationNumberPropertySchema, ElicitationIntegerPropertySchema, ElicitationBooleanPropertySchema, ElicitationMultiSelectPropertySchema, ElicitationOtherPropertySchema]
 StringFormat = Literal['email', 'uri', 'date', 'date-time']
-MultiSelectItems = Union[StringMultiSelectItems, MultiSelectItemsVariant1, TitledMultiSelectItems]
+MultiSelectItems = Union[StringMultiSelectItems, OtherMultiSelectItems, TitledMultiSelectItems]
+ElicitationFormMode = Union[ElicitationFormSessionMode, ElicitationFormRequestMode]
 ElicitationId = str
+ElicitationUrlMode = Union[ElicitationUrlSessionMode, ElicitationUrlRequestMode]
 McpServerAcpId = str
 McpRequestId = str
 ExtRequest = Any
@@ -2290,6 +2478,7 @@ ProviderId = str
 LlmProtocol = Union[Literal['anthropic'], Literal['openai'], Literal['azure'], Literal['vertex'], Literal['bedrock'], str]
 AuthState = Union[Literal['authenticated'], Literal['unauthenticated'], Literal['not_required'], Literal['unknown'], str]
 SessionModeId = str
+SessionConfigOption = Union[SessionConfigOptionSelect, SessionConfigOptionBoolean]
 SessionConfigId = str
 SessionConfigOptionCategory = Union[Literal['mode'], Literal['model'], Literal['model_config'], Literal['thought_level'], str]
 SessionConfigValueId = str
@@ -2309,13 +2498,16 @@ AvailableCommandInput = UnstructuredCommandInput
 NoticeSeverity = Union[Literal['info'], Literal['warning'], Literal['error'], str]
 CompactionId = str
 CompactionStatus = Union[Literal['in_progress'], Literal['completed'], Literal['failed'], Literal['cancelled'], str]
-StateUpdate = Union[RunningStateUpdateVariant, IdleStateUpdateVariant, RequiresActionStateUpdateVariant, UnknownStateUpdateVariant, StateUpdateVariant4]
+StateUpdate = Union[RunningStateUpdateVariant, IdleStateUpdateStateUpdate_1, RequiresActionStateUpdateVariant, UnknownStateUpdateVariant, StateUpdateVariant4]
+IdleStateUpdate = Union[EndTurnIdleStateUpdate_0, MaxTokensIdleStateUpdate_1, MaxTurnRequestsIdleStateUpdate_2, RefusalIdleStateUpdate_3, CancelledIdleStateUpdate_4, ErrorIdleStateUpdate_5, IdleStateUpdate_6, IdleStateUpdate_7]
 ExtNotification = Any
 McpServer = Union[HttpMcpServer, SseMcpServer, AcpMcpServer, McpServerStdio]
 SystemPromptMode = Union[Literal['append'], Literal['override'], str]
 SessionArchiveFilter = Union[Literal['exclude'], Literal['include'], Literal['only'], str]
+SetSessionConfigOptionRequest = Union[SetSessionConfigOptionBooleanRequest, SetSessionConfigOptionSelectRequest]
 ClientResponse = Union[ClientResponseMessage, ClientErrorMessage]
 RequestPermissionOutcome = Union[DeniedOutcome, AllowedOutcome]
+CreateElicitationResponse = Union[AcceptElicitationResponse, DeclineElicitationResponse, CancelElicitationResponse, OtherElicitationResponse]
 ElicitationContentValue = Union[str, int, float, bool, List[str]]
 MessageMcpResponse = Union[MessageMcpResultResponse, MessageMcpErrorResponse]
 InitializeProxyRequest = InitializeRequest
@@ -2347,7 +2539,6 @@ TerminalOutputRequest.model_rebuild()
 ReleaseTerminalRequest.model_rebuild()
 WaitForTerminalExitRequest.model_rebuild()
 KillTerminalRequest.model_rebuild()
-CreateElicitationRequest.model_rebuild()
 ElicitationSessionScope.model_rebuild()
 ElicitationRequestScope.model_rebuild()
 ElicitationSchema.model_rebuild()
@@ -2359,8 +2550,6 @@ BooleanPropertySchema.model_rebuild()
 StringMultiSelectItems.model_rebuild()
 TitledMultiSelectItems.model_rebuild()
 MultiSelectPropertySchema.model_rebuild()
-ElicitationFormMode.model_rebuild()
-ElicitationUrlMode.model_rebuild()
 MessageMcpRequest.model_rebuild()
 InitializeResponse.model_rebuild()
 AgentCapabilities.model_rebuild()
@@ -2398,7 +2587,6 @@ AuthAccount.model_rebuild()
 NewSessionResponse.model_rebuild()
 SessionModeState.model_rebuild()
 SessionMode.model_rebuild()
-SessionConfigOption.model_rebuild()
 SessionConfigSelectOption.model_rebuild()
 SessionConfigSelectGroup.model_rebuild()
 SessionConfigSelect.model_rebuild()
@@ -2445,7 +2633,6 @@ SubagentSessionCapabilities.model_rebuild()
 SessionCancelCapabilities.model_rebuild()
 RunningStateUpdate.model_rebuild()
 ErrorStopReason.model_rebuild()
-IdleStateUpdate.model_rebuild()
 RequiresActionStateUpdate.model_rebuild()
 UnknownStateUpdate.model_rebuild()
 SubagentUpdate.model_rebuild()
@@ -2492,7 +2679,6 @@ SetSessionTitleRequest.model_rebuild()
 ResumeSessionRequest.model_rebuild()
 CloseSessionRequest.model_rebuild()
 SetSessionModeRequest.model_rebuild()
-SetSessionConfigOptionRequest.model_rebuild()
 PromptRequest.model_rebuild()
 WriteTextFileResponse.model_rebuild()
 ReadTextFileResponse.model_rebuild()
@@ -2504,7 +2690,6 @@ TerminalExitStatus.model_rebuild()
 ReleaseTerminalResponse.model_rebuild()
 WaitForTerminalExitResponse.model_rebuild()
 KillTerminalResponse.model_rebuild()
-CreateElicitationResponse.model_rebuild()
 ElicitationAcceptAction.model_rebuild()
 McpError.model_rebuild()
 ClientNotification.model_rebuild()
@@ -2523,17 +2708,27 @@ ImageContentBlock.model_rebuild()
 AudioContentBlock.model_rebuild()
 ResourceContentBlock.model_rebuild()
 EmbeddedResourceContentBlock.model_rebuild()
+CreateFormSessionElicitationRequest.model_rebuild()
+CreateFormRequestElicitationRequest.model_rebuild()
+CreateUrlSessionElicitationRequest.model_rebuild()
+CreateUrlRequestElicitationRequest.model_rebuild()
+CreateOtherElicitationRequest.model_rebuild()
 ElicitationStringPropertySchema.model_rebuild()
 ElicitationNumberPropertySchema.model_rebuild()
 ElicitationIntegerPropertySchema.model_rebuild()
 ElicitationBooleanPropertySchema.model_rebuild()
 ElicitationMultiSelectPropertySchema.model_rebuild()
-ElicitationPropertySchemaVariant5.model_rebuild()
-StringMultiSelectItems.model_rebuild()
-MultiSelectItemsVariant1.model_rebuild()
+ElicitationOtherPropertySchema.model_rebuild()
+OtherMultiSelectItems.model_rebuild()
+ElicitationFormSessionMode.model_rebuild()
+ElicitationFormRequestMode.model_rebuild()
+ElicitationUrlSessionMode.model_rebuild()
+ElicitationUrlRequestMode.model_rebuild()
 AgentResponseMessage.model_rebuild()
 AgentErrorMessage.model_rebuild()
 TerminalAuthMethod.model_rebuild()
+SessionConfigOptionSelect.model_rebuild()
+SessionConfigOptionBoolean.model_rebuild()
 UserMessageChunk.model_rebuild()
 AgentMessageChunk.model_rebuild()
 AgentThoughtChunk.model_rebuild()
@@ -2542,11 +2737,6 @@ ToolCallProgress.model_rebuild()
 AgentPlanUpdate.model_rebuild()
 AgentPlanContentUpdate.model_rebuild()
 AgentPlanRemovedUpdate.model_rebuild()
-AvailableCommandsUpdate.model_rebuild()
-CurrentModeUpdate.model_rebuild()
-ConfigOptionUpdate.model_rebuild()
-SessionInfoUpdate.model_rebuild()
-UsageUpdate.model_rebuild()
 NoticeSessionUpdate.model_rebuild()
 CompactionUpdateSessionUpdate.model_rebuild()
 CompactionSummaryChunkSessionUpdate.model_rebuild()
@@ -2557,23 +2747,38 @@ PlanUpdateItems.model_rebuild()
 PlanUpdateFile.model_rebuild()
 PlanUpdateMarkdown.model_rebuild()
 RunningStateUpdateVariant.model_rebuild()
-IdleStateUpdateVariant.model_rebuild()
+IdleStateUpdateStateUpdate_1.model_rebuild()
 RequiresActionStateUpdateVariant.model_rebuild()
 UnknownStateUpdateVariant.model_rebuild()
 StateUpdateVariant4.model_rebuild()
+EndTurnIdleStateUpdate_0.model_rebuild()
+MaxTokensIdleStateUpdate_1.model_rebuild()
+MaxTurnRequestsIdleStateUpdate_2.model_rebuild()
+RefusalIdleStateUpdate_3.model_rebuild()
+CancelledIdleStateUpdate_4.model_rebuild()
+ErrorIdleStateUpdate_5.model_rebuild()
+IdleStateUpdate_6.model_rebuild()
+IdleStateUpdate_7.model_rebuild()
 HttpMcpServer.model_rebuild()
 SseMcpServer.model_rebuild()
 AcpMcpServer.model_rebuild()
+SetSessionConfigOptionBooleanRequest.model_rebuild()
+SetSessionConfigOptionSelectRequest.model_rebuild()
 ClientResponseMessage.model_rebuild()
 ClientErrorMessage.model_rebuild()
 DeniedOutcome.model_rebuild()
 AllowedOutcome.model_rebuild()
+AcceptElicitationResponse.model_rebuild()
+DeclineElicitationResponse.model_rebuild()
+CancelElicitationResponse.model_rebuild()
+OtherElicitationResponse.model_rebuild()
 MessageMcpResultResponse.model_rebuild()
 MessageMcpErrorResponse.model_rebuild()
 ProxyResponseMessage.model_rebuild()
 ProxyErrorMessage.model_rebuild()
 
 __all__ = [
+    'AcceptElicitationResponse',
     'AcpMcpServer',
     'AgentAuthCapabilities',
     'AgentCapabilities',
@@ -2612,8 +2817,10 @@ __all__ = [
     'BlobResourceContents',
     'BooleanConfigOptionCapabilities',
     'BooleanPropertySchema',
+    'CancelElicitationResponse',
     'CancelNotification',
     'CancelRequestNotification',
+    'CancelledIdleStateUpdate_4',
     'ClientCapabilities',
     'ClientErrorMessage',
     'ClientNotification',
@@ -2639,9 +2846,15 @@ __all__ = [
     'Cost',
     'CreateElicitationRequest',
     'CreateElicitationResponse',
+    'CreateFormRequestElicitationRequest',
+    'CreateFormSessionElicitationRequest',
+    'CreateOtherElicitationRequest',
     'CreateTerminalRequest',
     'CreateTerminalResponse',
+    'CreateUrlRequestElicitationRequest',
+    'CreateUrlSessionElicitationRequest',
     'CurrentModeUpdate',
+    'DeclineElicitationResponse',
     'DeleteSessionRequest',
     'DeleteSessionResponse',
     'DeniedOutcome',
@@ -2654,12 +2867,14 @@ __all__ = [
     'ElicitationContentValue',
     'ElicitationFormCapabilities',
     'ElicitationFormMode',
+    'ElicitationFormRequestMode',
+    'ElicitationFormSessionMode',
     'ElicitationId',
     'ElicitationIntegerPropertySchema',
     'ElicitationMultiSelectPropertySchema',
     'ElicitationNumberPropertySchema',
+    'ElicitationOtherPropertySchema',
     'ElicitationPropertySchema',
-    'ElicitationPropertySchemaVariant5',
     'ElicitationRequestScope',
     'ElicitationSchema',
     'ElicitationSchemaType',
@@ -2667,13 +2882,17 @@ __all__ = [
     'ElicitationStringPropertySchema',
     'ElicitationUrlCapabilities',
     'ElicitationUrlMode',
+    'ElicitationUrlRequestMode',
+    'ElicitationUrlSessionMode',
     'EmbeddedResource',
     'EmbeddedResourceContentBlock',
     'EmbeddedResourceResource',
+    'EndTurnIdleStateUpdate_0',
     'EnumOption',
     'EnvVariable',
     'Error',
     'ErrorCode',
+    'ErrorIdleStateUpdate_5',
     'ErrorStopReason',
     'ExtNotification',
     'ExtRequest',
@@ -2685,7 +2904,9 @@ __all__ = [
     'HttpHeader',
     'HttpMcpServer',
     'IdleStateUpdate',
-    'IdleStateUpdateVariant',
+    'IdleStateUpdateStateUpdate_1',
+    'IdleStateUpdate_6',
+    'IdleStateUpdate_7',
     'ImageContent',
     'ImageContentBlock',
     'Implementation',
@@ -2706,6 +2927,8 @@ __all__ = [
     'LogoutCapabilities',
     'LogoutRequest',
     'LogoutResponse',
+    'MaxTokensIdleStateUpdate_1',
+    'MaxTurnRequestsIdleStateUpdate_2',
     'McpCapabilities',
     'McpError',
     'McpRequestId',
@@ -2722,7 +2945,6 @@ __all__ = [
     'MessageMcpResponse',
     'MessageMcpResultResponse',
     'MultiSelectItems',
-    'MultiSelectItemsVariant1',
     'MultiSelectPropertySchema',
     'NewSessionRequest',
     'NewSessionResponse',
@@ -2731,6 +2953,8 @@ __all__ = [
     'NoticeSessionUpdate',
     'NoticeSeverity',
     'NumberPropertySchema',
+    'OtherElicitationResponse',
+    'OtherMultiSelectItems',
     'PermissionOption',
     'PermissionOptionId',
     'PermissionOptionKind',
@@ -2767,6 +2991,7 @@ __all__ = [
     'ProxySuccessorResponse',
     'ReadTextFileRequest',
     'ReadTextFileResponse',
+    'RefusalIdleStateUpdate_3',
     'ReleaseTerminalRequest',
     'ReleaseTerminalResponse',
     'RequestId',
@@ -2793,7 +3018,9 @@ __all__ = [
     'SessionConfigGroupId',
     'SessionConfigId',
     'SessionConfigOption',
+    'SessionConfigOptionBoolean',
     'SessionConfigOptionCategory',
+    'SessionConfigOptionSelect',
     'SessionConfigOptionsCapabilities',
     'SessionConfigSelect',
     'SessionConfigSelectGroup',
@@ -2826,8 +3053,10 @@ __all__ = [
     'SessionUpdate',
     'SetProviderRequest',
     'SetProviderResponse',
+    'SetSessionConfigOptionBooleanRequest',
     'SetSessionConfigOptionRequest',
     'SetSessionConfigOptionResponse',
+    'SetSessionConfigOptionSelectRequest',
     'SetSessionModeRequest',
     'SetSessionModeResponse',
     'SetSessionTitleRequest',

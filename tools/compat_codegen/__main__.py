@@ -155,6 +155,51 @@ class Generator:
             name += "Variant"
         return name
 
+    # -- objects with alternatives (common fields plus one of several shapes) ---------------
+
+    def is_mixed(self, node: dict[str, Any]) -> bool:
+        return node.get("type") == "object" and bool(node.get("oneOf") or node.get("anyOf"))
+
+    def flatten(self, node: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every concrete shape of `node` as (key, one flat object schema): its own fields,
+        those of one alternative, those of what that alternative refers to (recursively)."""
+        own = {k: node[k] for k in ("properties", "required") if k in node}
+        arms = node.get("oneOf") or node.get("anyOf")
+        if not arms:
+            return [(key, own)]
+        out = []
+        for index, arm in enumerate(arms):
+            shapes = [(f"{key}#{index}", {k: arm[k] for k in ("properties", "required") if k in arm})]
+            refs = [r["$ref"] for r in arm.get("allOf", []) if "$ref" in r]
+            refs += [arm["$ref"]] if "$ref" in arm else []
+            for ref in refs:
+                target = self.defs[ref.split("/")[-1]]
+                subs = self.flatten(target, "") if target.get("type") == "object" else [("", {})]
+                shapes = [(k + sk, merge(a, b)) for k, a in shapes for sk, b in subs]
+            out += [(k, merge(own, shape)) for k, shape in shapes]
+        return out
+
+    def mixed(self, name: str, node: dict[str, Any]) -> None:
+        members = []
+        for key, shape in self.flatten(node, name):
+            tags = [(k, p["const"]) for k, p in shape.get("properties", {}).items() if "const" in p]
+            if key in NAMES:
+                vname = str(NAMES[key])
+            elif tags and f"{tags[0][0]}={tags[0][1]}" in NAMES:
+                vname = str(NAMES[f"{tags[0][0]}={tags[0][1]}"])
+            else:
+                vname = (camel(tags[0][1]) if tags else "") + name + key.removeprefix(name).replace("#", "_")
+            if vname in self.defs:  # the schema names this shape itself
+                members.append(vname)
+                continue
+            while vname in self.taken:
+                vname += "_"
+            self.taken.add(vname)
+            self.model(vname, {**shape, "description": node.get("description")})
+            members.append(vname)
+        self.aliases.append(f"{name} = Union[{', '.join(members)}]")
+        self.exported.append(name)
+
     def union(self, name: str, node: dict[str, Any], arms: list[dict[str, Any]]) -> None:
         members = []
         for index, arm in enumerate(arms):
@@ -166,6 +211,17 @@ class Generator:
             if "$ref" in arm:
                 members.append(arm["$ref"].split("/")[-1])
                 continue
+            if ref is not None and self.is_mixed(self.defs[ref]):
+                shapes = self.flatten(arm, f"{name}#{index}")
+                for key, shape in shapes:
+                    single = NAMES.get(f"{ref}:{value}") if len(shapes) == 1 else None
+                    vname = str(
+                        NAMES.get(key) or single or camel(value) + name + key.replace("#", "_")
+                    )
+                    self.taken.add(vname)
+                    self.model(vname, {**shape, "description": arm.get("description")})
+                    members.append(vname)
+                continue
             if arm.get("type") not in (None, "object") or ("const" in arm):
                 members.append(self.type_of(arm))
                 continue
@@ -173,6 +229,9 @@ class Generator:
                 members.append(ref)
                 continue
             vname = self.variant_name(name, index, ref, tag, value)
+            if vname == ref:  # the referred type carries the tag itself
+                members.append(vname)
+                continue
             self.taken.add(vname)
             self.model(vname, arm, base=ref or "BaseModel")
             members.append(vname)
@@ -186,12 +245,16 @@ class Generator:
         later = []
         for name, node in self.defs.items():
             arms = node.get("oneOf") or node.get("anyOf")
-            if node.get("type") == "object" or ("properties" in node and not arms):
+            if self.is_mixed(node):
+                later.append((name, node, "mixed"))
+            elif node.get("type") == "object" or ("properties" in node and not arms):
                 self.model(name, node)
             else:
                 later.append((name, node, arms))
         for name, node, arms in later:
-            if arms and any(a.get("type") == "object" or "allOf" in a for a in arms):
+            if arms == "mixed":
+                self.mixed(name, node)
+            elif arms and any(a.get("type") == "object" or "allOf" in a for a in arms):
                 self.union(name, node, arms)
             else:
                 self.aliases.append(f"{name} = {self.type_of(node)}")
@@ -212,6 +275,14 @@ class Generator:
 
     def classes(self) -> set[str]:
         return {b.split("(")[0].removeprefix("class ") for b in self.blocks}
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {**a.get("properties", {}), **b.get("properties", {})},
+        "required": list(dict.fromkeys([*a.get("required", []), *b.get("required", [])])),
+    }
 
 
 def main() -> int:
