@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,18 @@ def to_kwargs(model: Any) -> dict[str, Any]:
     return kwargs
 
 
+def elicitation_kwargs(params: Any) -> dict[str, Any]:
+    """`create_elicitation(message, mode, **meta)`: the mode is the request less its message."""
+    from pydantic import TypeAdapter
+
+    from acp.schema import ElicitationMode
+
+    data = dict(msgspec.to_builtins(params))
+    message = data.pop("message")
+    meta = data.pop("_meta", None) or {}
+    return {"message": message, "mode": TypeAdapter(ElicitationMode).validate_python(data), **meta}
+
+
 def to_wire(value: Any, struct_type: type | None) -> Any:
     """A pydantic model (or a dict, or None) as what acpstack encodes."""
     if isinstance(value, _PydanticModel):
@@ -95,6 +108,13 @@ class Dispatcher:
     def __init__(self, target: Any, handlers: dict[str, tuple[str, Any]]) -> None:
         self.target = target
         self.handlers = handlers
+        # Notification handlers run one after another, in order, on a worker of their
+        # own: a handler may await a request to the peer (the official SDK allows it),
+        # whose answer must not wait behind the handler itself.
+        self._queue: deque[tuple[Callable[..., Any], Any]] = deque()
+        self._worker: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def _find(self, method: str) -> tuple[Callable[..., Any], Any]:
         entry = self.handlers.get(method)
@@ -111,10 +131,12 @@ class Dispatcher:
             return await ext(event.method[1:], event.params or {})
         func, model = self._find(event.method)
         try:
-            params = from_wire(event.params, model)
+            if event.method == "elicitation/create":
+                kwargs = elicitation_kwargs(event.params)
+            else:
+                kwargs = to_kwargs(from_wire(event.params, model))
         except ValueError as err:  # pydantic's ValidationError
             raise RequestError.invalid_params({"detail": str(err)}) from None
-        kwargs = to_kwargs(params) if isinstance(params, _PydanticModel) else {"params": params}
         result = await func(**kwargs)
         return to_wire(result, event.spec.result)
 
@@ -122,13 +144,64 @@ class Dispatcher:
         if event.spec is None:
             ext = getattr(self.target, "ext_notification", None)
             if ext is not None:
-                await ext(event.method[1:], event.params or {})
-            return
-        entry = self.handlers.get(event.method)
-        func = getattr(self.target, entry[0], None) if entry else None
-        if entry is None or func is None:
-            return
-        await func(**to_kwargs(from_wire(event.params, entry[1])))
+                self._queue.append((ext, (event.method[1:], event.params or {})))
+        else:
+            entry = self.handlers.get(event.method)
+            func = getattr(self.target, entry[0], None) if entry else None
+            if entry is None or func is None:
+                return
+            self._queue.append((func, (entry[1], event.params)))
+        if self._worker is None:
+            self._idle.clear()
+            self._worker = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                func, (first, second) = self._queue.popleft()
+                try:
+                    if isinstance(first, str):  # an extension: (name, params)
+                        await func(first, second)
+                    else:
+                        await func(**to_kwargs(from_wire(second, first)))
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("notification handler %s failed", getattr(func, "__name__", func))
+        finally:
+            self._worker = None
+            self._idle.set()
+
+    async def settled(self) -> None:
+        """Wait until every notification received so far has been handled (at once when
+        called from a notification handler: it cannot wait for itself)."""
+        if self._worker is not None and asyncio.current_task() is not self._worker:
+            await self._idle.wait()
+
+    def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+
+    def message_dropped(self, event: DroppedMessage) -> None:
+        log.warning("dropped %s: %s", event.method, event.detail)
+
+
+class plain_dispatcher:  # noqa: N801 (used like a function)
+    """A dispatcher over one function `handler(method, params, is_notification)`."""
+
+    def __init__(self, handler: Callable[[str, Any, bool], Any]) -> None:
+        self.handler = handler
+
+    async def _call(self, method: str, params: Any, notification: bool) -> Any:
+        result = self.handler(method, from_wire(params, None), notification)
+        return await result if asyncio.iscoroutine(result) else result
+
+    async def handle_request(self, event: IncomingRequest) -> Any:
+        result = await self._call(event.method, event.params, False)
+        return to_wire(result, event.spec.result if event.spec else None)
+
+    async def handle_notification(self, event: IncomingNotification) -> None:
+        await self._call(event.method, event.params, True)
 
     def message_dropped(self, event: DroppedMessage) -> None:
         log.warning("dropped %s: %s", event.method, event.detail)
@@ -143,43 +216,59 @@ class Link:
         target: Any,
         transport: Transport,
         *,
-        unstable: bool,
-        handlers: dict[str, tuple[str, Any]],
+        unstable: bool = True,
+        handlers: dict[str, tuple[str, Any]] | None = None,
+        dispatcher: Any = None,
     ) -> None:
         self.state = ProtocolState(role, unstable=True)  # type: ignore[arg-type]
+        # The official SDK serves and sends requests before `initialize`; code written for
+        # it (its tests, quick scripts) relies on that, so the layer does too. A real
+        # `initialize` still negotiates as usual.
+        self.state.initialized = True
+        self.state.version = 1
         self.unstable = unstable
-        self.conn = Connection(transport, self.state, Dispatcher(target, handlers))
+        self.dispatcher = dispatcher or Dispatcher(target, handlers or {})
+        self.conn = Connection(transport, self.state, self.dispatcher)
         self._specs = {spec.name: spec for spec in method_table(True)}
         self.conn.start()
 
     async def request(self, method: str, params: Any, result_model: Any) -> Any:
+        return from_wire(await self.raw_request(method, params), result_model)
+
+    async def raw_request(self, method: str, params: Any) -> Any:
         spec = self._specs.get(method)
         wire_params = to_wire(params, spec.params if spec else None)
         try:
-            result = await self.conn._request(method, wire_params, check_gate=False)
+            return await self.conn._request(method, wire_params, check_gate=False)
         except WireRequestError as err:
             raise RequestError.from_wire(err) from None
-        return from_wire(result, result_model)
+        except ConnectionClosed as closed:
+            raise ConnectionError(f"Connection closed: {closed}") from None
+
+    async def raw_notify(self, method: str, params: Any) -> None:
+        spec = self._specs.get(method)
+        try:
+            await self.conn.notify(method, to_wire(params, spec.params if spec else None))
+        except ConnectionClosed as closed:
+            raise ConnectionError(f"Connection closed: {closed}") from None
 
     async def notify(self, method: str, params: Any) -> None:
-        spec = self._specs.get(method)
-        await self.conn.notify(method, to_wire(params, spec.params if spec else None))
+        await self.raw_notify(method, params)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        try:
-            result = await self.conn._request(f"_{method}", params, check_gate=False)
-        except WireRequestError as err:
-            raise RequestError.from_wire(err) from None
+        result = await self.raw_request(f"_{method}", params)
         return result if isinstance(result, dict) else {}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        await self.conn.notify(f"_{method}", params)
+        await self.raw_notify(f"_{method}", params)
 
     async def wait_closed(self) -> None:
         await self.conn.wait_closed()
 
     async def close(self) -> None:
         await self.conn.aclose()
+        if isinstance(self.dispatcher, Dispatcher):
+            self.dispatcher.stop()
 
 
 def stream_transport(input_stream: Any, output_stream: Any) -> Transport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import AnyUrl, Field
 
 from acp._model import BaseModel
 
@@ -1965,7 +1965,7 @@ class CreateUrlSessionElicitationRequest(BaseModel):
     mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
     'The unique identifier for this elicitation.'
-    url: Annotated[str, Field(alias='url')]
+    url: Annotated[Union[str, AnyUrl], Field(alias='url')]
     'The URL to direct the user to.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
@@ -1982,7 +1982,7 @@ class CreateUrlRequestElicitationRequest(BaseModel):
     mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
     'The unique identifier for this elicitation.'
-    url: Annotated[str, Field(alias='url')]
+    url: Annotated[Union[str, AnyUrl], Field(alias='url')]
     'The URL to direct the user to.'
     request_id: Annotated[RequestId, Field(alias='requestId')]
     'The request this elicitation is tied to.'
@@ -2057,7 +2057,7 @@ class ElicitationUrlSessionMode(BaseModel):
     'URL-based elicitation mode where the client directs the user to a URL.'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
     'The unique identifier for this elicitation.'
-    url: Annotated[str, Field(alias='url')]
+    url: Annotated[Union[str, AnyUrl], Field(alias='url')]
     'The URL to direct the user to.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
@@ -2069,7 +2069,7 @@ class ElicitationUrlRequestMode(BaseModel):
     'URL-based elicitation mode where the client directs the user to a URL.'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
     'The unique identifier for this elicitation.'
-    url: Annotated[str, Field(alias='url')]
+    url: Annotated[Union[str, AnyUrl], Field(alias='url')]
     'The URL to direct the user to.'
     request_id: Annotated[RequestId, Field(alias='requestId')]
     'The request this elicitation is tied to.'

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from acp import _generated_schema as s
 from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport
 from acp.exceptions import RequestError
@@ -175,6 +177,20 @@ class AgentSideConnection(_Side):
         return await self._link.request("terminal/kill", params, s.KillTerminalResponse)  # type: ignore[no-any-return]
 
 
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        """Ask the user for input: `mode` says how (a form or a URL) and for what scope."""
+        params = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
+        params["message"] = message
+        if kwargs:
+            params["_meta"] = kwargs
+        request = TypeAdapter(s.CreateElicitationRequest).validate_python(params)
+        return await self._link.request("elicitation/create", request, s.CreateElicitationResponse)
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        params = _model(s.CompleteElicitationNotification, dict(elicitation_id=elicitation_id), kwargs)
+        await self._link.notify("elicitation/complete", params)
+
+
 class ClientSideConnection(_Side):
     """The client's end: serves `client`, and calls the agent with the `Agent` methods."""
 
@@ -267,11 +283,13 @@ class ClientSideConnection(_Side):
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> s.SetSessionConfigOptionResponse:
         fields: dict[str, Any] = dict(config_id=config_id, session_id=session_id, value=value)
+        model: Any = s.SetSessionConfigOptionSelectRequest
         if isinstance(value, bool):
             fields["type"] = "boolean"
+            model = s.SetSessionConfigOptionBooleanRequest
         return await self._call(  # type: ignore[no-any-return]
             "session/set_config_option",
-            s.SetSessionConfigOptionRequest,
+            model,
             s.SetSessionConfigOptionResponse,
             fields,
             kwargs,
@@ -285,7 +303,16 @@ class ClientSideConnection(_Side):
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         fields = dict(session_id=session_id, prompt=prompt)
-        return await self._call("session/prompt", s.PromptRequest, s.PromptResponse, fields, kwargs)  # type: ignore[no-any-return]
+        try:
+            response = await self._call(
+                "session/prompt", s.PromptRequest, s.PromptResponse, fields, kwargs
+            )
+        except RequestError:
+            await self._link.dispatcher.settled()
+            raise
+        # The turn's updates came before its answer: the client sees them all first.
+        await self._link.dispatcher.settled()
+        return response  # type: ignore[no-any-return]
 
     async def fork_session(
         self,

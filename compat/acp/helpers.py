@@ -41,15 +41,15 @@ def _some(values: Sequence[Any] | Iterable[Any] | None) -> list[Any] | None:
 
 
 def text_block(text: str) -> s.TextContentBlock:
-    return s.TextContentBlock(text=text)
+    return s.TextContentBlock(type="text", text=text)
 
 
 def image_block(data: str, mime_type: str, *, uri: str | None = None) -> s.ImageContentBlock:
-    return s.ImageContentBlock(data=data, mime_type=mime_type, uri=uri)
+    return s.ImageContentBlock(type="image", data=data, mime_type=mime_type, uri=uri)
 
 
 def audio_block(data: str, mime_type: str) -> s.AudioContentBlock:
-    return s.AudioContentBlock(data=data, mime_type=mime_type)
+    return s.AudioContentBlock(type="audio", data=data, mime_type=mime_type)
 
 
 def resource_link_block(
@@ -62,6 +62,7 @@ def resource_link_block(
     title: str | None = None,
 ) -> s.ResourceContentBlock:
     return s.ResourceContentBlock(
+        type="resource_link",
         name=name, uri=uri, mime_type=mime_type, size=size, description=description, title=title
     )
 
@@ -79,21 +80,21 @@ def embedded_blob_resource(
 
 
 def resource_block(resource: Any) -> s.EmbeddedResourceContentBlock:
-    return s.EmbeddedResourceContentBlock(resource=resource)
+    return s.EmbeddedResourceContentBlock(type="resource", resource=resource)
 
 
 def tool_content(block: Any) -> s.ContentToolCallContent:
-    return s.ContentToolCallContent(content=block)
+    return s.ContentToolCallContent(type="content", content=block)
 
 
 def tool_diff_content(
     path: str, new_text: str, old_text: str | None = None
 ) -> s.FileEditToolCallContent:
-    return s.FileEditToolCallContent(path=path, new_text=new_text, old_text=old_text)
+    return s.FileEditToolCallContent(type="diff", path=path, new_text=new_text, old_text=old_text)
 
 
 def tool_terminal_ref(terminal_id: str) -> s.TerminalToolCallContent:
-    return s.TerminalToolCallContent(terminal_id=terminal_id)
+    return s.TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
 
 
 def plan_entry(content: str, *, priority: str = "medium", status: str = "pending") -> s.PlanEntry:
@@ -101,11 +102,11 @@ def plan_entry(content: str, *, priority: str = "medium", status: str = "pending
 
 
 def update_plan(entries: Iterable[s.PlanEntry]) -> s.AgentPlanUpdate:
-    return s.AgentPlanUpdate(entries=list(entries))
+    return s.AgentPlanUpdate(session_update="plan", entries=list(entries))
 
 
 def update_user_message(content: Any) -> s.UserMessageChunk:
-    return s.UserMessageChunk(content=content)
+    return s.UserMessageChunk(session_update="user_message_chunk", content=content)
 
 
 def update_user_message_text(text: str) -> s.UserMessageChunk:
@@ -113,7 +114,7 @@ def update_user_message_text(text: str) -> s.UserMessageChunk:
 
 
 def update_agent_message(content: Any) -> s.AgentMessageChunk:
-    return s.AgentMessageChunk(content=content)
+    return s.AgentMessageChunk(session_update="agent_message_chunk", content=content)
 
 
 def update_agent_message_text(text: str) -> s.AgentMessageChunk:
@@ -121,7 +122,7 @@ def update_agent_message_text(text: str) -> s.AgentMessageChunk:
 
 
 def update_agent_thought(content: Any) -> s.AgentThoughtChunk:
-    return s.AgentThoughtChunk(content=content)
+    return s.AgentThoughtChunk(session_update="agent_thought_chunk", content=content)
 
 
 def update_agent_thought_text(text: str) -> s.AgentThoughtChunk:
@@ -129,11 +130,11 @@ def update_agent_thought_text(text: str) -> s.AgentThoughtChunk:
 
 
 def update_available_commands(commands: Iterable[Any]) -> s.AvailableCommandsUpdate:
-    return s.AvailableCommandsUpdate(available_commands=list(commands))
+    return s.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=list(commands))
 
 
 def update_current_mode(current_mode_id: str) -> s.CurrentModeUpdate:
-    return s.CurrentModeUpdate(current_mode_id=current_mode_id)
+    return s.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=current_mode_id)
 
 
 def session_notification(session_id: str, update: Any) -> s.SessionNotification:
@@ -152,6 +153,7 @@ def start_tool_call(
     raw_output: Any | None = None,
 ) -> s.ToolCallStart:
     return s.ToolCallStart(
+        session_update="tool_call",
         tool_call_id=tool_call_id,
         title=title,
         kind=kind,
@@ -210,6 +212,7 @@ def update_tool_call(
     raw_output: Any | None = None,
 ) -> s.ToolCallProgress:
     return s.ToolCallProgress(
+        session_update="tool_call_update",
         tool_call_id=tool_call_id,
         title=title,
         kind=kind,

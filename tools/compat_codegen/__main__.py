@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import AnyUrl, Field
 
 from acp._model import BaseModel
 '''
@@ -84,7 +84,8 @@ class Generator:
             inner = self.type_of({**node, "type": real[0]}) if len(real) == 1 else "Any"
             return f"Optional[{inner}]" if "null" in kind else inner
         if kind == "string":
-            return "str"
+            # The official SDK types URIs as pydantic's AnyUrl; both are accepted here.
+            return "Union[str, AnyUrl]" if node.get("format") == "uri" else "str"
         if kind == "integer":
             return "int"
         if kind == "number":
