@@ -4,6 +4,37 @@ Code written for the official SDK imports `acp` and runs unchanged: the same cla
 functions and pydantic schema models; underneath, acpstack's wire (typed decoding, limits,
 errors, cancellation) and runtime carry the messages."""
 
+from acp.core import AgentSideConnection, ClientSideConnection, connect_to_agent, run_agent
+from acp.exceptions import RequestError
+from acp.helpers import (
+    audio_block,
+    embedded_blob_resource,
+    embedded_text_resource,
+    image_block,
+    plan_entry,
+    resource_block,
+    resource_link_block,
+    session_notification,
+    start_edit_tool_call,
+    start_read_tool_call,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    tool_terminal_ref,
+    update_agent_message,
+    update_agent_message_text,
+    update_agent_thought,
+    update_agent_thought_text,
+    update_available_commands,
+    update_current_mode,
+    update_plan,
+    update_tool_call,
+    update_user_message,
+    update_user_message_text,
+)
+from acp.interfaces import Agent, Client
+from acp.meta import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_VERSION
 from acp.schema import (
     AcceptElicitationResponse,
     AuthenticateRequest,
@@ -67,37 +98,6 @@ from acp.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
-from acp.core import AgentSideConnection, ClientSideConnection, connect_to_agent, run_agent
-from acp.exceptions import RequestError
-from acp.helpers import (
-    audio_block,
-    embedded_blob_resource,
-    embedded_text_resource,
-    image_block,
-    plan_entry,
-    resource_block,
-    resource_link_block,
-    session_notification,
-    start_edit_tool_call,
-    start_read_tool_call,
-    start_tool_call,
-    text_block,
-    tool_content,
-    tool_diff_content,
-    tool_terminal_ref,
-    update_agent_message,
-    update_agent_message_text,
-    update_agent_thought,
-    update_agent_thought_text,
-    update_available_commands,
-    update_current_mode,
-    update_plan,
-    update_tool_call,
-    update_user_message,
-    update_user_message_text,
-)
-from acp.interfaces import Agent, Client
-from acp.meta import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_VERSION
 from acp.stdio import (
     default_environment,
     spawn_agent_process,

@@ -61,7 +61,9 @@ CLIENT_HANDLERS: dict[str, tuple[str, Any]] = {
 
 def to_kwargs(model: Any) -> dict[str, Any]:
     """The official SDK's convention: every field by name, `_meta`'s members as extras."""
-    kwargs = {name: getattr(model, name) for name in type(model).model_fields if name != "field_meta"}
+    kwargs = {
+        name: getattr(model, name) for name in type(model).model_fields if name != "field_meta"
+    }
     meta = getattr(model, "field_meta", None)
     if meta:
         kwargs.update(meta)

@@ -2029,6 +2029,11 @@ class ElicitationOtherPropertySchema(BaseModel):
     'Custom or future elicitation property schema type.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
+class StringMultiSelectItems(StringMultiSelectItems):
+    'Multi-select string items with plain string values.'
+    type: Annotated[Literal['string'], Field(alias='type')] = 'string'
+
+
 class OtherMultiSelectItems(BaseModel):
     'Custom or future typed multi-select items.'
     type: Annotated[str, Field(alias='type')]
@@ -2170,6 +2175,31 @@ class AgentPlanContentUpdate(PlanUpdate):
 class AgentPlanRemovedUpdate(PlanRemoved):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRemoval notice for a plan identified by ID.'
     session_update: Annotated[Literal['plan_removed'], Field(alias='sessionUpdate')] = 'plan_removed'
+
+
+class AvailableCommandsUpdate(AvailableCommandsUpdate):
+    'Available commands are ready or have changed'
+    session_update: Annotated[Literal['available_commands_update'], Field(alias='sessionUpdate')] = 'available_commands_update'
+
+
+class CurrentModeUpdate(CurrentModeUpdate):
+    'The current mode of the session has changed\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
+    session_update: Annotated[Literal['current_mode_update'], Field(alias='sessionUpdate')] = 'current_mode_update'
+
+
+class ConfigOptionUpdate(ConfigOptionUpdate):
+    'Session configuration options have been updated.'
+    session_update: Annotated[Literal['config_option_update'], Field(alias='sessionUpdate')] = 'config_option_update'
+
+
+class SessionInfoUpdate(SessionInfoUpdate):
+    'Session metadata has been updated (title, timestamps, custom metadata)'
+    session_update: Annotated[Literal['session_info_update'], Field(alias='sessionUpdate')] = 'session_info_update'
+
+
+class UsageUpdate(UsageUpdate):
+    'Context window and cost update for the session.'
+    session_update: Annotated[Literal['usage_update'], Field(alias='sessionUpdate')] = 'usage_update'
 
 
 class NoticeSessionUpdate(Notice):
@@ -2719,6 +2749,7 @@ ElicitationIntegerPropertySchema.model_rebuild()
 ElicitationBooleanPropertySchema.model_rebuild()
 ElicitationMultiSelectPropertySchema.model_rebuild()
 ElicitationOtherPropertySchema.model_rebuild()
+StringMultiSelectItems.model_rebuild()
 OtherMultiSelectItems.model_rebuild()
 ElicitationFormSessionMode.model_rebuild()
 ElicitationFormRequestMode.model_rebuild()
@@ -2737,6 +2768,11 @@ ToolCallProgress.model_rebuild()
 AgentPlanUpdate.model_rebuild()
 AgentPlanContentUpdate.model_rebuild()
 AgentPlanRemovedUpdate.model_rebuild()
+AvailableCommandsUpdate.model_rebuild()
+CurrentModeUpdate.model_rebuild()
+ConfigOptionUpdate.model_rebuild()
+SessionInfoUpdate.model_rebuild()
+UsageUpdate.model_rebuild()
 NoticeSessionUpdate.model_rebuild()
 CompactionUpdateSessionUpdate.model_rebuild()
 CompactionSummaryChunkSessionUpdate.model_rebuild()

@@ -27,7 +27,9 @@ class Connection:
         role: str = "client",
         **_: Any,
     ) -> None:
-        self._link = Link(role, None, _transport(writer, reader), dispatcher=plain_dispatcher(handler))
+        self._link = Link(
+            role, None, _transport(writer, reader), dispatcher=plain_dispatcher(handler)
+        )
 
     async def send_request(self, method: str, params: Any = None) -> Any:
         return await self._link.raw_request(method, params)

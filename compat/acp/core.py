@@ -78,7 +78,8 @@ class AgentSideConnection(_Side):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         await self._link.notify(
-            "session/update", _model(s.SessionNotification, dict(session_id=session_id, update=update), kwargs)
+            "session/update",
+            _model(s.SessionNotification, dict(session_id=session_id, update=update), kwargs),
         )
 
     async def request_permission(
@@ -176,7 +177,6 @@ class AgentSideConnection(_Side):
         )
         return await self._link.request("terminal/kill", params, s.KillTerminalResponse)  # type: ignore[no-any-return]
 
-
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         """Ask the user for input: `mode` says how (a form or a URL) and for what scope."""
         params = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -187,7 +187,9 @@ class AgentSideConnection(_Side):
         return await self._link.request("elicitation/create", request, s.CreateElicitationResponse)
 
     async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
-        params = _model(s.CompleteElicitationNotification, dict(elicitation_id=elicitation_id), kwargs)
+        params = _model(
+            s.CompleteElicitationNotification, dict(elicitation_id=elicitation_id), kwargs
+        )
         await self._link.notify("elicitation/complete", params)
 
 
@@ -220,7 +222,9 @@ class ClientSideConnection(_Side):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, method: str, model: Any, result: Any, fields: dict[str, Any], extras: dict[str, Any]) -> Any:
+    async def _call(
+        self, method: str, model: Any, result: Any, fields: dict[str, Any], extras: dict[str, Any]
+    ) -> Any:
         return await self._link.request(method, _model(model, fields, extras), result)
 
     async def initialize(
@@ -235,7 +239,9 @@ class ClientSideConnection(_Side):
             client_capabilities=client_capabilities or s.ClientCapabilities(),
             client_info=client_info,
         )
-        return await self._call("initialize", s.InitializeRequest, s.InitializeResponse, fields, kwargs)  # type: ignore[no-any-return]
+        return await self._call(
+            "initialize", s.InitializeRequest, s.InitializeResponse, fields, kwargs
+        )  # type: ignore[no-any-return]
 
     async def new_session(
         self,
@@ -247,7 +253,9 @@ class ClientSideConnection(_Side):
         fields = dict(
             cwd=cwd, additional_directories=additional_directories, mcp_servers=mcp_servers or []
         )
-        return await self._call("session/new", s.NewSessionRequest, s.NewSessionResponse, fields, kwargs)  # type: ignore[no-any-return]
+        return await self._call(
+            "session/new", s.NewSessionRequest, s.NewSessionResponse, fields, kwargs
+        )  # type: ignore[no-any-return]
 
     async def load_session(
         self,
@@ -263,13 +271,17 @@ class ClientSideConnection(_Side):
             mcp_servers=mcp_servers or [],
             additional_directories=additional_directories,
         )
-        return await self._call("session/load", s.LoadSessionRequest, s.LoadSessionResponse, fields, kwargs)  # type: ignore[no-any-return]
+        return await self._call(
+            "session/load", s.LoadSessionRequest, s.LoadSessionResponse, fields, kwargs
+        )  # type: ignore[no-any-return]
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> s.ListSessionsResponse:
         fields = dict(cwd=cwd, cursor=cursor)
-        return await self._call("session/list", s.ListSessionsRequest, s.ListSessionsResponse, fields, kwargs)  # type: ignore[no-any-return]
+        return await self._call(
+            "session/list", s.ListSessionsRequest, s.ListSessionsResponse, fields, kwargs
+        )  # type: ignore[no-any-return]
 
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
@@ -328,7 +340,9 @@ class ClientSideConnection(_Side):
             additional_directories=additional_directories,
             mcp_servers=mcp_servers,
         )
-        return await self._call("session/fork", s.ForkSessionRequest, s.ForkSessionResponse, fields, kwargs)  # type: ignore[no-any-return]
+        return await self._call(
+            "session/fork", s.ForkSessionRequest, s.ForkSessionResponse, fields, kwargs
+        )  # type: ignore[no-any-return]
 
     async def resume_session(
         self,

@@ -63,7 +63,12 @@ def resource_link_block(
 ) -> s.ResourceContentBlock:
     return s.ResourceContentBlock(
         type="resource_link",
-        name=name, uri=uri, mime_type=mime_type, size=size, description=description, title=title
+        name=name,
+        uri=uri,
+        mime_type=mime_type,
+        size=size,
+        description=description,
+        title=title,
     )
 
 
@@ -130,11 +135,15 @@ def update_agent_thought_text(text: str) -> s.AgentThoughtChunk:
 
 
 def update_available_commands(commands: Iterable[Any]) -> s.AvailableCommandsUpdate:
-    return s.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=list(commands))
+    return s.AvailableCommandsUpdate(
+        session_update="available_commands_update", available_commands=list(commands)
+    )
 
 
 def update_current_mode(current_mode_id: str) -> s.CurrentModeUpdate:
-    return s.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=current_mode_id)
+    return s.CurrentModeUpdate(
+        session_update="current_mode_update", current_mode_id=current_mode_id
+    )
 
 
 def session_notification(session_id: str, update: Any) -> s.SessionNotification:

@@ -27,7 +27,9 @@ ElicitationMode = Union[
 CreateFormElicitationRequest = Union[
     CreateFormSessionElicitationRequest, CreateFormRequestElicitationRequest
 ]
-CreateUrlElicitationRequest = Union[CreateUrlSessionElicitationRequest, CreateUrlRequestElicitationRequest]
+CreateUrlElicitationRequest = Union[
+    CreateUrlSessionElicitationRequest, CreateUrlRequestElicitationRequest
+]
 
 __all__ = [  # noqa: PLE0604
     *_generated,

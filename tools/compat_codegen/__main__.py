@@ -120,7 +120,9 @@ class Generator:
                 if not typ.startswith("Optional["):
                     typ = f"Optional[{typ}]"
                 default = prop.get("default")
-                if isinstance(default, (str, int, float, bool)) and not isinstance(prop.get("$ref"), str):
+                if isinstance(default, (str, int, float, bool)) and not isinstance(
+                    prop.get("$ref"), str
+                ):
                     line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = {default!r}"
                 else:
                     line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = None"
@@ -170,7 +172,9 @@ class Generator:
             return [(key, own)]
         out = []
         for index, arm in enumerate(arms):
-            shapes = [(f"{key}#{index}", {k: arm[k] for k in ("properties", "required") if k in arm})]
+            shapes = [
+                (f"{key}#{index}", {k: arm[k] for k in ("properties", "required") if k in arm})
+            ]
             refs = [r["$ref"] for r in arm.get("allOf", []) if "$ref" in r]
             refs += [arm["$ref"]] if "$ref" in arm else []
             for ref in refs:
@@ -189,7 +193,11 @@ class Generator:
             elif tags and f"{tags[0][0]}={tags[0][1]}" in NAMES:
                 vname = str(NAMES[f"{tags[0][0]}={tags[0][1]}"])
             else:
-                vname = (camel(tags[0][1]) if tags else "") + name + key.removeprefix(name).replace("#", "_")
+                vname = (
+                    (camel(tags[0][1]) if tags else "")
+                    + name
+                    + key.removeprefix(name).replace("#", "_")
+                )
             if vname in self.defs:  # the schema names this shape itself
                 members.append(vname)
                 continue
@@ -230,9 +238,7 @@ class Generator:
                 members.append(ref)
                 continue
             vname = self.variant_name(name, index, ref, tag, value)
-            if vname == ref:  # the referred type carries the tag itself
-                members.append(vname)
-                continue
+            # (When the variant has its base's name, the subclass takes the name over.)
             self.taken.add(vname)
             self.model(vname, arm, base=ref or "BaseModel")
             members.append(vname)
