@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import AnyUrl, Field
+from pydantic import AnyUrl, Field, WrapValidator
 
+from acp._deserialize import default_on_error, skip_invalid
 from acp._model import BaseModel
 
 
@@ -28,7 +29,7 @@ class WriteTextFileRequest(BaseModel):
     'Absolute path to the file to write.'
     content: Annotated[str, Field(alias='content')]
     'The text content to write to the file.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -42,7 +43,7 @@ class ReadTextFileRequest(BaseModel):
     'Line number to start reading from (1-based).'
     limit: Annotated[Optional[int], Field(alias='limit')] = None
     'Maximum number of lines to read.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -54,7 +55,7 @@ class RequestPermissionRequest(BaseModel):
     'Details about the tool call requiring permission.'
     options: Annotated[List[PermissionOption], Field(alias='options')]
     'Available permission options for the user to choose from.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -62,103 +63,103 @@ class ToolCallUpdate(BaseModel):
     'An update to an existing tool call.\n\nUsed to report progress and results as tools execute. All fields except\nthe tool call ID are optional - only changed fields need to be included.\n\nSee protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)'
     tool_call_id: Annotated[ToolCallId, Field(alias='toolCallId')]
     'The ID of the tool call being updated.'
-    kind: Annotated[Optional[ToolKind], Field(alias='kind')] = None
+    kind: Annotated[Optional[ToolKind], WrapValidator(default_on_error), Field(alias='kind')] = None
     'Update the tool kind.'
-    status: Annotated[Optional[ToolCallStatus], Field(alias='status')] = None
+    status: Annotated[Optional[ToolCallStatus], WrapValidator(default_on_error), Field(alias='status')] = None
     'Update the execution status.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Update the human-readable title.'
-    name: Annotated[Optional[str], Field(alias='name')] = None
+    name: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='name')] = None
     'Update the programmatic name of the tool being invoked.\n\nThis field is optional. Omitting it or sending `null` both mean that\nthe existing name is left unchanged.'
-    content: Annotated[Optional[List[ToolCallContent]], Field(alias='content')] = None
+    content: Annotated[Optional[List[ToolCallContent]], WrapValidator(skip_invalid), Field(alias='content')] = None
     'Replace the content collection.'
-    locations: Annotated[Optional[List[ToolCallLocation]], Field(alias='locations')] = None
+    locations: Annotated[Optional[List[ToolCallLocation]], WrapValidator(skip_invalid), Field(alias='locations')] = None
     'Replace the locations collection.'
-    raw_input: Annotated[Optional[Any], Field(alias='rawInput')] = None
+    raw_input: Annotated[Optional[Any], WrapValidator(default_on_error), Field(alias='rawInput')] = None
     'Update the raw input.'
-    raw_output: Annotated[Optional[Any], Field(alias='rawOutput')] = None
+    raw_output: Annotated[Optional[Any], WrapValidator(default_on_error), Field(alias='rawOutput')] = None
     'Update the raw output.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class Annotations(BaseModel):
     'Optional annotations for the client. The client can use annotations to inform how objects are used or displayed'
-    audience: Annotated[Optional[List[Role]], Field(alias='audience')] = None
+    audience: Annotated[Optional[List[Role]], WrapValidator(skip_invalid), Field(alias='audience')] = None
     'Intended recipients for this content, such as the user or assistant.'
-    last_modified: Annotated[Optional[str], Field(alias='lastModified')] = None
+    last_modified: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='lastModified')] = None
     'Timestamp indicating when the underlying resource was last modified.'
-    priority: Annotated[Optional[float], Field(alias='priority')] = None
+    priority: Annotated[Optional[float], WrapValidator(default_on_error), Field(alias='priority')] = None
     'Relative importance of this content when clients choose what to surface.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class TextContent(BaseModel):
     'Text provided to or from an LLM.'
-    annotations: Annotated[Optional[Annotations], Field(alias='annotations')] = None
+    annotations: Annotated[Optional[Annotations], WrapValidator(default_on_error), Field(alias='annotations')] = None
     'Optional annotations that help clients decide how to display or route this content.'
     text: Annotated[str, Field(alias='text')]
     'Text payload carried by this content block.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ImageContent(BaseModel):
     'An image provided to or from an LLM.'
-    annotations: Annotated[Optional[Annotations], Field(alias='annotations')] = None
+    annotations: Annotated[Optional[Annotations], WrapValidator(default_on_error), Field(alias='annotations')] = None
     'Optional annotations that help clients decide how to display or route this content.'
     data: Annotated[str, Field(alias='data')]
     'Base64-encoded media payload.'
     mime_type: Annotated[str, Field(alias='mimeType')]
     'MIME type describing the encoded media payload.'
-    uri: Annotated[Optional[str], Field(alias='uri')] = None
+    uri: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='uri')] = None
     'URI associated with this resource or media payload.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class AudioContent(BaseModel):
     'Audio provided to or from an LLM.'
-    annotations: Annotated[Optional[Annotations], Field(alias='annotations')] = None
+    annotations: Annotated[Optional[Annotations], WrapValidator(default_on_error), Field(alias='annotations')] = None
     'Optional annotations that help clients decide how to display or route this content.'
     data: Annotated[str, Field(alias='data')]
     'Base64-encoded media payload.'
     mime_type: Annotated[str, Field(alias='mimeType')]
     'MIME type describing the encoded media payload.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ResourceLink(BaseModel):
     'A resource that the server is capable of reading, included in a prompt or tool call result.'
-    annotations: Annotated[Optional[Annotations], Field(alias='annotations')] = None
+    annotations: Annotated[Optional[Annotations], WrapValidator(default_on_error), Field(alias='annotations')] = None
     'Optional annotations that help clients decide how to display or route this content.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional human-readable details shown with this protocol object.'
-    mime_type: Annotated[Optional[str], Field(alias='mimeType')] = None
+    mime_type: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='mimeType')] = None
     'MIME type describing the encoded media payload.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable name shown for this protocol object.'
-    size: Annotated[Optional[int], Field(alias='size')] = None
+    size: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='size')] = None
     'Optional size of the linked resource in bytes, if known.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional display title for end-user UI.'
     uri: Annotated[str, Field(alias='uri')]
     'URI associated with this resource or media payload.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class TextResourceContents(BaseModel):
     'Text-based resource contents.'
-    mime_type: Annotated[Optional[str], Field(alias='mimeType')] = None
+    mime_type: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='mimeType')] = None
     'MIME type describing the encoded media payload.'
     text: Annotated[str, Field(alias='text')]
     'Text payload carried by this content block.'
     uri: Annotated[str, Field(alias='uri')]
     'URI associated with this resource or media payload.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -166,21 +167,21 @@ class BlobResourceContents(BaseModel):
     'Binary resource contents.'
     blob: Annotated[str, Field(alias='blob')]
     'Base64-encoded bytes for a binary resource payload.'
-    mime_type: Annotated[Optional[str], Field(alias='mimeType')] = None
+    mime_type: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='mimeType')] = None
     'MIME type describing the encoded media payload.'
     uri: Annotated[str, Field(alias='uri')]
     'URI associated with this resource or media payload.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class EmbeddedResource(BaseModel):
     'The contents of a resource, embedded into a prompt or tool call result.'
-    annotations: Annotated[Optional[Annotations], Field(alias='annotations')] = None
+    annotations: Annotated[Optional[Annotations], WrapValidator(default_on_error), Field(alias='annotations')] = None
     'Optional annotations that help clients decide how to display or route this content.'
     resource: Annotated[EmbeddedResourceResource, Field(alias='resource')]
     'Embedded resource payload, either text or binary data.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -188,7 +189,7 @@ class Content(BaseModel):
     'Standard content block (text, images, resources).'
     content: Annotated[ContentBlock, Field(alias='content')]
     'The actual content block.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -196,11 +197,11 @@ class Diff(BaseModel):
     'A diff representing file modifications.\n\nShows changes to files in a format suitable for display in the client UI.\n\nSee protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)'
     path: Annotated[str, Field(alias='path')]
     'The absolute file path being modified.'
-    old_text: Annotated[Optional[str], Field(alias='oldText')] = None
+    old_text: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='oldText')] = None
     'The original content (omitted or `null` for new files).'
     new_text: Annotated[str, Field(alias='newText')]
     'The new content after modification.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -208,7 +209,7 @@ class Terminal(BaseModel):
     'Embed a terminal created with `terminal/create` by its id.\n\nThe terminal must be added before calling `terminal/release`.\n\nSee protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'Identifier of the terminal instance to embed in the content stream.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -216,9 +217,9 @@ class ToolCallLocation(BaseModel):
     'A file location being accessed or modified by a tool.\n\nEnables clients to implement "follow-along" features that track\nwhich files the agent is working with in real-time.\n\nSee protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent)'
     path: Annotated[str, Field(alias='path')]
     'The absolute file path being accessed or modified.'
-    line: Annotated[Optional[int], Field(alias='line')] = None
+    line: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='line')] = None
     'Optional 1-based line number within the file.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -230,7 +231,7 @@ class PermissionOption(BaseModel):
     'Human-readable label to display to the user.'
     kind: Annotated[PermissionOptionKind, Field(alias='kind')]
     'Hint about the nature of this permission option.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -248,7 +249,7 @@ class CreateTerminalRequest(BaseModel):
     'Working directory for the command. Must be an absolute path.'
     output_byte_limit: Annotated[Optional[int], Field(alias='outputByteLimit')] = None
     'Maximum number of output bytes to retain.\n\nWhen the limit is exceeded, the Client truncates from the beginning of the output\nto stay within the limit.\n\nThe Client MUST ensure truncation happens at a character boundary to maintain valid\nstring output, even if this means the retained output is slightly less than the\nspecified limit.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -258,7 +259,7 @@ class EnvVariable(BaseModel):
     'The name of the environment variable.'
     value: Annotated[str, Field(alias='value')]
     'The value to set for the environment variable.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -268,7 +269,7 @@ class TerminalOutputRequest(BaseModel):
     'The session ID for this request.'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'The ID of the terminal to get output from.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -278,7 +279,7 @@ class ReleaseTerminalRequest(BaseModel):
     'The session ID for this request.'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'The ID of the terminal to release.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -288,7 +289,7 @@ class WaitForTerminalExitRequest(BaseModel):
     'The session ID for this request.'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'The ID of the terminal to wait for.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -298,7 +299,7 @@ class KillTerminalRequest(BaseModel):
     'The session ID for this request.'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'The ID of the terminal to kill.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -306,7 +307,7 @@ class ElicitationSessionScope(BaseModel):
     'Session-scoped elicitation, optionally tied to a specific tool call.\n\nWhen `toolCallId` is set, the elicitation is tied to a specific tool call.\nThis is useful when an agent receives an elicitation from an MCP server\nduring a tool call and needs to redirect it to the user.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
-    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    tool_call_id: Annotated[Optional[ToolCallId], WrapValidator(default_on_error), Field(alias='toolCallId')] = None
     'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
 
 
@@ -320,15 +321,15 @@ class ElicitationSchema(BaseModel):
     'Type-safe elicitation schema for requesting structured user input.\n\nThis represents a JSON Schema object with primitive-typed properties,\nas required by the elicitation specification.'
     type: Annotated[Optional[ElicitationSchemaType], Field(alias='type')] = 'object'
     'Type discriminator. Always `"object"`.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the schema.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
     properties: Annotated[Optional[Dict[str, ElicitationPropertySchema]], Field(alias='properties')] = None
     'Property definitions (must be primitive types).'
     required: Annotated[Optional[List[str]], Field(alias='required')] = None
     'List of required property names.\n\nOptional. Omitted and `null` are equivalent and mean no property names are required.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional description of what this schema represents.\n\nOptional. Omitted and `null` are equivalent and mean no schema description is provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -338,17 +339,17 @@ class EnumOption(BaseModel):
     'The constant value for this option.'
     title: Annotated[str, Field(alias='title')]
     'Human-readable title for this option.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class StringPropertySchema(BaseModel):
     'Schema for string properties in an elicitation form.\n\nWhen `enum` or `oneOf` is set, this represents a single-select enum\nwith `"type": "string"`.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
     min_length: Annotated[Optional[int], Field(alias='minLength')] = None
     'Minimum string length.\n\nOptional. Omitted and `null` are equivalent and mean there is no minimum length constraint.'
@@ -358,57 +359,57 @@ class StringPropertySchema(BaseModel):
     'Pattern the string must match.\n\nOptional. Omitted and `null` are equivalent and mean there is no pattern constraint.'
     format: Annotated[Optional[StringFormat], Field(alias='format')] = None
     'String format.\n\nOptional. Omitted and `null` are equivalent and mean there is no format constraint.'
-    default: Annotated[Optional[str], Field(alias='default')] = None
+    default: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='default')] = None
     'Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.'
     enum: Annotated[Optional[List[str]], Field(alias='enum')] = None
     'Enum values for untitled single-select enums.\nOptional. Omitted and `null` are equivalent and mean no untitled single-select choices are\ndeclared by `enum`.'
     one_of: Annotated[Optional[List[EnumOption]], Field(alias='oneOf')] = None
     'Titled enum options for titled single-select enums.\nOptional. Omitted and `null` are equivalent and mean no titled single-select choices are\ndeclared by `oneOf`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class NumberPropertySchema(BaseModel):
     'Schema for number (floating-point) properties in an elicitation form.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
     minimum: Annotated[Optional[float], Field(alias='minimum')] = None
     'Minimum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.'
     maximum: Annotated[Optional[float], Field(alias='maximum')] = None
     'Maximum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.'
-    default: Annotated[Optional[float], Field(alias='default')] = None
+    default: Annotated[Optional[float], WrapValidator(default_on_error), Field(alias='default')] = None
     'Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class IntegerPropertySchema(BaseModel):
     'Schema for integer properties in an elicitation form.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
     minimum: Annotated[Optional[int], Field(alias='minimum')] = None
     'Minimum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.'
     maximum: Annotated[Optional[int], Field(alias='maximum')] = None
     'Maximum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.'
-    default: Annotated[Optional[int], Field(alias='default')] = None
+    default: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='default')] = None
     'Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class BooleanPropertySchema(BaseModel):
     'Schema for boolean properties in an elicitation form.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
-    default: Annotated[Optional[bool], Field(alias='default')] = None
+    default: Annotated[Optional[bool], WrapValidator(default_on_error), Field(alias='default')] = None
     'Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -416,7 +417,7 @@ class StringMultiSelectItems(BaseModel):
     'String item schema for multi-select enum properties.'
     enum: Annotated[List[str], Field(alias='enum')]
     'Allowed enum values.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -424,15 +425,15 @@ class TitledMultiSelectItems(BaseModel):
     'Items definition for titled multi-select enum properties.'
     any_of: Annotated[List[EnumOption], Field(alias='anyOf')]
     'Titled enum options.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class MultiSelectPropertySchema(BaseModel):
     'Schema for multi-select (array) properties in an elicitation form.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.'
     min_items: Annotated[Optional[int], Field(alias='minItems')] = None
     'Minimum number of items to select.\n\nOptional. Omitted and `null` are equivalent and mean there is no minimum selection count.'
@@ -440,9 +441,9 @@ class MultiSelectPropertySchema(BaseModel):
     'Maximum number of items to select.\n\nOptional. Omitted and `null` are equivalent and mean there is no maximum selection count.'
     items: Annotated[MultiSelectItems, Field(alias='items')]
     'The items definition describing allowed values.'
-    default: Annotated[Optional[List[str]], Field(alias='default')] = None
+    default: Annotated[Optional[List[str]], WrapValidator(skip_invalid), Field(alias='default')] = None
     'Default selected values.\n\nOptional. Omitted and `null` are equivalent and mean no default selections are provided.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -456,7 +457,7 @@ class MessageMcpRequest(BaseModel):
     'The inner MCP method name.'
     params: Annotated[Optional[Dict[str, Any]], Field(alias='params')] = None
     'Optional inner MCP params.\n\nIf omitted or set to `null`, the inner MCP message has no params.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -466,11 +467,11 @@ class InitializeResponse(BaseModel):
     "The protocol version the client specified if supported by the agent,\nor the latest protocol version supported by the agent.\n\nThe client should disconnect, if it doesn't support this version."
     agent_capabilities: Annotated[Optional[AgentCapabilities], Field(alias='agentCapabilities')] = None
     'Capabilities supported by the agent.'
-    auth_methods: Annotated[Optional[List[AuthMethod]], Field(alias='authMethods')] = None
+    auth_methods: Annotated[Optional[List[AuthMethod]], WrapValidator(skip_invalid), Field(alias='authMethods')] = None
     'Authentication methods supported by the agent.'
-    agent_info: Annotated[Optional[Implementation], Field(alias='agentInfo')] = None
+    agent_info: Annotated[Optional[Implementation], WrapValidator(default_on_error), Field(alias='agentInfo')] = None
     'Information about the Agent name and version sent to the Client.\n\nNote: in future versions of the protocol, this will be required.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -486,9 +487,9 @@ class AgentCapabilities(BaseModel):
     'Session lifecycle and prompt capabilities advertised by the agent.'
     auth: Annotated[Optional[AgentAuthCapabilities], Field(alias='auth')] = None
     'Authentication-related capabilities supported by the agent.'
-    providers: Annotated[Optional[ProvidersCapabilities], Field(alias='providers')] = None
+    providers: Annotated[Optional[ProvidersCapabilities], WrapValidator(default_on_error), Field(alias='providers')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nProvider configuration capabilities supported by the agent.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports provider configuration methods.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -500,7 +501,7 @@ class PromptCapabilities(BaseModel):
     'Agent supports `audio` content blocks.'
     embedded_context: Annotated[Optional[bool], Field(alias='embeddedContext')] = False
     'Agent supports embedded context in `session/prompt` requests.\n\nWhen enabled, the Client is allowed to include `resource` content blocks\nin prompt requests for pieces of context that are referenced in the message.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -512,137 +513,137 @@ class McpCapabilities(BaseModel):
     'Agent supports `sse` MCP servers.'
     acp: Annotated[Optional[bool], Field(alias='acp')] = False
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nAgent supports `acp` MCP servers.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionCapabilities(BaseModel):
     'Session capabilities supported by the agent.\n\nAs a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.\n\nOptionally, they **MAY** support other session methods and notifications by specifying additional capabilities.\n\nNote: `session/load` is still handled by the top-level `loadSession` capability. This will be unified in future versions of the protocol.\n\nSee protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities)'
-    list: Annotated[Optional[SessionListCapabilities], Field(alias='list')] = None
+    list: Annotated[Optional[SessionListCapabilities], WrapValidator(default_on_error), Field(alias='list')] = None
     'Whether the agent supports `session/list`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports listing sessions.'
-    delete: Annotated[Optional[SessionDeleteCapabilities], Field(alias='delete')] = None
+    delete: Annotated[Optional[SessionDeleteCapabilities], WrapValidator(default_on_error), Field(alias='delete')] = None
     'Whether the agent supports `session/delete`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports deleting sessions from `session/list`.'
-    additional_directories: Annotated[Optional[SessionAdditionalDirectoriesCapabilities], Field(alias='additionalDirectories')] = None
+    additional_directories: Annotated[Optional[SessionAdditionalDirectoriesCapabilities], WrapValidator(default_on_error), Field(alias='additionalDirectories')] = None
     'Whether the agent supports `additionalDirectories` on supported session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `additionalDirectories` on\nsupported session lifecycle requests.\n\nAgents that also support `session/list` may return\n`SessionInfo.additionalDirectories` to report the complete ordered\nadditional-root list associated with a listed session.'
-    system_prompt: Annotated[Optional[SessionSystemPromptCapabilities], Field(alias='systemPrompt')] = None
+    system_prompt: Annotated[Optional[SessionSystemPromptCapabilities], WrapValidator(default_on_error), Field(alias='systemPrompt')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `systemPrompt` on session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `systemPrompt` in `append` mode.'
-    fork: Annotated[Optional[SessionForkCapabilities], Field(alias='fork')] = None
+    fork: Annotated[Optional[SessionForkCapabilities], WrapValidator(default_on_error), Field(alias='fork')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/fork`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports forking sessions.'
-    archive: Annotated[Optional[SessionArchiveCapabilities], Field(alias='archive')] = None
+    archive: Annotated[Optional[SessionArchiveCapabilities], WrapValidator(default_on_error), Field(alias='archive')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/archive` and `session/unarchive`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports both methods, the `archived` filter on\n`session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise `sessionCapabilities.list`.'
-    status: Annotated[Optional[SessionStatusCapabilities], Field(alias='status')] = None
+    status: Annotated[Optional[SessionStatusCapabilities], WrapValidator(default_on_error), Field(alias='status')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status.'
-    title: Annotated[Optional[SessionTitleCapabilities], Field(alias='title')] = None
+    title: Annotated[Optional[SessionTitleCapabilities], WrapValidator(default_on_error), Field(alias='title')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/set_title`.\n\nAgents report titles through `session/list` and `session_info_update` without this\ncapability. It only advertises that Clients can set titles.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports setting session titles.'
-    resume: Annotated[Optional[SessionResumeCapabilities], Field(alias='resume')] = None
+    resume: Annotated[Optional[SessionResumeCapabilities], WrapValidator(default_on_error), Field(alias='resume')] = None
     'Whether the agent supports `session/resume`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports resuming sessions.'
-    close: Annotated[Optional[SessionCloseCapabilities], Field(alias='close')] = None
+    close: Annotated[Optional[SessionCloseCapabilities], WrapValidator(default_on_error), Field(alias='close')] = None
     'Whether the agent supports `session/close`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports closing sessions.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionListCapabilities(BaseModel):
     'Capabilities for the `session/list` method.\n\nSupplying `{}` means the agent supports listing sessions.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionDeleteCapabilities(BaseModel):
     'Capabilities for the `session/delete` method.\n\nSupplying `{}` means the agent supports deleting sessions from `session/list`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionAdditionalDirectoriesCapabilities(BaseModel):
     'Capabilities for additional session directories support.\n\nSupplying `{}` means the agent supports the `additionalDirectories` field on\nsupported session lifecycle requests. Agents that also support\n`session/list` may return `SessionInfo.additionalDirectories` to report the\ncomplete ordered additional-root list associated with a listed session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionSystemPromptCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for client-provided system prompts.\n\nSupplying `{}` means the agent supports `systemPrompt` on session lifecycle\nrequests in `append` mode.'
-    mode: Annotated[Optional[SessionSystemPromptModeCapabilities], Field(alias='mode')] = None
+    mode: Annotated[Optional[SessionSystemPromptModeCapabilities], WrapValidator(default_on_error), Field(alias='mode')] = None
     'Delivery modes the agent supports in addition to `append`.\n\nOptional. Omitted or `null` both mean the agent supports only `append`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionSystemPromptModeCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem prompt delivery modes the agent supports in addition to `append`.\n\n`append` has no entry because every agent advertising\n`sessionCapabilities.systemPrompt` supports it.'
-    override: Annotated[Optional[SessionSystemPromptOverrideCapabilities], Field(alias='override')] = None
+    override: Annotated[Optional[SessionSystemPromptOverrideCapabilities], WrapValidator(default_on_error), Field(alias='override')] = None
     'Whether the agent supports `override` mode.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports replacing its built-in default\ninstructions with the client-provided system prompt.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionSystemPromptOverrideCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `override` system prompt mode.\n\nSupplying `{}` means the agent supports replacing its built-in default\ninstructions with the client-provided system prompt.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionForkCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/fork` method.\n\nSupplying `{}` means the agent supports forking sessions.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionArchiveCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for `session/archive` and `session/unarchive`.\n\nSupplying `{}` means the agent supports both methods, the `archived` filter on\n`session/list`, and `SessionInfo.archived`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionStatusCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionTitleCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for Client-set session titles.\n\nSupplying `{}` means the agent supports `session/set_title`. Agents report titles\nthrough `session/list` and `session_info_update` without this capability.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionResumeCapabilities(BaseModel):
     'Capabilities for the `session/resume` method.\n\nSupplying `{}` means the agent supports resuming sessions.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionCloseCapabilities(BaseModel):
     'Capabilities for the `session/close` method.\n\nSupplying `{}` means the agent supports closing sessions.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class AgentAuthCapabilities(BaseModel):
     'Authentication-related capabilities supported by the agent.'
-    status: Annotated[Optional[AuthStatusCapabilities], Field(alias='status')] = None
+    status: Annotated[Optional[AuthStatusCapabilities], WrapValidator(default_on_error), Field(alias='status')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports the `auth/status` method.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports the `auth/status` method.'
-    logout: Annotated[Optional[LogoutCapabilities], Field(alias='logout')] = None
+    logout: Annotated[Optional[LogoutCapabilities], WrapValidator(default_on_error), Field(alias='logout')] = None
     'Whether the agent supports the logout method.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports the logout method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class AuthStatusCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nAuth status capabilities supported by the agent.\n\nSupplying `{}` means the agent supports the `auth/status` method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class LogoutCapabilities(BaseModel):
     'Logout capabilities supported by the agent.\n\nSupplying `{}` means the agent supports the logout method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ProvidersCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nProvider configuration capabilities supported by the agent.\n\nSupplying `{}` means the agent supports provider configuration methods.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -652,13 +653,13 @@ class AuthMethodTerminal(BaseModel):
     'Unique identifier for this authentication method.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable name of the authentication method.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional human-readable description of this authentication method.'
     args: Annotated[Optional[List[str]], Field(alias='args')] = None
     'Additional arguments to append to the configured agent invocation for terminal auth.'
     env: Annotated[Optional[Dict[str, str]], Field(alias='env')] = None
     'Additional environment variables to set on the configured agent invocation for terminal auth.\nThese values override same-named variables in the base launch configuration.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -668,9 +669,9 @@ class AuthMethodAgent(BaseModel):
     'Unique identifier for this authentication method.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable name of the authentication method.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional human-readable description of this authentication method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -678,17 +679,17 @@ class Implementation(BaseModel):
     'Metadata about the implementation of the client or agent.\nDescribes the name and version of an ACP implementation, with an optional\ntitle for UI representation.'
     name: Annotated[str, Field(alias='name')]
     "Intended for programmatic or logical use, but can be used as a display\nname fallback if title isn't present."
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Intended for UI and end-user contexts and optimized to be human-readable\nand easily understood.\n\nIf not provided, the name should be used for display.'
     version: Annotated[str, Field(alias='version')]
     'Version of the implementation. Can be displayed to the user or used\nfor debugging or metrics purposes. (e.g. "1.0.0").'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class AuthenticateResponse(BaseModel):
     'Response to the `authenticate` method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -696,7 +697,7 @@ class ListProvidersResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse to `providers/list`.'
     providers: Annotated[List[ProviderInfo], Field(alias='providers')]
     'Configurable providers with current routing info suitable for UI display.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -710,7 +711,7 @@ class ProviderInfo(BaseModel):
     'Whether this provider is mandatory and cannot be disabled via `providers/disable`.\nIf true, clients must not call `providers/disable` for this provider ID.'
     current: Annotated[Optional[ProviderCurrentConfig], Field(alias='current')] = None
     'Current effective non-secret routing config.\nNull or omitted means provider is disabled.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -720,25 +721,25 @@ class ProviderCurrentConfig(BaseModel):
     'Protocol currently used by this provider.'
     base_url: Annotated[str, Field(alias='baseUrl')]
     'Base URL currently used by this provider.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SetProviderResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse to `providers/set`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class DisableProviderResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse to `providers/disable`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class LogoutResponse(BaseModel):
     'Response to the `logout` method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -746,9 +747,9 @@ class AuthStatusResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse to the `auth/status` method.'
     state: Annotated[AuthState, Field(alias='state')]
     'Whether the agent can start sessions without the user signing in first.\n\nThis is the only field clients should act on. Clients MUST treat values they\ndo not recognize as `unknown`.'
-    accounts: Annotated[Optional[List[AuthAccount]], Field(alias='accounts')] = None
+    accounts: Annotated[Optional[List[AuthAccount]], WrapValidator(skip_invalid), Field(alias='accounts')] = None
     'The accounts the agent has configured, for display.\n\nOptional. Omitted and empty are equivalent and mean no accounts are reported.\nAgents that hold credentials for several providers or accounts SHOULD list each\nof them and mark the ones in effect with `active`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -756,15 +757,15 @@ class AuthAccount(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nAn account or credential the agent has configured, such as a signed-in user\naccount or an API key.\n\nAll fields are display information only. Clients MUST NOT use them as stable\naccount identifiers, and SHOULD NOT log them or send them elsewhere, such as to\ntelemetry.'
     label: Annotated[str, Field(alias='label')]
     'Human-readable name for the account, suitable for display on its own,\nfor example `Claude Max`, `OpenAI API key`, or `Vertex AI`.'
-    active: Annotated[Optional[bool], Field(alias='active')] = None
+    active: Annotated[Optional[bool], WrapValidator(default_on_error), Field(alias='active')] = None
     'Whether the agent currently uses this account by default.\n\nSeveral accounts MAY be active, for example one per provider.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not indicate whether this account is in effect.'
-    name: Annotated[Optional[str], Field(alias='name')] = None
+    name: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='name')] = None
     'Display name of the user, such as a username or full name.\n\nOptional. Omitted and `null` are equivalent and mean no name is reported.'
-    email: Annotated[Optional[str], Field(alias='email')] = None
+    email: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='email')] = None
     'Email address of the user.\n\nOptional. Omitted and `null` are equivalent and mean no email is reported.'
-    organization: Annotated[Optional[str], Field(alias='organization')] = None
+    organization: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='organization')] = None
     'Display name of the organization, team, or workspace the account is using.\n\nOptional. Omitted and `null` are equivalent and mean no organization is reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -772,11 +773,11 @@ class NewSessionResponse(BaseModel):
     'Response from creating a new session.\n\nSee protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'Unique identifier for the created session.\n\nUsed in all subsequent requests for this conversation.'
-    modes: Annotated[Optional[SessionModeState], Field(alias='modes')] = None
+    modes: Annotated[Optional[SessionModeState], WrapValidator(default_on_error), Field(alias='modes')] = None
     'Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
-    config_options: Annotated[Optional[List[SessionConfigOption]], Field(alias='configOptions')] = None
+    config_options: Annotated[Optional[List[SessionConfigOption]], WrapValidator(skip_invalid), Field(alias='configOptions')] = None
     'Initial session configuration options if supported by the Agent.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -786,7 +787,7 @@ class SessionModeState(BaseModel):
     'The current mode the Agent is in.'
     available_modes: Annotated[List[SessionMode], Field(alias='availableModes')]
     'The set of modes that the Agent can operate in'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -796,9 +797,9 @@ class SessionMode(BaseModel):
     'Stable identifier used to refer to this protocol object in later messages.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable name shown for this protocol object.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional human-readable details shown with this protocol object.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -808,9 +809,9 @@ class SessionConfigSelectOption(BaseModel):
     'Unique identifier for this option value.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable label for this option value.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional description for this option value.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -822,7 +823,7 @@ class SessionConfigSelectGroup(BaseModel):
     'Human-readable label for this group.'
     options: Annotated[List[SessionConfigSelectOption], Field(alias='options')]
     'The set of option values in this group.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -842,11 +843,11 @@ class SessionConfigBoolean(BaseModel):
 
 class LoadSessionResponse(BaseModel):
     'Response from loading an existing session.'
-    modes: Annotated[Optional[SessionModeState], Field(alias='modes')] = None
+    modes: Annotated[Optional[SessionModeState], WrapValidator(default_on_error), Field(alias='modes')] = None
     'Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
-    config_options: Annotated[Optional[List[SessionConfigOption]], Field(alias='configOptions')] = None
+    config_options: Annotated[Optional[List[SessionConfigOption]], WrapValidator(skip_invalid), Field(alias='configOptions')] = None
     'Initial session configuration options if supported by the Agent.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -854,9 +855,9 @@ class ListSessionsResponse(BaseModel):
     'Response from listing sessions.'
     sessions: Annotated[List[SessionInfo], Field(alias='sessions')]
     'Array of session information objects'
-    next_cursor: Annotated[Optional[str], Field(alias='nextCursor')] = None
+    next_cursor: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='nextCursor')] = None
     "Opaque cursor token. If present, pass this in the next request's cursor parameter\nto fetch the next page. If absent, there are no more results."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -866,21 +867,21 @@ class SessionInfo(BaseModel):
     'Unique identifier for the session'
     cwd: Annotated[str, Field(alias='cwd')]
     'The working directory for this session. Must be an absolute path.'
-    additional_directories: Annotated[Optional[List[str]], Field(alias='additionalDirectories')] = None
+    additional_directories: Annotated[Optional[List[str]], WrapValidator(skip_invalid), Field(alias='additionalDirectories')] = None
     'Additional workspace roots reported for this session. Each path must be absolute.\n\nWhen present, this is the complete ordered additional-root list reported\nby the Agent. Omitted and empty values are equivalent: the response\nreports no additional roots.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Human-readable title for the session'
-    updated_at: Annotated[Optional[str], Field(alias='updatedAt')] = None
+    updated_at: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='updatedAt')] = None
     'ISO 8601 timestamp of last activity'
-    archived: Annotated[Optional[bool], Field(alias='archived')] = None
+    archived: Annotated[Optional[bool], WrapValidator(default_on_error), Field(alias='archived')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the session is archived.\n\nOptional. Omitted and `null` are equivalent and mean the archive state is not reported.\nAgents that advertise the `sessionCapabilities.archive` capability MUST include it on every listed session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class DeleteSessionResponse(BaseModel):
     'Response from deleting a session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -888,23 +889,23 @@ class ForkSessionResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from forking an existing session.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'Unique identifier for the newly created forked session.'
-    modes: Annotated[Optional[SessionModeState], Field(alias='modes')] = None
+    modes: Annotated[Optional[SessionModeState], WrapValidator(default_on_error), Field(alias='modes')] = None
     'Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
-    config_options: Annotated[Optional[List[SessionConfigOption]], Field(alias='configOptions')] = None
+    config_options: Annotated[Optional[List[SessionConfigOption]], WrapValidator(skip_invalid), Field(alias='configOptions')] = None
     'Initial session configuration options if supported by the Agent.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ArchiveSessionResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from archiving a session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class UnarchiveSessionResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from unarchiving a session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -912,7 +913,7 @@ class SessionStatusResponse(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from checking the status of a session.\n\nThe result is a snapshot. A session reported `open` may be closed or evicted before\nthe Client's next request."
     status: Annotated[SessionStatus, Field(alias='status')]
     'Whether the Agent has the session in memory.\n\nRequired. Clients MUST treat a value they do not recognize as `saved`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -920,29 +921,29 @@ class SetSessionTitleResponse(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from setting the title of a session.'
     title: Annotated[str, Field(alias='title')]
     'The title the Agent stored.\n\nThis differs from the requested title if the Agent normalized it. Clients SHOULD\ndisplay this value rather than the one they sent.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ResumeSessionResponse(BaseModel):
     'Response from resuming an existing session.'
-    modes: Annotated[Optional[SessionModeState], Field(alias='modes')] = None
+    modes: Annotated[Optional[SessionModeState], WrapValidator(default_on_error), Field(alias='modes')] = None
     'Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
-    config_options: Annotated[Optional[List[SessionConfigOption]], Field(alias='configOptions')] = None
+    config_options: Annotated[Optional[List[SessionConfigOption]], WrapValidator(skip_invalid), Field(alias='configOptions')] = None
     'Initial session configuration options if supported by the Agent.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class CloseSessionResponse(BaseModel):
     'Response from closing a session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SetSessionModeResponse(BaseModel):
     'Response to `session/set_mode` method.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -950,7 +951,7 @@ class SetSessionConfigOptionResponse(BaseModel):
     'Response to `session/set_config_option` method.'
     config_options: Annotated[List[SessionConfigOption], Field(alias='configOptions')]
     'The full set of configuration options and their current values.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -958,9 +959,9 @@ class PromptResponse(BaseModel):
     'Response from processing a user prompt.\n\nSee protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)'
     stop_reason: Annotated[StopReason, Field(alias='stopReason')]
     'Indicates why the agent stopped processing the turn.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for this turn (optional).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -972,13 +973,13 @@ class Usage(BaseModel):
     'Total input tokens across all turns.'
     output_tokens: Annotated[int, Field(alias='outputTokens')]
     'Total output tokens across all turns.'
-    thought_tokens: Annotated[Optional[int], Field(alias='thoughtTokens')] = None
+    thought_tokens: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='thoughtTokens')] = None
     'Total thought/reasoning tokens'
-    cached_read_tokens: Annotated[Optional[int], Field(alias='cachedReadTokens')] = None
+    cached_read_tokens: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='cachedReadTokens')] = None
     'Total cache read tokens.'
-    cached_write_tokens: Annotated[Optional[int], Field(alias='cachedWriteTokens')] = None
+    cached_write_tokens: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='cachedWriteTokens')] = None
     'Total cache write tokens.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -988,7 +989,7 @@ class Error(BaseModel):
     'A number indicating the error type that occurred.\nThis must be an integer as defined in the JSON-RPC specification.'
     message: Annotated[str, Field(alias='message')]
     'A string providing a short description of the error.\nThe message should be limited to a concise single sentence.'
-    data: Annotated[Optional[Any], Field(alias='data')] = None
+    data: Annotated[Optional[Any], WrapValidator(default_on_error), Field(alias='data')] = None
     'Optional primitive or structured value that contains additional information about the error.\nThis may include debugging information or context-specific details.'
 
 
@@ -1006,7 +1007,7 @@ class SessionNotification(BaseModel):
     'The ID of the session this update pertains to.'
     update: Annotated[SessionUpdate, Field(alias='update')]
     'The actual update content.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1014,9 +1015,9 @@ class ContentChunk(BaseModel):
     'A streamed item of content'
     content: Annotated[ContentBlock, Field(alias='content')]
     'A single item of content'
-    message_id: Annotated[Optional[MessageId], Field(alias='messageId')] = None
+    message_id: Annotated[Optional[MessageId], WrapValidator(default_on_error), Field(alias='messageId')] = None
     'A unique identifier for the message this chunk belongs to.\n\nAll chunks belonging to the same message share the same `messageId`.\nA change in `messageId` indicates a new message has started.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1026,21 +1027,21 @@ class ToolCall(BaseModel):
     'Unique identifier for this tool call within the session.'
     title: Annotated[str, Field(alias='title')]
     'Human-readable title describing what the tool is doing.'
-    name: Annotated[Optional[str], Field(alias='name')] = None
+    name: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='name')] = None
     'Programmatic name of the tool being invoked.\n\nThis field is optional. Omitting it or sending `null` both mean that no\ntool name is available.'
-    kind: Annotated[Optional[ToolKind], Field(alias='kind')] = None
+    kind: Annotated[Optional[ToolKind], WrapValidator(default_on_error), Field(alias='kind')] = None
     'The category of tool being invoked.\nHelps clients choose appropriate icons and UI treatment.'
-    status: Annotated[Optional[ToolCallStatus], Field(alias='status')] = None
+    status: Annotated[Optional[ToolCallStatus], WrapValidator(default_on_error), Field(alias='status')] = None
     'Current execution status of the tool call.'
-    content: Annotated[Optional[List[ToolCallContent]], Field(alias='content')] = None
+    content: Annotated[Optional[List[ToolCallContent]], WrapValidator(skip_invalid), Field(alias='content')] = None
     'Content produced by the tool call.'
-    locations: Annotated[Optional[List[ToolCallLocation]], Field(alias='locations')] = None
+    locations: Annotated[Optional[List[ToolCallLocation]], WrapValidator(skip_invalid), Field(alias='locations')] = None
     'File locations affected by this tool call.\nEnables "follow-along" features in clients.'
-    raw_input: Annotated[Optional[Any], Field(alias='rawInput')] = None
+    raw_input: Annotated[Optional[Any], WrapValidator(default_on_error), Field(alias='rawInput')] = None
     'Raw input parameters sent to the tool.'
-    raw_output: Annotated[Optional[Any], Field(alias='rawOutput')] = None
+    raw_output: Annotated[Optional[Any], WrapValidator(default_on_error), Field(alias='rawOutput')] = None
     'Raw output returned by the tool.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1052,7 +1053,7 @@ class PlanEntry(BaseModel):
     'The relative importance of this task.\nUsed to indicate which tasks are most critical to the overall goal.'
     status: Annotated[PlanEntryStatus, Field(alias='status')]
     'Current execution status of this task.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1060,7 +1061,7 @@ class Plan(BaseModel):
     'An execution plan for accomplishing complex tasks.\n\nPlans consist of multiple entries representing individual tasks or goals.\nAgents report plans to clients to provide visibility into their execution strategy.\nPlans can evolve during execution as the agent discovers new requirements or completes tasks.\n\nSee protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)'
     entries: Annotated[List[PlanEntry], Field(alias='entries')]
     'The list of tasks to be accomplished.\n\nWhen updating a plan, the agent must send a complete list of all entries\nwith their current status. The client replaces the entire plan with each update.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1070,7 +1071,7 @@ class PlanItems(BaseModel):
     'The plan ID to update.'
     entries: Annotated[List[PlanEntry], Field(alias='entries')]
     'The list of tasks to be accomplished.\n\nWhen updating an item-based plan, the agent must send a complete list of all entries\nwith their current status. The client replaces that plan with each update.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1080,7 +1081,7 @@ class PlanFile(BaseModel):
     'The plan ID to update.'
     uri: Annotated[str, Field(alias='uri')]
     'The URI of the file containing the plan.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1090,7 +1091,7 @@ class PlanMarkdown(BaseModel):
     'The plan ID to update.'
     content: Annotated[str, Field(alias='content')]
     'Markdown content for the plan.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1098,7 +1099,7 @@ class PlanUpdate(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA content update for a plan identified by ID.'
     plan: Annotated[PlanUpdateContent, Field(alias='plan')]
     'The updated plan content.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1106,7 +1107,7 @@ class PlanRemoved(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRemoval notice for a plan identified by ID.'
     plan_id: Annotated[PlanId, Field(alias='planId')]
     'The plan ID to remove.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1116,9 +1117,9 @@ class AvailableCommand(BaseModel):
     'Command name (e.g., `create_plan`, `research_codebase`).'
     description: Annotated[str, Field(alias='description')]
     'Human-readable description of what the command does.'
-    input: Annotated[Optional[AvailableCommandInput], Field(alias='input')] = None
+    input: Annotated[Optional[AvailableCommandInput], WrapValidator(default_on_error), Field(alias='input')] = None
     'Input for the command if required'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1126,7 +1127,7 @@ class UnstructuredCommandInput(BaseModel):
     'All text that was typed after the command name is provided as input.'
     hint: Annotated[str, Field(alias='hint')]
     "A hint to display when the input hasn't been provided yet"
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1134,7 +1135,7 @@ class AvailableCommandsUpdate(BaseModel):
     'Available commands are ready or have changed'
     available_commands: Annotated[List[AvailableCommand], Field(alias='availableCommands')]
     'Commands the agent can execute'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1142,7 +1143,7 @@ class CurrentModeUpdate(BaseModel):
     'The current mode of the session has changed\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)'
     current_mode_id: Annotated[SessionModeId, Field(alias='currentModeId')]
     'The ID of the current mode'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1150,17 +1151,17 @@ class ConfigOptionUpdate(BaseModel):
     'Session configuration options have been updated.'
     config_options: Annotated[List[SessionConfigOption], Field(alias='configOptions')]
     'The full set of configuration options and their current values.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class SessionInfoUpdate(BaseModel):
     'Update to session metadata. All fields are optional to support partial updates.\n\nAgents send this notification to update session information like title or custom metadata.\nClients can use it to keep session titles and state current.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     'Human-readable title for the session. Set to null to clear.'
-    updated_at: Annotated[Optional[str], Field(alias='updatedAt')] = None
+    updated_at: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='updatedAt')] = None
     'ISO 8601 timestamp of last activity. Set to null to clear.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1170,7 +1171,7 @@ class Cost(BaseModel):
     'Total cumulative cost for session.'
     currency: Annotated[str, Field(alias='currency')]
     'Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another\nunit such as "credits".'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1180,9 +1181,9 @@ class UsageUpdate(BaseModel):
     'Tokens currently in context.'
     size: Annotated[int, Field(alias='size')]
     'Total context window size in tokens.'
-    cost: Annotated[Optional[Cost], Field(alias='cost')] = None
+    cost: Annotated[Optional[Cost], WrapValidator(default_on_error), Field(alias='cost')] = None
     'Cumulative session cost (optional).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1192,9 +1193,9 @@ class Notice(BaseModel):
     'Presentation severity hint.'
     title: Annotated[str, Field(alias='title')]
     'Required non-empty plain-text title that can stand alone.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional plain-text detail or guidance.\n\nOmitted and `null` are equivalent and mean no description was supplied.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Metadata scoped to this notice.\n\nOmitted and `null` are equivalent and mean no metadata was supplied.'
 
 
@@ -1204,11 +1205,11 @@ class CompactionUpdate(BaseModel):
     'The Agent-owned ID of this compaction, unique within the session.'
     status: Annotated[CompactionStatus, Field(alias='status')]
     'Current lifecycle status.'
-    summary: Annotated[Optional[List[ContentBlock]], Field(alias='summary')] = None
+    summary: Annotated[Optional[List[ContentBlock]], WrapValidator(skip_invalid), Field(alias='summary')] = None
     'Complete replacement user-displayable summary content for the compaction.'
-    error: Annotated[Optional[str], Field(alias='error')] = None
+    error: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='error')] = None
     'Human-readable error details for the compaction.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Extensible metadata patch for this compaction.'
 
 
@@ -1218,45 +1219,45 @@ class CompactionSummaryChunk(BaseModel):
     'ID of the compaction whose summary receives this content.'
     content: Annotated[ContentBlock, Field(alias='content')]
     'One content block to append.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Metadata scoped to this chunk. Omission and `null` both mean absent.'
 
 
 class SubagentSessionCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nClient-initiated session mutations permitted for a specific subagent session.\n\nA mutation requires an explicit per-child capability. Support for the method\non ordinary sessions does not grant support on a child.'
-    cancel: Annotated[Optional[SessionCancelCapabilities], Field(alias='cancel')] = None
+    cancel: Annotated[Optional[SessionCancelCapabilities], WrapValidator(default_on_error), Field(alias='cancel')] = None
     "Permits the client to cancel this child's current work without ending\nthe session. Omitted or `null` means unsupported. An object (including\n`{}`) means supported."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.'
 
 
 class SessionCancelCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapability to cancel work in a subagent session without ending that session.\n\nSupplying `{}` advertises support. An omitted or `null` `cancel` does not.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class RunningStateUpdate(BaseModel):
     'Foreground work is in progress.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
 
 
 class ErrorStopReason(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nDetails of a failure that ended a child's foreground work."
-    error: Annotated[Optional[Error], Field(alias='error')] = None
+    error: Annotated[Optional[Error], WrapValidator(default_on_error), Field(alias='error')] = None
     'The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.'
 
 
 class RequiresActionStateUpdate(BaseModel):
     'Foreground work is blocked on user action.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
 
 
 class UnknownStateUpdate(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\n\nReport this when activity becomes unobservable, not merely because the child\nhas been quiet. The Client MUST stop presenting the previous state as confirmed\ncurrent activity, but may retain it as last known. A later state replaces this\nsnapshot normally.\n\nThis is not a task outcome or session closure. It does not cancel work, resolve\npending requests, or revoke capabilities. Capabilities are updated separately.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
 
 
@@ -1264,19 +1265,19 @@ class SubagentUpdate(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nNotification that the enclosing parent session created and owns a child session.\n\nLater updates modify the existing association's metadata, not its ownership.\n\nSent on the immediate parent session. The first update for an unknown\n`sessionId` announces the child and MUST be sent\nbefore any live child traffic or live message naming the child as sender\nor recipient. Parents may message and reuse an announced child across\nmultiple operations.\nChild events are delivered automatically on the same connection. No child\nload, resume, or subscription is needed.\n\nOnly the subagent session ID is required. Omitted patch fields keep their\nprevious values. `null` clears them. Clearing capabilities disables child\nmutations. Clearing state leaves current activity unset/unconfirmed: it does\nnot imply idle, stop work, or create an `unknown` state snapshot. A concrete\nstate replaces the entire previous state object, not the session.\nThe title and description provide the parent's display metadata for the\nchild. They do not replace the content of individual messages or operations.\n`cwd` and `additionalDirectories` report where the Agent placed the child.\nWhile unset, each inherits the immediate parent's effective value."
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The opaque session ID identifying the child in all ACP messages.'
-    title: Annotated[Optional[str], Field(alias='title')] = None
+    title: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='title')] = None
     "The parent's human-readable display title for this child. It need not be unique.\n\nOmitted means unchanged. `null` clears it. If unset, the Client chooses\na fallback presentation."
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     "The parent's human-readable description of the child's role or purpose.\n\nOmitted means unchanged. `null` clears it. If unset, the Client chooses\na fallback presentation. This is current display metadata, not the\nhistory of instructions sent to the child."
-    capabilities: Annotated[Optional[SubagentSessionCapabilities], Field(alias='capabilities')] = None
+    capabilities: Annotated[Optional[SubagentSessionCapabilities], WrapValidator(default_on_error), Field(alias='capabilities')] = None
     'Client-initiated session mutations permitted for this subagent session.\n\nOmitted means unchanged. `null` clears the capability set and disables\nchild mutations. If never supplied, no session mutations are permitted.\nRead-only operations retain their normal protocol semantics and capability\nrequirements. A concrete object replaces the whole capability set.'
-    state: Annotated[Optional[StateUpdate], Field(alias='state')] = None
+    state: Annotated[Optional[StateUpdate], WrapValidator(default_on_error), Field(alias='state')] = None
     'Current state snapshot for the child session.\n\nOmitted means unchanged. `null` clears the current activity without\nasserting idle or sending an `unknown` snapshot. A concrete state\nreplaces the previous state object wholesale. If never supplied, the\ncurrent activity is unset/unconfirmed.'
     cwd: Annotated[Optional[str], Field(alias='cwd')] = None
     "The child's working directory. Must be an absolute path.\n\nOptional and nullable. Omitted means unchanged. `null` clears the\nreported value. While unset, the child inherits its immediate parent's\neffective working directory. Clients use this value for the child's\nroot set and as the default terminal working directory."
     additional_directories: Annotated[Optional[List[str]], Field(alias='additionalDirectories')] = None
     "Additional workspace roots for the child. Each path must be absolute.\n\nOptional and nullable. Omitted means unchanged. `null` clears the\nreported value. While unset, the child inherits its immediate parent's\neffective additional directories, independently of `cwd`. A concrete\narray replaces the whole list. `[]` reports no additional directories.\nClients use these values for the child's root set."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)\nOmitted means unchanged. `null` removes the metadata.'
 
 
@@ -1284,17 +1285,17 @@ class SessionMessage(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nAn upsert for an inter-session message.'
     message_id: Annotated[MessageId, Field(alias='messageId')]
     "Identifier of this message within the enclosing session's transcript."
-    sender_session_id: Annotated[Optional[SessionId], Field(alias='senderSessionId')] = None
+    sender_session_id: Annotated[Optional[SessionId], WrapValidator(default_on_error), Field(alias='senderSessionId')] = None
     'The sending session.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it.'
-    recipient_session_id: Annotated[Optional[SessionId], Field(alias='recipientSessionId')] = None
+    recipient_session_id: Annotated[Optional[SessionId], WrapValidator(default_on_error), Field(alias='recipientSessionId')] = None
     'The receiving session.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it.'
-    sender_message_id: Annotated[Optional[MessageId], Field(alias='senderMessageId')] = None
+    sender_message_id: Annotated[Optional[MessageId], WrapValidator(default_on_error), Field(alias='senderMessageId')] = None
     "On an incoming view, the `messageId` of the same message's outgoing view in the\nsender's transcript.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can arrive\nafter the message starts streaming."
-    recipient_message_id: Annotated[Optional[MessageId], Field(alias='recipientMessageId')] = None
+    recipient_message_id: Annotated[Optional[MessageId], WrapValidator(default_on_error), Field(alias='recipientMessageId')] = None
     "On an outgoing view, the `messageId` of the same message's incoming view in the\nrecipient's transcript.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can arrive\nafter the message starts streaming."
-    content: Annotated[Optional[List[ContentBlock]], Field(alias='content')] = None
+    content: Annotated[Optional[List[ContentBlock]], WrapValidator(skip_invalid), Field(alias='content')] = None
     'Omitted leaves content unchanged. `null` or `[]` clears it.\nA non-empty array replaces all content.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Omitted leaves metadata unchanged. `null` removes it.\n\nImplementations MUST NOT make assumptions about values in `_meta`.'
 
 
@@ -1304,7 +1305,7 @@ class SessionMessageChunk(BaseModel):
     "Identifier of this message within the enclosing session's transcript."
     content: Annotated[ContentBlock, Field(alias='content')]
     'A single content block appended to the message.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Optional and nullable chunk-scoped metadata. Omitted or `null` means none.\n\nImplementations MUST NOT make assumptions about values in `_meta`.'
 
 
@@ -1312,7 +1313,7 @@ class CompleteElicitationNotification(BaseModel):
     'Notification sent by the agent when a URL-based elicitation is complete.'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
     'The ID of the elicitation that completed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1320,9 +1321,9 @@ class AuthStatusUpdateNotification(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nNotification sent by the agent when its authentication status changes.\n\nCarries the same fields as the `auth/status` response. Agents that advertise the\n`auth.status` capability MAY send it at any time after `initialize`, and SHOULD only\nsend it when the reported status differs from the last one sent on the connection.'
     state: Annotated[AuthState, Field(alias='state')]
     'Whether the agent can start sessions without the user signing in first.\n\nThis is the only field clients should act on. Clients MUST treat values they\ndo not recognize as `unknown`.'
-    accounts: Annotated[Optional[List[AuthAccount]], Field(alias='accounts')] = None
+    accounts: Annotated[Optional[List[AuthAccount]], WrapValidator(skip_invalid), Field(alias='accounts')] = None
     'The accounts the agent has configured, for display.\n\nOptional. Omitted and empty are equivalent and mean no accounts are reported.\nAgents that hold credentials for several providers or accounts SHOULD list each\nof them and mark the ones in effect with `active`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1342,9 +1343,9 @@ class InitializeRequest(BaseModel):
     'The latest protocol version supported by the client.'
     client_capabilities: Annotated[Optional[ClientCapabilities], Field(alias='clientCapabilities')] = None
     'Capabilities supported by the client.'
-    client_info: Annotated[Optional[Implementation], Field(alias='clientInfo')] = None
+    client_info: Annotated[Optional[Implementation], WrapValidator(default_on_error), Field(alias='clientInfo')] = None
     'Information about the Client name and version sent to the Agent.\n\nNote: in future versions of the protocol, this will be required.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1354,17 +1355,17 @@ class ClientCapabilities(BaseModel):
     'File system capabilities supported by the client.\nDetermines which file operations the agent can request.'
     terminal: Annotated[Optional[bool], Field(alias='terminal')] = False
     'Whether the Client support all `terminal/*` methods.'
-    session: Annotated[Optional[ClientSessionCapabilities], Field(alias='session')] = None
+    session: Annotated[Optional[ClientSessionCapabilities], WrapValidator(default_on_error), Field(alias='session')] = None
     'Session-related capabilities supported by the client.\n\nOptional. Omitted or `null` both mean the client does not advertise any\nsession-related extensions.'
-    subagents: Annotated[Optional[SubagentCapabilities], Field(alias='subagents')] = None
+    subagents: Annotated[Optional[SubagentCapabilities], WrapValidator(default_on_error), Field(alias='subagents')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the client understands exposed subagent sessions.\n\nOptional and nullable. Omitted or `null` both mean the client does not\nadvertise support.\nSupplying `{}` means the client understands child associations, work-state\nsnapshots, session-directed messages, and restricted-session semantics.'
-    plan: Annotated[Optional[PlanCapabilities], Field(alias='plan')] = None
+    plan: Annotated[Optional[PlanCapabilities], WrapValidator(default_on_error), Field(alias='plan')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the client supports `plan_update` and `plan_removed` session updates.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client can receive both update types.'
     auth: Annotated[Optional[AuthCapabilities], Field(alias='auth')] = None
     'Authentication capabilities supported by the client.\nDetermines which authentication method types the agent may include\nin its `InitializeResponse`.'
-    elicitation: Annotated[Optional[ElicitationCapabilities], Field(alias='elicitation')] = None
+    elicitation: Annotated[Optional[ElicitationCapabilities], WrapValidator(default_on_error), Field(alias='elicitation')] = None
     'Elicitation capabilities supported by the client.\nDetermines which elicitation modes the agent may use.\n\nOptional. Omitted or `null` both mean the client does not advertise\nelicitation support.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1374,19 +1375,19 @@ class FileSystemCapabilities(BaseModel):
     'Whether the Client supports `fs/read_text_file` requests.'
     write_text_file: Annotated[Optional[bool], Field(alias='writeTextFile')] = False
     'Whether the Client supports `fs/write_text_file` requests.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ClientSessionCapabilities(BaseModel):
     'Session-related capabilities supported by the client.'
-    compaction: Annotated[Optional[CompactionCapabilities], Field(alias='compaction')] = None
+    compaction: Annotated[Optional[CompactionCapabilities], WrapValidator(default_on_error), Field(alias='compaction')] = None
     'Support for ID-addressed context compaction updates. Omitted or `null`\nmeans unsupported. `{}` advertises the complete compaction contract.'
-    config_options: Annotated[Optional[SessionConfigOptionsCapabilities], Field(alias='configOptions')] = None
+    config_options: Annotated[Optional[SessionConfigOptionsCapabilities], WrapValidator(default_on_error), Field(alias='configOptions')] = None
     'Config option capabilities supported by the client.\n\nOmitted or `null` both mean the client does not advertise support for any\nconfig option extensions.'
-    notices: Annotated[Optional[NoticeCapabilities], Field(alias='notices')] = None
+    notices: Annotated[Optional[NoticeCapabilities], WrapValidator(default_on_error), Field(alias='notices')] = None
     'Support for live user-facing `notice` session updates.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client can present notices to the user.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1396,15 +1397,15 @@ class CompactionCapabilities(BaseModel):
 
 class SessionConfigOptionsCapabilities(BaseModel):
     'Session configuration option capabilities supported by the client.'
-    boolean: Annotated[Optional[BooleanConfigOptionCapabilities], Field(alias='boolean')] = None
+    boolean: Annotated[Optional[BooleanConfigOptionCapabilities], WrapValidator(default_on_error), Field(alias='boolean')] = None
     'Whether the client supports boolean session configuration options.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means agents may include `type: "boolean"` entries in\n`configOptions`, and the client may send `session/set_config_option`\nrequests with `type: "boolean"` and a boolean `value`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class BooleanConfigOptionCapabilities(BaseModel):
     'Capabilities for boolean session configuration options.\n\nSupplying `{}` means the client supports boolean session configuration options.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1414,13 +1415,13 @@ class NoticeCapabilities(BaseModel):
 
 class SubagentCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapability marker for exposing reusable child sessions as restricted ACP sessions.\n\nSupplying `{}` advertises support for child association and state updates,\nsession-directed messages, and restricted-session semantics. The client\nmust advertise this capability before the agent sends subagent updates or\nsession-directed messages.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.'
 
 
 class PlanCapabilities(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for receiving `plan_update` and `plan_removed` session updates.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1428,29 +1429,29 @@ class AuthCapabilities(BaseModel):
     'Authentication capabilities supported by the client.\n\nAdvertised during initialization to inform the agent which authentication\nmethod types the client can handle. This governs opt-in types that require\nadditional client-side support.'
     terminal: Annotated[Optional[bool], Field(alias='terminal')] = False
     'Whether the client supports `terminal` authentication methods.\n\nThe client should set this to `true` only when it can reproduce the\nconfigured agent invocation in an interactive terminal. When `true`, the\nagent may include `terminal` entries in its authentication methods.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ElicitationCapabilities(BaseModel):
     'Elicitation capabilities supported by the client.'
-    form: Annotated[Optional[ElicitationFormCapabilities], Field(alias='form')] = None
+    form: Annotated[Optional[ElicitationFormCapabilities], WrapValidator(default_on_error), Field(alias='form')] = None
     'Whether the client supports form-based elicitation.\n\nOptional. Omitted and `null` are equivalent and mean form support is not advertised.\nSupplying `{}` explicitly advertises form support.'
-    url: Annotated[Optional[ElicitationUrlCapabilities], Field(alias='url')] = None
+    url: Annotated[Optional[ElicitationUrlCapabilities], WrapValidator(default_on_error), Field(alias='url')] = None
     'Whether the client supports URL-based elicitation.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client supports URL-based elicitation.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ElicitationFormCapabilities(BaseModel):
     'Form-based elicitation capabilities.\n\nSupplying `{}` means the client supports form-based elicitation.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ElicitationUrlCapabilities(BaseModel):
     'URL-based elicitation capabilities.\n\nSupplying `{}` means the client supports URL-based elicitation.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1458,13 +1459,13 @@ class AuthenticateRequest(BaseModel):
     'Request parameters for the authenticate method.\n\nSpecifies which authentication method to use.'
     method_id: Annotated[AuthMethodId, Field(alias='methodId')]
     'The ID of the authentication method to use.\nMust be one of the methods advertised in the initialize response.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ListProvidersRequest(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for `providers/list`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1478,7 +1479,7 @@ class SetProviderRequest(BaseModel):
     'Base URL for requests sent through this provider.'
     headers: Annotated[Optional[Dict[str, str]], Field(alias='headers')] = None
     'Full headers map for this provider.\nMay include authorization, routing, or other integration-specific headers.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1486,19 +1487,19 @@ class DisableProviderRequest(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for `providers/disable`.'
     provider_id: Annotated[ProviderId, Field(alias='providerId')]
     'Provider ID to disable.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class LogoutRequest(BaseModel):
     'Request parameters for the logout method.\n\nTerminates the current authenticated session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class AuthStatusRequest(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for the `auth/status` method.\n\nQueries the agent's current authentication state without changing it.\n\nAgents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn\nwhether authentication is required."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1512,7 +1513,7 @@ class NewSessionRequest(BaseModel):
     'List of MCP (Model Context Protocol) servers the agent should connect to.'
     system_prompt: Annotated[Optional[SystemPrompt], Field(alias='systemPrompt')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the new session.\n\nOptional. Omitted and `null` are equivalent and mean the Agent uses its\nown default instructions. Clients MUST only send this when the Agent\nadvertises `sessionCapabilities.systemPrompt`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1522,7 +1523,7 @@ class HttpHeader(BaseModel):
     'The name of the HTTP header.'
     value: Annotated[str, Field(alias='value')]
     'The value to set for the HTTP header.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1534,7 +1535,7 @@ class McpServerHttp(BaseModel):
     'URL to the MCP server.'
     headers: Annotated[List[HttpHeader], Field(alias='headers')]
     'HTTP headers to set when making requests to the MCP server.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1546,7 +1547,7 @@ class McpServerSse(BaseModel):
     'URL to the MCP server.'
     headers: Annotated[List[HttpHeader], Field(alias='headers')]
     'HTTP headers to set when making requests to the MCP server.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1556,7 +1557,7 @@ class McpServerAcp(BaseModel):
     'Human-readable name identifying this MCP server.'
     server_id: Annotated[McpServerAcpId, Field(alias='serverId')]
     'Unique identifier for this MCP server, generated by the component providing it.\n\nProviders MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible\non the same ACP connection.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1570,7 +1571,7 @@ class McpServerStdio(BaseModel):
     'Command-line arguments to pass to the MCP server.'
     env: Annotated[List[EnvVariable], Field(alias='env')]
     'Environment variables to set when launching the MCP server.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1580,7 +1581,7 @@ class SystemPrompt(BaseModel):
     'How the Agent combines `content` with its own instructions.\n\nRequired. Agents MUST return an error for a mode they do not support rather than\ntreating it as `append` or `override`.'
     content: Annotated[List[ContentBlock], Field(alias='content')]
     'The system prompt content.\n\nAgents advertising the capability MUST accept `text` content blocks.\nClients MUST NOT send other content block types until a future\ncapability allows them, and Agents MUST return an error for content\nblocks they do not support.\n\nClients MUST NOT send an empty array. Agents MAY reject one with\n`-32602` without creating, loading, resuming, or forking the session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1596,7 +1597,7 @@ class LoadSessionRequest(BaseModel):
     'The ID of the session to load.'
     system_prompt: Annotated[Optional[SystemPrompt], Field(alias='systemPrompt')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the loaded session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the session or use its default instructions.\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nwhen the session was created.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1608,7 +1609,7 @@ class ListSessionsRequest(BaseModel):
     "Opaque cursor token from a previous response's nextCursor field for cursor-based pagination"
     archived: Annotated[Optional[SessionArchiveFilter], Field(alias='archived')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nFilter sessions by archive state.\n\nOptional. Omitted and `null` are equivalent and mean `exclude`. Only send this when\nthe Agent advertises the `sessionCapabilities.archive` capability. The filter combines with `cwd` and\napplies before pagination. Clients keep the same value when following `nextCursor`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1616,7 +1617,7 @@ class DeleteSessionRequest(BaseModel):
     'Request parameters for deleting an existing session from `session/list`.\n\nOnly available if the Agent supports the `sessionCapabilities.delete` capability.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to delete.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1632,7 +1633,7 @@ class ForkSessionRequest(BaseModel):
     'List of MCP servers to connect to for this session.'
     system_prompt: Annotated[Optional[SystemPrompt], Field(alias='systemPrompt')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the forked session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the source session or use its default\ninstructions. Clients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nfor the source session.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1640,7 +1641,7 @@ class ArchiveSessionRequest(BaseModel):
     "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for archiving a session.\n\nOnly available if the Agent supports the `sessionCapabilities.archive` capability.\n\nArchiving hides the session from default `session/list` results. It keeps the session ID\nand saved history. If the session is active, the Agent MUST cancel any ongoing work and\nfree the session's resources as if `session/close` had been called, then archive it.\nArchiving an archived session succeeds. A session that does not exist gets `-32002`."
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to archive.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1648,7 +1649,7 @@ class UnarchiveSessionRequest(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for unarchiving a session.\n\nOnly available if the Agent supports the `sessionCapabilities.archive` capability.\n\nUnarchiving returns the session to default `session/list` results with the same ID and\nsaved history. It never loads or resumes the session. Clients that want to continue an\narchived session SHOULD unarchive it before calling `session/load` or `session/resume`.\nUnarchiving a session that is not archived succeeds. A session that does not exist\ngets `-32002`.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to unarchive.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1656,7 +1657,7 @@ class SessionStatusRequest(BaseModel):
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `sessionCapabilities.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to check.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1666,7 +1667,7 @@ class SetSessionTitleRequest(BaseModel):
     'The ID of the session to retitle.'
     title: Annotated[str, Field(alias='title')]
     'The new title for the session.\n\nRequired and non-null. Omission and explicit `null` are both invalid. The Agent MAY\nnormalize the title before storing it, for example by trimming whitespace or\ntruncating it. The Agent rejects a title that fails its validation, including one\nthat is empty after normalization, with `-32602`.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1682,7 +1683,7 @@ class ResumeSessionRequest(BaseModel):
     'List of MCP servers to connect to for this session.'
     system_prompt: Annotated[Optional[SystemPrompt], Field(alias='systemPrompt')] = None
     '**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the resumed session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the session or use its default instructions.\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nwhen the session was created.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1690,7 +1691,7 @@ class CloseSessionRequest(BaseModel):
     'Request parameters for closing an active session.\n\nIf supported, the agent **must** cancel any ongoing work related to the session\n(treat it as if `session/cancel` was called) and then free up any resources\nassociated with the session.\n\nOnly available if the Agent supports the `sessionCapabilities.close` capability.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to close.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1700,7 +1701,7 @@ class SetSessionModeRequest(BaseModel):
     'The ID of the session to set the mode for.'
     mode_id: Annotated[SessionModeId, Field(alias='modeId')]
     'The ID of the mode to set.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1710,13 +1711,13 @@ class PromptRequest(BaseModel):
     'The ID of the session to send this user message to'
     prompt: Annotated[List[ContentBlock], Field(alias='prompt')]
     "The blocks of content that compose the user's message.\n\nAs a baseline, the Agent MUST support `text` and `resource_link` content blocks,\nwhile other variants are optionally enabled via `PromptCapabilities`.\n\nThe Client MUST adapt its interface according to `PromptCapabilities`.\n\nThe client MAY include referenced pieces of context as either\n`resource` or `resource_link` content blocks.\n\nWhen available, `resource` is preferred\nas it avoids extra round-trips and allows the message to include\npieces of context from sources the agent may not have access to."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class WriteTextFileResponse(BaseModel):
     'Response to `fs/write_text_file`'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1724,7 +1725,7 @@ class ReadTextFileResponse(BaseModel):
     'Response containing the contents of a text file.'
     content: Annotated[str, Field(alias='content')]
     'Content payload returned by this response.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1732,7 +1733,7 @@ class RequestPermissionResponse(BaseModel):
     'Response to a permission request.'
     outcome: Annotated[RequestPermissionOutcome, Field(alias='outcome')]
     "The user's decision on the permission request."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1740,7 +1741,7 @@ class SelectedPermissionOutcome(BaseModel):
     'The user selected one of the provided options.'
     option_id: Annotated[PermissionOptionId, Field(alias='optionId')]
     'The ID of the option the user selected.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1748,7 +1749,7 @@ class CreateTerminalResponse(BaseModel):
     'Response containing the ID of the created terminal.'
     terminal_id: Annotated[TerminalId, Field(alias='terminalId')]
     'The unique identifier for the created terminal.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1758,41 +1759,41 @@ class TerminalOutputResponse(BaseModel):
     'The terminal output captured so far.'
     truncated: Annotated[bool, Field(alias='truncated')]
     'Whether the output was truncated due to byte limits.'
-    exit_status: Annotated[Optional[TerminalExitStatus], Field(alias='exitStatus')] = None
+    exit_status: Annotated[Optional[TerminalExitStatus], WrapValidator(default_on_error), Field(alias='exitStatus')] = None
     'Exit status if the command has completed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class TerminalExitStatus(BaseModel):
     'Exit status of a terminal command.'
-    exit_code: Annotated[Optional[int], Field(alias='exitCode')] = None
+    exit_code: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='exitCode')] = None
     'The process exit code (may be null if terminated by signal).'
-    signal: Annotated[Optional[str], Field(alias='signal')] = None
+    signal: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='signal')] = None
     'The signal that terminated the process (may be null if exited normally).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class ReleaseTerminalResponse(BaseModel):
     'Response to terminal/release method'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class WaitForTerminalExitResponse(BaseModel):
     'Response containing the exit status of a terminal command.'
-    exit_code: Annotated[Optional[int], Field(alias='exitCode')] = None
+    exit_code: Annotated[Optional[int], WrapValidator(default_on_error), Field(alias='exitCode')] = None
     'The process exit code (may be null if terminated by signal).'
-    signal: Annotated[Optional[str], Field(alias='signal')] = None
+    signal: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='signal')] = None
     'The signal that terminated the process (may be null if exited normally).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
 class KillTerminalResponse(BaseModel):
     'Response to `terminal/kill` method'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1824,7 +1825,7 @@ class CancelNotification(BaseModel):
     'Notification to cancel ongoing operations for a session.\n\nSee protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The ID of the session to cancel operations for.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1838,7 +1839,7 @@ class MessageMcpNotification(BaseModel):
     'The inner MCP method name.'
     params: Annotated[Optional[Dict[str, Any]], Field(alias='params')] = None
     'Optional inner MCP params.\n\nIf omitted or set to `null`, the inner MCP message has no params.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1846,7 +1847,7 @@ class CancelRequestNotification(BaseModel):
     'Notification to cancel an ongoing request.\n\nSee protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)'
     request_id: Annotated[RequestId, Field(alias='requestId')]
     'The ID of the request to cancel.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
 
 
@@ -1866,7 +1867,7 @@ class ProxySuccessorRequest(BaseModel):
     'Method name of the wrapped request.'
     params: Annotated[Optional[Any], Field(alias='params')] = None
     "Params of the wrapped request, forwarded unchanged.\n\nOptional. Omitted and `null` are equivalent and mean the wrapped request has no params.\nWhen present, it MUST be a JSON object or array, as JSON-RPC requires.\nThe wrapped request's own `_meta` stays inside these params."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     "Metadata for the `proxy/successor` envelope itself, separate from the wrapped\nmessage's `_meta`. It is hop-local: the conductor does not copy it into the message\nit unwraps.\n\nThe _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)"
 
 
@@ -1884,7 +1885,7 @@ class ProxySuccessorNotification(BaseModel):
     'Method name of the wrapped notification.'
     params: Annotated[Optional[Any], Field(alias='params')] = None
     "Params of the wrapped notification, forwarded unchanged.\n\nOptional. Omitted and `null` are equivalent and mean the wrapped notification has no params.\nWhen present, it MUST be a JSON object or array, as JSON-RPC requires.\nThe wrapped notification's own `_meta` stays inside these params."
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     "Metadata for the `proxy/successor` envelope itself, separate from the wrapped\nmessage's `_meta`. It is hop-local: the conductor does not copy it into the message\nit unwraps.\n\nThe _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)"
 
 
@@ -1932,14 +1933,14 @@ class CreateFormSessionElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     mode: Annotated[Literal['form'], Field(alias='mode')] = 'form'
     requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
     'A JSON Schema describing the form fields to present to the user.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
-    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    tool_call_id: Annotated[Optional[ToolCallId], WrapValidator(default_on_error), Field(alias='toolCallId')] = None
     'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
 
 
@@ -1947,7 +1948,7 @@ class CreateFormRequestElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     mode: Annotated[Literal['form'], Field(alias='mode')] = 'form'
     requested_schema: Annotated[ElicitationSchema, Field(alias='requestedSchema')]
@@ -1960,7 +1961,7 @@ class CreateUrlSessionElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
@@ -1969,7 +1970,7 @@ class CreateUrlSessionElicitationRequest(BaseModel):
     'The URL to direct the user to.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
-    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    tool_call_id: Annotated[Optional[ToolCallId], WrapValidator(default_on_error), Field(alias='toolCallId')] = None
     'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
 
 
@@ -1977,7 +1978,7 @@ class CreateUrlRequestElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     mode: Annotated[Literal['url'], Field(alias='mode')] = 'url'
     elicitation_id: Annotated[ElicitationId, Field(alias='elicitationId')]
@@ -1992,7 +1993,7 @@ class CreateOtherElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     mode: Annotated[str, Field(alias='mode')]
     'Custom or future elicitation mode.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
@@ -2046,7 +2047,7 @@ class ElicitationFormSessionMode(BaseModel):
     'A JSON Schema describing the form fields to present to the user.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
-    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    tool_call_id: Annotated[Optional[ToolCallId], WrapValidator(default_on_error), Field(alias='toolCallId')] = None
     'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
 
 
@@ -2066,7 +2067,7 @@ class ElicitationUrlSessionMode(BaseModel):
     'The URL to direct the user to.'
     session_id: Annotated[SessionId, Field(alias='sessionId')]
     'The session this elicitation is tied to.'
-    tool_call_id: Annotated[Optional[ToolCallId], Field(alias='toolCallId')] = None
+    tool_call_id: Annotated[Optional[ToolCallId], WrapValidator(default_on_error), Field(alias='toolCallId')] = None
     'Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.'
 
 
@@ -2107,11 +2108,11 @@ class SessionConfigOptionSelect(BaseModel):
     'Unique identifier for the configuration option.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable label for the option.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional description for the Client to display to the user.'
-    category: Annotated[Optional[SessionConfigOptionCategory], Field(alias='category')] = None
+    category: Annotated[Optional[SessionConfigOptionCategory], WrapValidator(default_on_error), Field(alias='category')] = None
     'Optional semantic category for this option (UX only).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     type: Annotated[Literal['select'], Field(alias='type')] = 'select'
     current_value: Annotated[SessionConfigValueId, Field(alias='currentValue')]
@@ -2126,11 +2127,11 @@ class SessionConfigOptionBoolean(BaseModel):
     'Unique identifier for the configuration option.'
     name: Annotated[str, Field(alias='name')]
     'Human-readable label for the option.'
-    description: Annotated[Optional[str], Field(alias='description')] = None
+    description: Annotated[Optional[str], WrapValidator(default_on_error), Field(alias='description')] = None
     'Optional description for the Client to display to the user.'
-    category: Annotated[Optional[SessionConfigOptionCategory], Field(alias='category')] = None
+    category: Annotated[Optional[SessionConfigOptionCategory], WrapValidator(default_on_error), Field(alias='category')] = None
     'Optional semantic category for this option (UX only).'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     type: Annotated[Literal['boolean'], Field(alias='type')] = 'boolean'
     current_value: Annotated[bool, Field(alias='currentValue')]
@@ -2275,65 +2276,65 @@ class StateUpdateVariant4(BaseModel):
 
 class EndTurnIdleStateUpdate_0(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['end_turn'], Field(alias='stopReason')] = 'end_turn'
 
 
 class MaxTokensIdleStateUpdate_1(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['max_tokens'], Field(alias='stopReason')] = 'max_tokens'
 
 
 class MaxTurnRequestsIdleStateUpdate_2(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['max_turn_requests'], Field(alias='stopReason')] = 'max_turn_requests'
 
 
 class RefusalIdleStateUpdate_3(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['refusal'], Field(alias='stopReason')] = 'refusal'
 
 
 class CancelledIdleStateUpdate_4(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['cancelled'], Field(alias='stopReason')] = 'cancelled'
 
 
 class ErrorIdleStateUpdate_5(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Literal['error'], Field(alias='stopReason')] = 'error'
-    error: Annotated[Optional[Error], Field(alias='error')] = None
+    error: Annotated[Optional[Error], WrapValidator(default_on_error), Field(alias='error')] = None
     'The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.'
 
 
 class IdleStateUpdate_6(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[str, Field(alias='stopReason')]
     'Unrecognized stop reason.'
@@ -2341,9 +2342,9 @@ class IdleStateUpdate_6(BaseModel):
 
 class IdleStateUpdate_7(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
-    usage: Annotated[Optional[Usage], Field(alias='usage')] = None
+    usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
     stop_reason: Annotated[Optional[Any], Field(alias='stopReason')] = None
 
@@ -2369,7 +2370,7 @@ class SetSessionConfigOptionBooleanRequest(BaseModel):
     'The ID of the session to set the configuration option for.'
     config_id: Annotated[SessionConfigId, Field(alias='configId')]
     'The ID of the configuration option to set.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     type: Annotated[Literal['boolean'], Field(alias='type')] = 'boolean'
     value: Annotated[bool, Field(alias='value')]
@@ -2382,7 +2383,7 @@ class SetSessionConfigOptionSelectRequest(BaseModel):
     'The ID of the session to set the configuration option for.'
     config_id: Annotated[SessionConfigId, Field(alias='configId')]
     'The ID of the configuration option to set.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     value: Annotated[SessionConfigValueId, Field(alias='value')]
     'The value ID.'
@@ -2416,7 +2417,7 @@ class AllowedOutcome(SelectedPermissionOutcome):
 
 class AcceptElicitationResponse(BaseModel):
     'Response from the client to an elicitation request.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     action: Annotated[Literal['accept'], Field(alias='action')] = 'accept'
     content: Annotated[Optional[Dict[str, ElicitationContentValue]], Field(alias='content')] = None
@@ -2425,21 +2426,21 @@ class AcceptElicitationResponse(BaseModel):
 
 class DeclineElicitationResponse(BaseModel):
     'Response from the client to an elicitation request.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     action: Annotated[Literal['decline'], Field(alias='action')] = 'decline'
 
 
 class CancelElicitationResponse(BaseModel):
     'Response from the client to an elicitation request.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     action: Annotated[Literal['cancel'], Field(alias='action')] = 'cancel'
 
 
 class OtherElicitationResponse(BaseModel):
     'Response from the client to an elicitation request.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
     action: Annotated[str, Field(alias='action')]
     'Custom or future elicitation action.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
@@ -2449,7 +2450,7 @@ class MessageMcpResultResponse(BaseModel):
     'An opaque inner MCP result.'
     result: Annotated[Any, Field(alias='result')]
     'Required, even if JSON null.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Optional ACP carrier metadata.'
 
 
@@ -2457,7 +2458,7 @@ class MessageMcpErrorResponse(BaseModel):
     'A structured inner MCP error.'
     error: Annotated[McpError, Field(alias='error')]
     'Required, non-null MCP error object.'
-    field_meta: Annotated[Optional[Dict[str, Any]], Field(alias='_meta')] = None
+    field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'Optional ACP carrier metadata.'
 
 

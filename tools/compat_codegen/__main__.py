@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import AnyUrl, Field
+from pydantic import AnyUrl, Field, WrapValidator
 
+from acp._deserialize import default_on_error, skip_invalid
 from acp._model import BaseModel
 '''
 
@@ -111,6 +112,13 @@ class Generator:
                 continue
             py = snake(wire)
             typ = self.type_of(prop)
+            # Lenient fields (see acp._deserialize): only optional ones can fall back.
+            lenient = ""
+            if wire not in required:
+                if prop.get("x-deserialize-skip-invalid-items"):
+                    lenient = "WrapValidator(skip_invalid), "
+                elif prop.get("x-deserialize-default-on-error") and prop.get("default") is None:
+                    lenient = "WrapValidator(default_on_error), "
             doc = prop.get("description")
             if "const" in prop:  # a tag: set by the class itself
                 line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = {prop['const']!r}"
@@ -123,9 +131,11 @@ class Generator:
                 if isinstance(default, (str, int, float, bool)) and not isinstance(
                     prop.get("$ref"), str
                 ):
-                    line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = {default!r}"
+                    line = (
+                        f"    {py}: Annotated[{typ}, {lenient}Field(alias={wire!r})] = {default!r}"
+                    )
                 else:
-                    line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = None"
+                    line = f"    {py}: Annotated[{typ}, {lenient}Field(alias={wire!r})] = None"
             lines.append(line)
             if doc:
                 lines.append("    " + repr(doc.strip()))
