@@ -248,9 +248,17 @@ class Link:
             raise ConnectionError(f"Connection closed: {closed}") from None
 
     async def raw_notify(self, method: str, params: Any) -> None:
-        spec = self._specs.get(method)
+        # A notification is written as pydantic serializes it (checked by the model when
+        # it was built): no round trip through a dict and a struct.
+        if isinstance(params, _PydanticModel):
+            wire: Any = msgspec.Raw(
+                params.model_dump_json(by_alias=True, exclude_none=True).encode()
+            )
+        else:
+            spec = self._specs.get(method)
+            wire = to_wire(params, spec.params if spec else None)
         try:
-            await self.conn.notify(method, to_wire(params, spec.params if spec else None))
+            await self.conn.notify(method, wire)
         except ConnectionClosed as closed:
             raise ConnectionError(f"Connection closed: {closed}") from None
 

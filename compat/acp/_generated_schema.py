@@ -2483,8 +2483,8 @@ SessionId = str
 ToolCallId = str
 ToolKind = Literal['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other']
 ToolCallStatus = Literal['pending', 'in_progress', 'completed', 'failed']
-ToolCallContent = Union[ContentToolCallContent, FileEditToolCallContent, TerminalToolCallContent]
-ContentBlock = Union[TextContentBlock, ImageContentBlock, AudioContentBlock, ResourceContentBlock, EmbeddedResourceContentBlock]
+ToolCallContent = Annotated[Union[ContentToolCallContent, FileEditToolCallContent, TerminalToolCallContent], Field(discriminator='type')]
+ContentBlock = Annotated[Union[TextContentBlock, ImageContentBlock, AudioContentBlock, ResourceContentBlock, EmbeddedResourceContentBlock], Field(discriminator='type')]
 Role = Literal['assistant', 'user']
 EmbeddedResourceResource = Union[TextResourceContents, BlobResourceContents]
 TerminalId = str
@@ -2519,11 +2519,11 @@ SessionStatus = Union[Literal['open'], Literal['saved'], str]
 StopReason = Literal['end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled']
 ExtResponse = Any
 ErrorCode = Union[Literal[-32700], Literal[-32600], Literal[-32601], Literal[-32602], Literal[-32603], Literal[-32800], Literal[-32000], Literal[-32002], int]
-SessionUpdate = Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCallStart, ToolCallProgress, AgentPlanUpdate, AgentPlanContentUpdate, AgentPlanRemovedUpdate, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, NoticeSessionUpdate, CompactionUpdateSessionUpdate, CompactionSummaryChunkSessionUpdate, SubagentUpdateSessionUpdate, SessionMessageSessionUpdate, SessionMessageChunkSessionUpdate]
+SessionUpdate = Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCallStart, ToolCallProgress, AgentPlanUpdate, AgentPlanContentUpdate, AgentPlanRemovedUpdate, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, NoticeSessionUpdate, CompactionUpdateSessionUpdate, CompactionSummaryChunkSessionUpdate, SubagentUpdateSessionUpdate, SessionMessageSessionUpdate, SessionMessageChunkSessionUpdate], Field(discriminator='session_update')]
 MessageId = str
 PlanEntryPriority = Literal['high', 'medium', 'low']
 PlanEntryStatus = Literal['pending', 'in_progress', 'completed']
-PlanUpdateContent = Union[PlanUpdateItems, PlanUpdateFile, PlanUpdateMarkdown]
+PlanUpdateContent = Annotated[Union[PlanUpdateItems, PlanUpdateFile, PlanUpdateMarkdown], Field(discriminator='type')]
 PlanId = str
 AvailableCommandInput = UnstructuredCommandInput
 NoticeSeverity = Union[Literal['info'], Literal['warning'], Literal['error'], str]
@@ -2537,7 +2537,7 @@ SystemPromptMode = Union[Literal['append'], Literal['override'], str]
 SessionArchiveFilter = Union[Literal['exclude'], Literal['include'], Literal['only'], str]
 SetSessionConfigOptionRequest = Union[SetSessionConfigOptionBooleanRequest, SetSessionConfigOptionSelectRequest]
 ClientResponse = Union[ClientResponseMessage, ClientErrorMessage]
-RequestPermissionOutcome = Union[DeniedOutcome, AllowedOutcome]
+RequestPermissionOutcome = Annotated[Union[DeniedOutcome, AllowedOutcome], Field(discriminator='outcome')]
 CreateElicitationResponse = Union[AcceptElicitationResponse, DeclineElicitationResponse, CancelElicitationResponse, OtherElicitationResponse]
 ElicitationContentValue = Union[str, int, float, bool, List[str]]
 MessageMcpResponse = Union[MessageMcpResultResponse, MessageMcpErrorResponse]

@@ -254,6 +254,14 @@ class Generator:
             members.append(vname)
         unique = list(dict.fromkeys(members))
         value = unique[0] if len(unique) == 1 else "Union[" + ", ".join(unique) + "]"
+        # Every arm tagged by the same property: pydantic picks the arm by its tag (fast,
+        # and a clear error for an unknown tag) instead of trying each in turn.
+        tags = {
+            next((k for k, p in a.get("properties", {}).items() if "const" in p), None)
+            for a in arms
+        }
+        if len(unique) > 1 and len(tags) == 1 and None not in tags and len(unique) == len(arms):
+            value = f"Annotated[{value}, Field(discriminator={snake(tags.pop())!r})]"
         self.aliases.append(f"{name} = {value}")
         self.exported.append(name)
 
