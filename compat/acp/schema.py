@@ -15,6 +15,9 @@ from acp._generated_schema import (
     ElicitationFormSessionMode,
     ElicitationUrlRequestMode,
     ElicitationUrlSessionMode,
+    FileSystemCapabilities,
+    KillTerminalRequest,
+    KillTerminalResponse,
 )
 from acp._generated_schema import __all__ as _generated
 
@@ -31,9 +34,17 @@ CreateUrlElicitationRequest = Union[
     CreateUrlSessionElicitationRequest, CreateUrlRequestElicitationRequest
 ]
 
+# Names of earlier releases (0.8) for the same types.
+KillTerminalCommandRequest = KillTerminalRequest
+KillTerminalCommandResponse = KillTerminalResponse
+FileSystemCapability = FileSystemCapabilities
+
 __all__ = [  # noqa: PLE0604
     *_generated,
     "CreateFormElicitationRequest",
     "CreateUrlElicitationRequest",
     "ElicitationMode",
+    "FileSystemCapability",
+    "KillTerminalCommandRequest",
+    "KillTerminalCommandResponse",
 ]
