@@ -82,6 +82,44 @@ async def spawn_stdio_transport(
                     await process.wait()
 
 
+class _Process:
+    """What the official API hands out as the process: pid, returncode, wait()."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+
+    @property
+    def pid(self) -> int:
+        return int(self._transport.pid)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.returncode  # type: ignore[no-any-return]
+
+    async def wait(self) -> int:
+        return await self._transport.wait_exit()  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def _spawn(
+    command: str, args: tuple[str, ...], env: Mapping[str, str] | None, cwd: str | Path | None
+) -> AsyncIterator[tuple[Any, _Process]]:
+    """acpstack's push-based subprocess transport (its stderr goes to ours, its shutdown
+    closes stdin, then terminates, then kills its process group)."""
+    from acpstack.transports import SubprocessTransport
+
+    merged = dict(default_environment())
+    merged.update(env or {})
+    transport = await SubprocessTransport.spawn(
+        [command, *args],
+        env=merged,
+        inherit_env=False,
+        cwd=cwd,
+        stderr_callback=lambda line: print(line, file=sys.stderr),  # noqa: T201
+    )
+    yield transport, _Process(transport)
+
+
 @asynccontextmanager
 async def spawn_agent_process(
     to_client: Callable[[Any], Any] | Any,
@@ -91,12 +129,10 @@ async def spawn_agent_process(
     cwd: str | Path | None = None,
     transport_kwargs: Mapping[str, Any] | None = None,
     **connection_kwargs: Any,
-) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
+) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """Start an agent and yield a client connection to it, with its process."""
-    async with spawn_stdio_transport(
-        command, *args, env=env, cwd=cwd, **dict(transport_kwargs or {})
-    ) as (reader, writer, process):
-        conn = ClientSideConnection(to_client, writer, reader, **connection_kwargs)
+    async with _spawn(command, args, env, cwd) as (transport, process):
+        conn = ClientSideConnection(to_client, transport, **connection_kwargs)
         try:
             yield conn, process
         finally:
@@ -112,12 +148,10 @@ async def spawn_client_process(
     cwd: str | Path | None = None,
     transport_kwargs: Mapping[str, Any] | None = None,
     **connection_kwargs: Any,
-) -> AsyncIterator[tuple[AgentSideConnection, asyncio.subprocess.Process]]:
+) -> AsyncIterator[tuple[AgentSideConnection, Any]]:
     """Start a client and yield an agent connection to it, with its process."""
-    async with spawn_stdio_transport(
-        command, *args, env=env, cwd=cwd, **dict(transport_kwargs or {})
-    ) as (reader, writer, process):
-        conn = AgentSideConnection(to_agent, writer, reader, **connection_kwargs)
+    async with _spawn(command, args, env, cwd) as (transport, process):
+        conn = AgentSideConnection(to_agent, transport, **connection_kwargs)
         try:
             yield conn, process
         finally:
