@@ -17,7 +17,9 @@ class BaseModel(_PydanticModel):
     Reading an attribute by its camelCase name also works, as it does in the official SDK
     (`update.sessionUpdate`)."""
 
-    model_config = ConfigDict(populate_by_name=True, use_attribute_docstrings=True)
+    # (The official SDK also reads the fields' docstrings into the models; that parses the
+    # module's source at import, over a second here, so the layer leaves them as comments.)
+    model_config = ConfigDict(populate_by_name=True)
 
     def __getattr__(self, item: str) -> Any:
         if item.lower() != item and not item.startswith("__"):
