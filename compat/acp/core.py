@@ -10,6 +10,7 @@ from pydantic import TypeAdapter
 
 from acp import _generated_schema as s
 from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport
+from acp._transport import MessagePipe
 from acp.exceptions import RequestError
 from acpstack.transports import Transport
 
@@ -22,7 +23,9 @@ def _model(model: Any, fields: dict[str, Any], extras: dict[str, Any]) -> Any:
 
 def _transport(input_stream: Any, output_stream: Any) -> Transport:
     if output_stream is None and hasattr(input_stream, "start_reading"):
-        return input_stream  # type: ignore[no-any-return]
+        return input_stream  # type: ignore[no-any-return]  # acpstack's own
+    if output_stream is None and hasattr(input_stream, "receive"):
+        return MessagePipe(input_stream)  # a message transport (the official SDK's protocol)
     return stream_transport(input_stream, output_stream)
 
 
