@@ -70,6 +70,24 @@ def to_kwargs(model: Any) -> dict[str, Any]:
     return kwargs
 
 
+_UPDATES: Any = None
+
+
+def session_update_kwargs(params: Any) -> dict[str, Any]:
+    """`session_update(session_id, update, **meta)` without validating the wrapper."""
+    global _UPDATES
+    if _UPDATES is None:
+        from pydantic import TypeAdapter
+
+        _UPDATES = TypeAdapter(schema.SessionUpdate)
+    data = msgspec.to_builtins(params)
+    kwargs = {"session_id": data["sessionId"], "update": _UPDATES.validate_python(data["update"])}
+    meta = data.get("_meta")
+    if isinstance(meta, dict):
+        kwargs.update(meta)
+    return kwargs
+
+
 def elicitation_kwargs(params: Any) -> dict[str, Any]:
     """`create_elicitation(message, mode, **meta)`: the mode is the request less its message."""
     from pydantic import TypeAdapter
@@ -164,6 +182,8 @@ class Dispatcher:
                 try:
                     if isinstance(first, str):  # an extension: (name, params)
                         await func(first, second)
+                    elif first is schema.SessionNotification:  # the hot path: the update only
+                        await func(**session_update_kwargs(second))
                     else:
                         await func(**to_kwargs(from_wire(second, first)))
                 except asyncio.CancelledError:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import typing
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from pydantic import TypeAdapter
 
 from acp import _generated_schema as s
@@ -15,6 +17,12 @@ from acp.exceptions import RequestError
 from acpstack.transports import Transport
 
 __all__ = ["AgentSideConnection", "ClientSideConnection", "connect_to_agent", "run_agent"]
+
+
+# The classes a `session/update` may carry (the arms of the SessionUpdate union).
+_UPDATE_TYPES = tuple(
+    arm for arm in typing.get_args(typing.get_args(s.SessionUpdate)[0]) if isinstance(arm, type)
+)
 
 
 def _model(model: Any, fields: dict[str, Any], extras: dict[str, Any]) -> Any:
@@ -80,6 +88,13 @@ class AgentSideConnection(_Side):
         await self.close()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if not kwargs and isinstance(session_id, str) and isinstance(update, _UPDATE_TYPES):
+            # The common case, on the hot path: the update is already a checked model, so
+            # its JSON goes into the notification as it is (no wrapper model to validate).
+            body = update.model_dump_json(by_alias=True, exclude_none=True).encode()
+            frame = b'{"sessionId":' + msgspec.json.encode(session_id) + b',"update":' + body + b"}"
+            await self._link.raw_notify("session/update", msgspec.Raw(frame))
+            return
         await self._link.notify(
             "session/update",
             _model(s.SessionNotification, dict(session_id=session_id, update=update), kwargs),
