@@ -110,7 +110,8 @@ def main() -> int:
             if failures:
                 print("  " + failures.replace("\n", "\n  "))
         print(
-            f"total: {totals[0]} passed, {totals[1]} failed or not collected, {totals[2]} skipped"
+            f"total: {totals[0]} passed, {totals[2]} skipped, of the 188 tests of 0.12.1"
+            " (without test_gen_all); the rest failed or were not collected"
         )
     return 0
 
