@@ -34,7 +34,12 @@ def parse_args() -> argparse.Namespace:
         default=",".join([*WORKLOADS, "W8"]),
         help=f"workloads, any of {','.join(WORKLOADS)},W8 (W8: remote)",
     )
-    parser.add_argument("--impl", default=",".join(IMPLS), help="implementations to run")
+    parser.add_argument(
+        "--impl",
+        default=",".join(IMPLS),
+        help="implementations to run (also: acp-layer, the Python SDK's peers on acpstack's"
+        " `acp` layer)",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -87,7 +92,8 @@ def main() -> int:
     pysdk_python = _setup.python_sdk(args.python)
     floor_python = _setup.floor_python(args.python)
     node_peers = _setup.node_sdk()
-    available = _runner.sides(ours_python, floor_python, pysdk_python, node_peers)
+    layer_python = _setup.acp_layer_python(args.python) if "acp-layer" in args.impl else None
+    available = _runner.sides(ours_python, floor_python, pysdk_python, node_peers, layer_python)
     chosen = [i for i in args.impl.split(",") if i in available]
     workloads = [w for w in WORKLOADS if w in args.only]
     versions = _setup.versions(ours_python, pysdk_python, node_peers)

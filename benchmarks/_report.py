@@ -146,6 +146,7 @@ def table(results: Results, chosen: list[str], workloads: list[str]) -> str:
         text += "\n" + "; ".join(titled) + "."
     text += _cross_table(results)
     text += _v2_table(results)
+    text += _layer_table(results)
     skipped = [
         f"  {w} not run for {', '.join(sorted(impls_ & set(chosen)))}: {why}"
         for w, (impls_, why) in NOT_RUN.items()
@@ -203,6 +204,31 @@ def _v2_table(results: Results) -> str:
             ]
         )
     return "\n\nProtocol v2 (acpstack both sides, beside v1 in the same run):\n" + render(rows)
+
+
+def _layer_table(results: Results) -> str:
+    """The official SDK's peers on the official SDK and on acpstack's `acp` layer, beside
+    acpstack's own API, same run: the layer as a multiple of the SDK."""
+    if "acp-layer" not in results.samples:
+        return ""
+    rows = [["metric", "unit", "py-sdk", "acp-layer", "layer vs py-sdk", "acpstack"]]
+    for metric in METRICS:
+        layer = results.median("acp-layer", metric.name)
+        if layer is None or metric.name not in V2_METRICS:
+            continue
+        sdk = results.median("py-sdk", metric.name)
+        vs = ratio(layer, sdk, metric.higher_better)
+        rows.append(
+            [
+                metric.name,
+                metric.unit,
+                fmt(sdk, metric.unit),
+                fmt(layer, metric.unit),
+                "—" if vs is None else f"{vs:.2f}×",
+                fmt(results.median("acpstack", metric.name), metric.unit),
+            ]
+        )
+    return "\n\nThe official SDK's peers on acpstack's `acp` layer (compat/):\n" + render(rows)
 
 
 def render(rows: list[list[str]]) -> str:

@@ -43,7 +43,11 @@ class Results:
 
 
 def sides(
-    ours_python: Path, floor_python: Path, pysdk_python: Path, node_peers: Path | None
+    ours_python: Path,
+    floor_python: Path,
+    pysdk_python: Path,
+    node_peers: Path | None,
+    layer_python: Path | None = None,
 ) -> dict[str, Side]:
     ours, floor = str(ours_python), str(floor_python)
     out = {
@@ -66,6 +70,13 @@ def sides(
             [ours, str(PEERS / "acpstack_agent_v2.py")],
         ),
     }
+    if layer_python is not None:
+        # The official SDK's peers, unchanged, on acpstack's `acp` layer (compat/).
+        out["acp-layer"] = Side(
+            "acp-layer",
+            [str(layer_python), str(PEERS / "pysdk_client.py")],
+            [str(layer_python), str(PEERS / "pysdk_agent.py")],
+        )
     if node_peers is not None:
         out["ts-sdk"] = Side(
             "ts-sdk",

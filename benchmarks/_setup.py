@@ -66,8 +66,12 @@ def _venv(
 
 
 def _source_digest() -> str:
+    return _digest(sorted([PROJECT / "pyproject.toml", *(PROJECT / "src").rglob("*.py")]))
+
+
+def _digest(paths: list[Path]) -> str:
     digest = hashlib.sha256()
-    for path in sorted([PROJECT / "pyproject.toml", *(PROJECT / "src").rglob("*.py")]):
+    for path in paths:
         digest.update(str(path.relative_to(PROJECT)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -88,6 +92,17 @@ def acpstack_python(base: str, build: str = "pure") -> Path:
         )
     return _venv(
         "acpstack", base, [f"{PROJECT}[fast,remote,postgres]"], _source_digest() + " postgres"
+    )
+
+
+def acp_layer_python(base: str) -> Path:
+    """A venv where `agent-client-protocol` is acpstack's `acp` layer (compat/), installed
+    as `./run compat-install` installs it."""
+    return _venv(
+        "acp-layer",
+        base,
+        [f"{PROJECT}[fast]", str(PROJECT / "compat")],
+        _source_digest() + " layer " + _digest(sorted((PROJECT / "compat").rglob("*.py"))),
     )
 
 
