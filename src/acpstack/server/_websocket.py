@@ -139,10 +139,13 @@ class RefusalLog:
     """One INFO line a second at most about refused WebSocket handshakes; the next line
     written says how many were left out meanwhile."""
 
-    def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic):
-        self.interval, self.clock = interval, clock
+    def __init__(
+        self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.interval: float = interval
+        self.clock: Callable[[], float] = clock
         self._quiet_until = float("-inf")
-        self.left_out = 0
+        self.left_out: int = 0
 
     def refused(self, rejection: Rejection) -> None:
         now = self.clock()
