@@ -139,9 +139,7 @@ class RefusalLog:
     """One INFO line a second at most about refused WebSocket handshakes; the next line
     written says how many were left out meanwhile."""
 
-    def __init__(
-        self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval: float = interval
         self.clock: Callable[[], float] = clock
         self._quiet_until = float("-inf")
