@@ -103,8 +103,13 @@ async def test_a_full_database_fails_the_batch_and_storing_resumes(tmp_path: Pat
     await big[-1].batch.wait()
     assert all(isinstance(t.result, StoreUnavailable) for t in big)
     assert "full" in str(big[0].result)
+    # Until the session knows, its next events are refused too: no gap in its history.
+    refused = writer.append("a", "update", b"refused")
+    await refused.batch.wait()
+    assert isinstance(refused.result, StoreUnavailable)
     # Space again: the same writer and store take the next batch (the failed connection
     # was replaced, so the pragma no longer caps it).
+    writer.forgive("a")
     after = writer.append("a", "update", b"after")
     await after.batch.wait()
     assert after.result == 2

@@ -92,6 +92,17 @@ def test_history_shows_each_message_whole(ws: Path) -> None:
     assert line.rstrip(" ⏎").endswith("END-OF-MESSAGE")  # to its last word
 
 
+def descendants(pid: int) -> set[int]:
+    """Children, theirs, and so on (`/run` runs its command under `sh -c`)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        kids = children(todo.pop()) - found
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
 def start_holding(ws: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
     """A chat whose turn runs `sleep 30` in a client terminal; returns it and the sleep's pid."""
     chat = subprocess.Popen(
@@ -105,7 +116,7 @@ def start_holding(ws: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
     # A process gives no event when it starts a child: look, with a deadline.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        sleeps = [p for p in children(chat.pid) if cmdline(p).startswith("sleep 30")]
+        sleeps = [p for p in descendants(chat.pid) if cmdline(p).startswith("sleep 30")]
         if sleeps:
             return chat, sleeps[0]
         assert chat.poll() is None, chat.communicate()

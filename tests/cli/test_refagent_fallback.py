@@ -301,7 +301,9 @@ async def test_the_reference_agent_with_the_refuse_policy(ws: Path, tmp_path: Pa
         tools = list(client.sessions[sid].state.tool_calls.values())
     assert result.stop_reason == "end_turn"
     assert "I cannot edit `NOTES.md`: Cannot read" in said  # no README found: no listing
-    assert "could not start: Cannot run `sh -c ls -1`: the client does not offer `terminal`" in said
+    assert (
+        "could not start: Cannot run `sh -c 'ls -1'`: the client does not offer `terminal`" in said
+    )
     # Permission is asked before a command as usual (the brain cannot know it will be refused).
     assert [r.tool_call.title for r in client.asked] == ["Run `ls -la`", "Run `ls`"]
     assert all(t.status == "failed" for t in tools)

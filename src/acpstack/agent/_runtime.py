@@ -575,24 +575,49 @@ class SessionAgent(Agent):
         turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
         session = turn.session
         stop: acp.StopReason | None = None
+        missing: ClientCapabilityMissing | CapabilityError | None = None
+        failure: Exception | None = None
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:
             stop = "cancelled"
         except (ClientCapabilityMissing, CapabilityError) as exc:
-            stop = "cancelled"
-            if not session.cancel_requested:
-                stop = await _missing_capability(turn, exc)
-        except StoreUnavailable as exc:
+            missing = exc
+        except Exception as exc:
+            failure = exc
+        # The end of the turn (its last updates, then the answer it owes) runs to its end
+        # even when the client's cancel lands in it; a cancel nobody asked for (shutdown)
+        # still ends it.
+        end = asyncio.ensure_future(self._end_turn(turn, stop, missing, failure))
+        while True:
+            try:
+                return await asyncio.shield(end)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if end.done() or not session.cancel_requested or current is None:
+                    end.cancel()
+                    raise
+                current.uncancel()
+
+    async def _end_turn(
+        self,
+        turn: Turn,
+        stop: acp.StopReason | None,
+        missing: ClientCapabilityMissing | CapabilityError | None,
+        failure: Exception | None,
+    ) -> acp.StopReason:
+        session = turn.session
+        if missing is not None and not session.cancel_requested:
+            stop = await _missing_capability(turn, missing)
+        elif isinstance(failure, StoreUnavailable):
             await _end_unstored(session)
-            raise store_unavailable(exc) from None
-        except Exception:
-            if not session.cancel_requested:
-                with contextlib.suppress(Exception):  # none is left pending
-                    await turn.fail_unfinished("The agent stopped on an error.")
-                await session.drain()
-                session.clear_failure()
-                raise
+            raise store_unavailable(failure) from None
+        elif failure is not None and not session.cancel_requested:
+            with contextlib.suppress(Exception):  # none is left pending
+                await turn.fail_unfinished("The agent stopped on an error.")
+            await session.drain()
+            session.clear_failure()
+            raise failure
         if stop == "cancelled" or session.cancel_requested:
             # No tool call of a cancelled turn stays pending or in progress: each ends
             # `cancelled` (v2; `failed` with the cancelled marker on v1).

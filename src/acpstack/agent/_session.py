@@ -214,6 +214,8 @@ class Session:
         """Forget the failure that stopped events (the next turn tries the store again);
         returns it."""
         failure, self._failure = self._failure, None
+        if self._writer is not None:
+            self._writer.forgive(self.session_id)
         return failure
 
     async def aclose(self) -> None:

@@ -36,6 +36,8 @@ log = logging.getLogger("acpstack.agent.store")
 
 T = TypeVar("T")
 
+_AFTER_A_FAILURE = StoreUnavailable("an earlier event of this session could not be stored")
+
 MAX_PENDING = 16_384
 """Events queued and not yet committed, per store, before producers wait."""
 
@@ -104,6 +106,7 @@ class StoreWriter:
         self.batches = 0  # batches committed (or failed): for benchmarks and tests
         self._open: Batch | None = None
         self._task: asyncio.Task[None] | None = None
+        self._failed: set[str] = set()  # sessions whose events failed (see `forgive`)
         self._room = asyncio.Event()
         self._room.set()
         self._append_many: Callable[[list[NewEvent]], list[int | Exception]] = getattr(
@@ -115,6 +118,10 @@ class StoreWriter:
             if self.blocking
             else None
         )
+
+    def forgive(self, session_id: str) -> None:
+        """The session knows its events failed: its next ones are written again."""
+        self._failed.discard(session_id)
 
     @property
     def full(self) -> bool:
@@ -179,16 +186,24 @@ class StoreWriter:
                 batch, self._open = self._open, None
                 assert self._thread is not None
                 started = loop.time()
-                try:
-                    results = await loop.run_in_executor(
-                        self._thread, self._append_many, batch.events
-                    )
-                except Exception as exc:
-                    log.warning(
-                        "session store: a batch of %d events failed: %s", len(batch.events), exc
-                    )
-                    failure = StoreUnavailable(exc)
-                    results = [failure] * len(batch.events)
+                # A session whose events failed writes none after them until it knows
+                # (`forgive`): its history never has a gap in the middle of a turn.
+                keep = [event[0] not in self._failed for event in batch.events]
+                events = [event for event, kept in zip(batch.events, keep, strict=True) if kept]
+                written: list[int | Exception] = []
+                if events:
+                    try:
+                        written = await loop.run_in_executor(
+                            self._thread, self._append_many, events
+                        )
+                    except Exception as exc:
+                        log.warning(
+                            "session store: a batch of %d events failed: %s", len(events), exc
+                        )
+                        written = [StoreUnavailable(exc)] * len(events)
+                        self._failed.update(event[0] for event in events)
+                answers = iter(written)
+                results = [next(answers) if kept else _AFTER_A_FAILURE for kept in keep]
                 self.batches += 1
                 self.pending -= len(batch.events)
                 batch.finish(results)
