@@ -121,7 +121,9 @@ def start_holding(ws: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
             return chat, sleeps[0]
         assert chat.poll() is None, chat.communicate()
         time.sleep(0.05)
-    raise AssertionError("the holding chat never ran its command")
+    chat.kill()
+    out, err = chat.communicate()  # (and no process or pipe left behind)
+    raise AssertionError(f"the holding chat never ran its command: {out} {err}")
 
 
 def test_one_writer_per_session(ws: Path) -> None:
