@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,6 +90,28 @@ def _require_mcp() -> Any:
     return mcp
 
 
+async def _import_mcp(servers: Sequence[McpServerConfig]) -> None:
+    """Import the SDK modules these servers need in a worker thread: the first import costs
+    seconds of CPU, which on the event loop would hold up every other request meanwhile."""
+    names = ["mcp", "mcp.client.session"]
+    names += [_TRANSPORT_MODULES[type(c)] for c in servers if type(c) in _TRANSPORT_MODULES]
+    missing = [name for name in names if name not in sys.modules]
+    if not missing:
+        return
+    try:
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in missing])
+    except ImportError:
+        _require_mcp()  # raises the friendly McpUnavailable when `mcp` itself is missing
+        raise
+
+
+_TRANSPORT_MODULES: dict[type, str] = {
+    acp.McpServerStdio: "mcp.client.stdio",
+    acp.McpServerHttp: "mcp.client.streamable_http",
+    acp.McpServerSse: "mcp.client.sse",
+}
+
+
 @dataclass
 class _Server:
     name: str
@@ -134,7 +158,7 @@ class McpConnections:
         self, servers: Sequence[McpServerConfig], *, fail_fast: bool = False
     ) -> dict[str, McpServerError | None]:
         """Connect to every server in parallel; a failure is reported for that server only."""
-        _require_mcp()
+        await _import_mcp(servers)
         loop = asyncio.get_running_loop()
         started: list[_Server] = []
         for config in servers:

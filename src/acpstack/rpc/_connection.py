@@ -308,7 +308,7 @@ class Connection(TypedRequests):
                     except asyncio.CancelledError:
                         raise
                     except Exception:
-                        log.exception("notification handler for %s failed", item.method)
+                        log.exception("notification handler for %.100s failed", item.method)
                 elif isinstance(item, IncomingResponse):
                     self._resolve(item)
                 else:
@@ -409,16 +409,16 @@ class Connection(TypedRequests):
             self._send(self.state.error(event.id, err))
         except ConnectionClosed as closed:
             if self._closed is None:  # another connection's, not ours: a failure like any
-                self._send(self._internal_error(event, "handler for %s failed"))
+                self._send(self._internal_error(event, "handler for %.100s failed"))
             else:  # ours closed (e.g. stdin EOF) while the handler waited on the peer
-                log.info("%s not answered: %s", event.method, closed)
+                log.info("%.100s not answered: %s", event.method, closed)
         except Exception:
-            self._send(self._internal_error(event, "handler for %s failed"))
+            self._send(self._internal_error(event, "handler for %.100s failed"))
         else:
             try:
                 frame = self.state.result(event.id, event.method, result)
             except Exception:
-                frame = self._internal_error(event, "could not encode the result of %s")
+                frame = self._internal_error(event, "could not encode the result of %.100s")
             self._send(frame)
         finally:
             self._running -= 1
