@@ -93,6 +93,11 @@ class Load:
             f"{turn}.end history={history}\n"
         ]
 
+    def failovers_of(self, sid: str) -> str:
+        """What the failover saw of this session, for a report (it may have seen nothing)."""
+        events = self.events.get(sid)
+        return str(events) if events else "none (the session never failed over)"
+
     def progress(self) -> None:
         self.done_turns += 1
         self.last_progress = time.monotonic()
@@ -152,7 +157,7 @@ class Load:
                 await conn.agent.session_prompt(prompt, timeout=180)
             except RequestError as err:
                 if not is_connection_lost(err):  # a problem, with what the failover saw
-                    log.problems.append(f"turn {turn}: {err}; failover: {self.events[sid]}")
+                    log.problems.append(f"turn {turn}: {err}; failover: {self.failovers_of(sid)}")
                     self.progress()
                     break
                 log.lost.append(turn)
@@ -205,7 +210,7 @@ class Load:
                     try:
                         await load_when_free(conn, sid)
                     except RequestError as err:
-                        problems.append(f"{sid}: load failed: {err}; {self.events.get(sid)}")
+                        problems.append(f"{sid}: load failed: {err}; {self.failovers_of(sid)}")
                         continue
                     problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
 

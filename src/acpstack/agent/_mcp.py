@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from acpstack._tasks import cancel_and_wait, wait_ended
 from acpstack.schema import v1 as acp
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class McpConnections:
             if not server.ready.done():
                 server.ready.set_exception(McpServerError(server.name, "stopped while starting"))
             raise
-        except BaseException as exc:  # anyio wraps failures in exception groups
+        except Exception as exc:  # anyio wraps failures in (Exception) groups
             message = _describe(exc)
             if not server.ready.done():
                 server.ready.set_exception(
@@ -355,11 +356,9 @@ class McpConnections:
         if task is None or task.done():
             return
         try:
-            await asyncio.wait_for(asyncio.shield(task), 10)
-        except (TimeoutError, asyncio.CancelledError, Exception):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await wait_ended(task, timeout=10)  # it leaves its transports itself when it can
+        finally:
+            await cancel_and_wait(task)  # returns at once when it ended
 
     async def aclose(self) -> None:
         """Stop every server (their processes are gone afterwards). Idempotent."""

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
@@ -70,11 +71,9 @@ class AcpMcpTransport:
                 yield session_reads, session_writes
         finally:
             self._to_session = None
-            pump.cancel()
             for _, call in list(self._calls.values()):
                 call.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump
+            await cancel_and_wait(pump)
 
     async def _pump(self, from_session: Any) -> None:
         import mcp_types

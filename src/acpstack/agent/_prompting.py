@@ -14,6 +14,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._store import SessionBusy
 from acpstack.agent._turn import Turn
@@ -85,13 +86,16 @@ class PromptMethods:
         return Turn(session, prompt, fallback=self.fallback, local=local)
 
     async def _run_turn(self, turn: Turn) -> acp.StopReason:
-        """Run the author's `prompt`: its stop reason, "cancelled" once cancelled (the
-        turn's task cancelled by session/cancel, $/cancel_request or shutdown)."""
+        """Run the author's `prompt`: its stop reason, "cancelled" once the client cancelled
+        it (session/cancel, or $/cancel_request of the prompt); a shutdown's cancellation
+        (the connection closed) goes on as CancelledError."""
         session = turn.session
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:
-            return "cancelled"
+            if session.cancel_requested or not session.client.connection.closed:
+                return "cancelled"  # session/cancel or $/cancel_request: the client asked
+            raise  # the connection is going away: not the client's cancel, nobody to answer
         except (ClientCapabilityMissing, CapabilityError) as exc:
             if session.cancel_requested:
                 return "cancelled"
@@ -118,10 +122,10 @@ class PromptMethods:
         if task is None or task.done():
             return
         session.cancel_requested = True
-        task.cancel()
         if wait and task is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 10)
+            await cancel_and_wait(task, timeout=10)
+        else:
+            task.cancel()
 
 
 async def _missing_capability(

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import TypedRequests
 from acpstack.rpc._writer import Writer
@@ -168,11 +169,8 @@ class Connection(TypedRequests):
         ]
         if self._eager is not None:
             tasks += self._eager.close()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if tasks:  # ours: the finisher, the handlers and the workers of this connection
+            await cancel_and_wait(*tasks)
         if self._on_close is not None:
             callback, self._on_close = self._on_close, None
             await callback()

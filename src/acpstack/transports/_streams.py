@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.transports._base import DataCallback, EofCallback
 
 READ_CHUNK = 256 * 1024
@@ -97,10 +98,8 @@ class StreamTransport:
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):
             self._writer.close()
             await self._writer.wait_closed()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        if self._task is not None:  # our pump
+            await cancel_and_wait(self._task)
 
     def close_reason(self) -> str | None:
         """Always None: a stream does not say why it ended."""
