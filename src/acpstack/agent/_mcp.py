@@ -168,6 +168,7 @@ class McpConnections:
             # the connection ended) must not log "exception was never retrieved".
             server.ready.add_done_callback(_retrieve)
             self._servers[config.name] = server
+            # Owner: these connections; `_stop` / `aclose` end it.
             server.task = loop.create_task(self._own(server), name=f"mcp-{config.name}")
             started.append(server)
         results: dict[str, McpServerError | None] = {}

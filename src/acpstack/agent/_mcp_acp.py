@@ -65,6 +65,7 @@ class AcpMcpTransport:
         )
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](256)
         self._to_session = to_session
+        # Owner: this `streams()` context, which ends it on the way out (as its calls).
         pump = asyncio.get_running_loop().create_task(self._pump(from_session))
         try:
             async with to_session, session_reads, session_writes, from_session:

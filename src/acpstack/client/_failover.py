@@ -320,6 +320,7 @@ class FailoverTransport:
         self._ready.clear()
         lost = self._fail_in_flight(reason)
         self._report(FailoverEvent("lost", reason, lost_requests=lost))
+        # Owner: this transport; `close` ends it (and waits for the goodbyes).
         self._task = asyncio.get_running_loop().create_task(self._reconnect(reason))
 
     def _fail_in_flight(self, reason: str) -> list[str]:

@@ -119,6 +119,7 @@ class McpHost:
 
     async def _start(self, hosted: _Hosted) -> None:
         if hosted.task is None:
+            # Owner: this host; `aclose` ends it.
             hosted.task = asyncio.get_running_loop().create_task(self._run(hosted))
         await hosted.ready.wait()
         if hosted.write is None:

@@ -319,6 +319,7 @@ class TerminalManager:
         return terminal
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        # Owner: these terminals; `close` waits for every task spawned here.
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)

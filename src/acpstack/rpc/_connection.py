@@ -43,7 +43,9 @@ from acpstack.wire import (
     RequestError,
 )
 
-if sys.version_info < (3, 12):  # 3.12+ has eager tasks
+if sys.version_info >= (3, 12):  # the standard library's eager start (docs/performance.md)
+    from asyncio import eager_task_factory
+else:  # the same on 3.11, where asyncio has none
     from acpstack.rpc._eager import EagerStarter
 
 log = logging.getLogger("acpstack.rpc")
@@ -232,6 +234,7 @@ class Connection(TypedRequests):
 
     def _end_input(self) -> None:
         self._input_done = True
+        # Owner: this connection (as its workers and request tasks): aclose ends them.
         self._finisher = self._loop.create_task(self._finish_input())
 
     async def _finish_input(self) -> None:
@@ -350,7 +353,8 @@ class Connection(TypedRequests):
             # The handler's first step runs now (eager start): one that answers without
             # awaiting costs no trip through the event loop, and current_task() still
             # works inside it. It may finish (and run _run_request's cleanup) right here.
-            task = asyncio.Task(coro, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+            if sys.version_info >= (3, 12):  # (always so without an EagerStarter)
+                task = eager_task_factory(self._loop, coro)
         else:
             task = self._eager.start(coro)  # the same on 3.11
             if self._eager.deferred:

@@ -139,6 +139,7 @@ class MessageTransport:
             # `close` (and its socket with it).
             coro.close()
             return
+        # Owner: this transport; `_stop_tasks` ends every task it started.
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -41,6 +41,7 @@ class StreamTransport:
         Raises `RuntimeError` when called twice."""
         if self._task is not None:
             raise RuntimeError("this transport is already being read")
+        # Owner: this transport; `close` ends it.
         self._task = asyncio.get_running_loop().create_task(self._pump(on_data, on_eof))
 
     async def _pump(self, on_data: DataCallback, on_eof: EofCallback) -> None:
