@@ -91,4 +91,9 @@ async def test_a_1_mb_value_is_answered_and_so_is_the_next_request(
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        await asyncio.wait_for(process.wait(), ANSWER_TIMEOUT)
+        try:
+            await asyncio.wait_for(process.wait(), ANSWER_TIMEOUT)
+        finally:
+            if process.returncode is None:  # it failed the test: leave nothing running
+                process.kill()
+                await process.wait()

@@ -91,4 +91,9 @@ async def test_a_request_is_answered_while_the_mcp_sdk_imports(tmp_path: Path) -
     finally:
         os.close(release_write)
         stdin.close()
-        await asyncio.wait_for(process.wait(), ANSWER_TIMEOUT)
+        try:
+            await asyncio.wait_for(process.wait(), ANSWER_TIMEOUT)
+        finally:
+            if process.returncode is None:  # it failed the test: leave nothing running
+                process.kill()
+                await process.wait()
