@@ -18,8 +18,18 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 BOTH_LOOPS = {"core", "e2e"}
+
+# Hypothesis: no per-example deadline and no "too slow" health check anywhere (both judge
+# the machine's load, not the code); CI also draws the same examples every run and prints
+# the blob that reproduces a failure. A test's own @settings still wins over these.
+settings.register_profile(
+    "acpstack", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("ci", settings.get_profile("acpstack"), derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "acpstack")
 
 # pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment, which the
 # chat's terminal tests' programs would take over the size of the terminal given to them.

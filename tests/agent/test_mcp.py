@@ -99,7 +99,7 @@ async def test_aclose_stops_every_server_process() -> None:
     pids = [int((await mcp.call_tool(name, "pid")).text) for name in ("a", "b")]
     assert all(alive(p) for p in pids)
     await mcp.aclose()
-    for _ in range(100):  # other processes' exit: no event to wait on here, so look
+    for _ in range(600):  # other processes' exit: no event to wait on here, so look (30 s at most)
         if not any(alive(p) for p in pids):
             break
         await asyncio.sleep(0.05)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import subprocess
+import sys
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -135,3 +137,22 @@ def test_formatter_redacts_messages_arguments_and_tracebacks() -> None:
     output = stream.getvalue()
     assert "RuntimeError: bad key ***" in output and "calling http://h/v1?key=***" in output
     assert KEY not in output
+
+
+LINEAR_CASES = """
+from acpstack.cli._redact import Redactor
+redactor = Redactor(["s3cret-value"])
+for text in ("x" * 1_000_000, "a." * 500_000, "http" * 250_000, '"a' * 500_000, "bearer" + " " * 1_000_000):
+    assert redactor.text(text) == text
+print("done")
+"""
+
+
+def test_redaction_takes_linear_time() -> None:
+    # A backtracking pattern took 10 CPU-seconds over 16,000 characters and grows with the
+    # square of the length: over 1 MB it would not end within the timeout. In a process of
+    # its own, which the timeout can end (a regular expression does not let go of the GIL).
+    done = subprocess.run(
+        [sys.executable, "-c", LINEAR_CASES], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr

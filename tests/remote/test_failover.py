@@ -42,14 +42,19 @@ def summary(result: dict[str, Any]) -> str:
 
 
 @pytest.mark.cluster
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(700)
 @pytest.mark.parametrize(("profile", "sessions"), [("http", 1000), ("ws", 200)])
 def test_sessions_carry_on_when_a_server_is_killed(
     profile: str, sessions: int, record_property: Any, not_installed: Any
 ) -> None:
     try:
         result = run_failover(
-            sessions=sessions, turns=TURNS, chunks=CHUNKS, profile=profile, timeout=300
+            # Generous: it ends as soon as the run does; a loaded machine needed more than 300 s.
+            sessions=sessions,
+            turns=TURNS,
+            chunks=CHUNKS,
+            profile=profile,
+            timeout=600,
         )
     except NotInstalled as exc:
         not_installed(exc)

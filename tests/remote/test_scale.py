@@ -41,8 +41,11 @@ def test_200_sessions_stream_at_once_with_bounded_memory(profile: str) -> None:
             runs.append((json.loads(done.stdout), rss_kb(served.proc.pid)))
         (first, after_first), (second, after_second) = runs
         assert first["updates"] == second["updates"] == CONNECTIONS * SESSIONS * UPDATES
-        per_connection_kb = (after_first - before) / CONNECTIONS
-        assert per_connection_kb < 2048, f"{per_connection_kb:.0f} KB per connection"
-        assert after_second - after_first < 8 * 1024, (
-            f"grew {after_second - after_first} KB in the second round"
+        # Relative to this run's own figures (absolute sizes differ between machines and
+        # Pythons): 200 sessions must not cost more than the idle server itself, and a second
+        # round must not grow as the first did (a leak grows by the same each round).
+        first_growth, second_growth = after_first - before, after_second - after_first
+        assert first_growth < before, f"{before} KB idle, then {first_growth} KB more"
+        assert second_growth <= max(first_growth // 2, before // 10), (
+            f"grew {second_growth} KB in the second round, {first_growth} KB in the first"
         )

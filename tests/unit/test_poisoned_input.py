@@ -8,6 +8,8 @@ reading: the agent exited and the chat dropped the agent.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -357,3 +359,28 @@ def test_a_refused_initialize_is_logged_once(caplog: pytest.LogCaptureFixture) -
     [record] = [r for r in caplog.records if r.levelname != "DEBUG"]
     assert record.levelname == "WARNING"
     assert record.getMessage() == "refused request 'initialize' (id 0): invalid params at $.params"
+
+
+UNCLOSED_STRING = """
+from acpstack.schema import v1 as acp
+from acpstack.wire import ProtocolState
+state = ProtocolState("agent")
+state.receive(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\\n')
+answer = acp.InitializeResponse(protocol_version=1, agent_capabilities=acp.AgentCapabilities())
+state.result(0, "initialize", answer)
+state.take_outgoing()
+state.receive(b'{"jsonrpc":"2.0","id":7,"method":"m","params":"' + b'a\\\\"' * 300_000 + b"\\n")
+print(state.take_outgoing().decode())
+"""
+
+
+def test_an_unclosed_string_full_of_quotes_costs_linear_time() -> None:
+    # Recovering the id scans the line once: retrying an unclosed string from every quote in
+    # it took 13 s over 60 KB (quadratic), and would not end over 1 MB. In a process of its
+    # own, which the timeout can end (a regular expression does not let go of the GIL).
+    done = subprocess.run(
+        [sys.executable, "-c", UNCLOSED_STRING], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout)
+    assert (reply["id"], reply["error"]["code"]) == (7, -32700)

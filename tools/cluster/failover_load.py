@@ -31,6 +31,9 @@ from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
 CWD = "/tmp"
+# Setup requests wait this long at most: 1,000 sessions opened at once on a loaded machine
+# took over 120 s; the run's own timeout (and the watchdog) bound the whole anyway.
+REQUEST_TIMEOUT = 300
 
 
 def await_chain(coro: Any) -> str:
@@ -93,6 +96,11 @@ class Load:
             f"{turn}.end history={history}\n"
         ]
 
+    def failovers_of(self, sid: str) -> str:
+        """What the failover saw of this session, for a report (it may have seen nothing)."""
+        events = self.events.get(sid)
+        return str(events) if events else "none (the session never failed over)"
+
     def progress(self) -> None:
         self.done_turns += 1
         self.last_progress = time.monotonic()
@@ -118,16 +126,18 @@ class Load:
                 self.missing.update(event.missing)
 
         policy = Failover(on_event=on_event, busy_timeout=60)
-        async with connect_remote(self.url, client, reconnect=policy, timeout=120) as conn:
+        async with connect_remote(
+            self.url, client, reconnect=policy, timeout=REQUEST_TIMEOUT
+        ) as conn:
             self.transports.append(conn.transport)
             self.phases[index] = "initialize"
-            await conn.agent.initialize(timeout=120)
+            await conn.agent.initialize(timeout=REQUEST_TIMEOUT)
             ids = []
             while len(ids) < self.per_connection:
                 self.phases[index] = f"session/new {len(ids)}"
                 try:
                     new = await conn.agent.session_new(
-                        acp.NewSessionRequest(cwd=CWD, mcp_servers=[]), timeout=120
+                        acp.NewSessionRequest(cwd=CWD, mcp_servers=[]), timeout=REQUEST_TIMEOUT
                     )
                 except RequestError as err:
                     if not is_connection_lost(err):
@@ -135,6 +145,7 @@ class Load:
                     continue  # lost in a failover: ask again (an orphan may be left)
                 ids.append(new.session_id)
                 client.chunks[new.session_id] = []
+                self.last_progress = time.monotonic()  # for the watchdog: setup goes on
             self.phases[index] = "turns"
             await asyncio.gather(*(self.session(conn, client, sid, failed_over) for sid in ids))
             self.phases[index] = "closing"
@@ -152,7 +163,7 @@ class Load:
                 await conn.agent.session_prompt(prompt, timeout=180)
             except RequestError as err:
                 if not is_connection_lost(err):  # a problem, with what the failover saw
-                    log.problems.append(f"turn {turn}: {err}; failover: {self.events[sid]}")
+                    log.problems.append(f"turn {turn}: {err}; failover: {self.failovers_of(sid)}")
                     self.progress()
                     break
                 log.lost.append(turn)
@@ -169,8 +180,9 @@ class Load:
             self.progress()
         self.current.pop(sid, None)
 
-    async def watch(self, stall: float = 60) -> None:
-        """Fail with what is stuck when no turn has finished for `stall` seconds."""
+    async def watch(self, stall: float = 180) -> None:
+        """Fail with what is stuck when nothing moved (no session made, no turn finished)
+        for `stall` seconds: generous, a loaded machine is slow but keeps moving."""
         while True:
             await asyncio.sleep(1)
             if time.monotonic() - self.last_progress > stall:
@@ -200,12 +212,12 @@ class Load:
         async def check(group: list[str]) -> None:
             client = Recorder()
             async with connect_remote(self.url, client, timeout=120) as conn:
-                await conn.agent.initialize(timeout=120)
+                await conn.agent.initialize(timeout=REQUEST_TIMEOUT)
                 for sid in group:
                     try:
                         await load_when_free(conn, sid)
                     except RequestError as err:
-                        problems.append(f"{sid}: load failed: {err}; {self.events.get(sid)}")
+                        problems.append(f"{sid}: load failed: {err}; {self.failovers_of(sid)}")
                         continue
                     problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
 

@@ -48,6 +48,7 @@ class Stats:
     null_id_errors: int = 0
     peer_requests: int = 0
     probes: int = 0
+    slowest_probe: float = 0.0  # seconds from a liveness probe sent to its answer
     error_codes: dict[int, int] = field(default_factory=dict)
 
 
@@ -219,7 +220,10 @@ class Target:
             return
         key = _key(rid)
         if key in self.required:
-            del self.required[key]
+            sent, _ = self.required.pop(key)
+            if isinstance(rid, str) and rid.startswith("probe-"):
+                waited = time.monotonic() - sent
+                self.stats.slowest_probe = max(self.stats.slowest_probe, waited)
         elif key in self.allowed:
             line, left = self.allowed.pop(key)
             if left > 1:

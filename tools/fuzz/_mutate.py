@@ -94,12 +94,40 @@ def huge(rng: random.Random) -> Any:
     return "é" * (size // 2)
 
 
+# Long and odd text for every position (ids, methods, keys, values): each pattern once
+# made some scan retry from every character (a regular expression, a salvage of the id),
+# which costs the square of the length.
+LONG_PATTERNS = [
+    "x",
+    'a"',
+    "\\",
+    'a\\"',
+    "a=b&",
+    "http://",
+    "a.",
+    "a ",
+    "key: ",
+    "é",
+    "\u2028",
+    "🙂",
+]
+LONG_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+
+
+def long_text(rng: random.Random) -> str:
+    """A string of about 1 KB to 1 MB repeating one awkward pattern."""
+    pattern = rng.choice(LONG_PATTERNS)
+    return pattern * (rng.choice(LONG_SIZES) // len(pattern))
+
+
 def hostile_value(rng: random.Random) -> Any:
     roll = rng.random()
     if roll < 0.6:
         return rng.choice(HOSTILE_SCALARS)
     if roll < 0.8:
         return deep(rng)
+    if roll < 0.9:
+        return long_text(rng)
     return huge(rng)
 
 
@@ -114,7 +142,8 @@ def mutate_tree(rng: random.Random, value: Any) -> Any:
         elif op == 1:
             out[key] = hostile_value(rng)  # wrong type / hostile value
         elif op == 2:
-            out[rng.choice(["extra", "_meta", "zz", "\u00e9"])] = hostile_value(rng)  # extra field
+            extra = rng.choice(["extra", "_meta", "zz", "\u00e9", long_text(rng)])
+            out[extra] = hostile_value(rng)  # extra field
         elif op == 3:
             return Dup([*out.items(), (key, hostile_value(rng))])  # duplicate key
         else:
@@ -146,20 +175,26 @@ def mutate_message(rng: random.Random, message: dict[str, Any], odd_id: Any = No
         out["result"] = mutate_tree(rng, out["result"])
     elif roll < 0.62:
         out["id"] = odd_id() if odd_id is not None and rng.random() < 0.4 else rng.choice(BAD_IDS)
+        if odd_id is not None and rng.random() < 0.25:  # long, and unique by its prefix
+            out["id"] = f"{odd_id()}{long_text(rng)}"
     elif roll < 0.67:
         out["jsonrpc"] = rng.choice(["1.0", 2, None, Raw(b'"2.\xff"')])
     elif roll < 0.71:
         out.pop(rng.choice(list(out)), None)
     elif roll < 0.75:
+        long = long_text(rng)
         out["method"] = rng.choice(
             [5, None, "", "x" * 300, "session/prompt ", "_", "$/x", "\u0000"]
+            + [long, f"_{long}", f"session/{long}", f"$/{long}"]
         )
     elif roll < 0.79:
         out["result"] = {}
     elif roll < 0.83:
         out["params"] = rng.choice([[], "params", 1, None, [out.get("params")]])
-    elif roll < 0.88:
+    elif roll < 0.86:
         return [out, mutate_message(rng, message, odd_id)] if rng.random() < 0.8 else []  # batch
+    elif roll < 0.88:  # a long or odd key beside the envelope's own
+        out[long_text(rng) if rng.random() < 0.7 else rng.choice(["", "\u0000", "ID", " id"])] = 1
     else:
         extra = [("id", out["id"])] if "id" in out else []
         return Dup([*out.items(), *extra, ("jsonrpc", "2.0")])

@@ -41,7 +41,7 @@ class Report:
         lines = [
             f"target {self.target}: {s.inputs} lines sent ({self.inputs} fuzzed inputs, seed {self.seed}) in {self.seconds:.1f} s",
             f"  {s.lines_out} lines back: {s.answers} answers to our requests, {s.null_id_errors} errors with id null, "
-            f"{s.peer_requests} requests from the peer; {s.probes} liveness probes; exit code {self.exit_code}",
+            f"{s.peer_requests} requests from the peer; {s.probes} liveness probes (slowest answer {s.slowest_probe:.3f} s); exit code {self.exit_code}",
             "  error codes: "
             + ", ".join(f"{code}: {count}" for code, count in sorted(s.error_codes.items())),
             f"  violations: {len(self.violations)}",

@@ -129,4 +129,4 @@ class Agent(AgentHandlers):
 
     async def ext_notification(self, method: str, params: Any) -> None:
         """A `_`-prefixed extension notification from the client. Default: ignored."""
-        log.debug("ignored extension notification %s", method)
+        log.debug("ignored extension notification %.100s", method)

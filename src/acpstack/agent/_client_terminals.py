@@ -80,8 +80,11 @@ class ClientTerminals:
         that terminal, rather than leave a process running in the client."""
         try:
             created = await asyncio.wait_for(asyncio.shield(request), LATE_ANSWER_SECONDS)
-        except BaseException:  # no answer in time, an error, or cancelled again: give up
+        except asyncio.CancelledError:  # cancelled again: give up, and go on being cancelled
             request.cancel()  # sends $/cancel_request if it is still pending
+            raise
+        except Exception:  # no answer in time, or an error: give up
+            request.cancel()
             return
         with contextlib.suppress(Exception):
             await self.release(created.terminal_id)

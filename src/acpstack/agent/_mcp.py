@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from acpstack._tasks import cancel_and_wait, wait_ended
 from acpstack.schema import v1 as acp
 
 if TYPE_CHECKING:
@@ -88,6 +91,28 @@ def _require_mcp() -> Any:
     return mcp
 
 
+async def _import_mcp(servers: Sequence[McpServerConfig]) -> None:
+    """Import the SDK modules these servers need in a worker thread: the first import costs
+    seconds of CPU, which on the event loop would hold up every other request meanwhile."""
+    names = ["mcp", "mcp.client.session"]
+    names += [_TRANSPORT_MODULES[type(c)] for c in servers if type(c) in _TRANSPORT_MODULES]
+    missing = [name for name in names if name not in sys.modules]
+    if not missing:
+        return
+    try:
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in missing])
+    except ImportError:
+        _require_mcp()  # raises the friendly McpUnavailable when `mcp` itself is missing
+        raise
+
+
+_TRANSPORT_MODULES: dict[type, str] = {
+    acp.McpServerStdio: "mcp.client.stdio",
+    acp.McpServerHttp: "mcp.client.streamable_http",
+    acp.McpServerSse: "mcp.client.sse",
+}
+
+
 @dataclass
 class _Server:
     name: str
@@ -134,7 +159,7 @@ class McpConnections:
         self, servers: Sequence[McpServerConfig], *, fail_fast: bool = False
     ) -> dict[str, McpServerError | None]:
         """Connect to every server in parallel; a failure is reported for that server only."""
-        _require_mcp()
+        await _import_mcp(servers)
         loop = asyncio.get_running_loop()
         started: list[_Server] = []
         for config in servers:
@@ -143,6 +168,7 @@ class McpConnections:
             # the connection ended) must not log "exception was never retrieved".
             server.ready.add_done_callback(_retrieve)
             self._servers[config.name] = server
+            # Owner: these connections; `_stop` / `aclose` end it.
             server.task = loop.create_task(self._own(server), name=f"mcp-{config.name}")
             started.append(server)
         results: dict[str, McpServerError | None] = {}
@@ -193,7 +219,7 @@ class McpConnections:
             if not server.ready.done():
                 server.ready.set_exception(McpServerError(server.name, "stopped while starting"))
             raise
-        except BaseException as exc:  # anyio wraps failures in exception groups
+        except Exception as exc:  # anyio wraps failures in (Exception) groups
             message = _describe(exc)
             if not server.ready.done():
                 server.ready.set_exception(
@@ -331,11 +357,9 @@ class McpConnections:
         if task is None or task.done():
             return
         try:
-            await asyncio.wait_for(asyncio.shield(task), 10)
-        except (TimeoutError, asyncio.CancelledError, Exception):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await wait_ended(task, timeout=10)  # it leaves its transports itself when it can
+        finally:
+            await cancel_and_wait(task)  # returns at once when it ended
 
     async def aclose(self) -> None:
         """Stop every server (their processes are gone afterwards). Idempotent."""

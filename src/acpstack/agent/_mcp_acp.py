@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
@@ -64,17 +65,16 @@ class AcpMcpTransport:
         )
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](256)
         self._to_session = to_session
+        # Owner: this `streams()` context, which ends it on the way out (as its calls).
         pump = asyncio.get_running_loop().create_task(self._pump(from_session))
         try:
             async with to_session, session_reads, session_writes, from_session:
                 yield session_reads, session_writes
         finally:
             self._to_session = None
-            pump.cancel()
             for _, call in list(self._calls.values()):
                 call.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump
+            await cancel_and_wait(pump)
 
     async def _pump(self, from_session: Any) -> None:
         import mcp_types

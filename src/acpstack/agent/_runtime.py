@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from acpstack._tasks import cancel_and_wait
 from acpstack._version import __version__
 from acpstack.agent._agent import Agent
 from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
@@ -580,7 +581,9 @@ class SessionAgent(Agent):
         try:
             stop = await self.prompt(turn)
         except asyncio.CancelledError:
-            stop = "cancelled"
+            if not session.cancel_requested and session.client.connection.closed:
+                raise  # the connection is going away: not the client's cancel, nobody to answer
+            stop = "cancelled"  # session/cancel or $/cancel_request: the client asked
         except (ClientCapabilityMissing, CapabilityError) as exc:
             missing = exc
         except Exception as exc:
@@ -645,10 +648,10 @@ class SessionAgent(Agent):
         if task is None or task.done():
             return
         session.cancel_requested = True
-        task.cancel()
         if wait and task is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 10)
+            await cancel_and_wait(task, timeout=10)
+        else:
+            task.cancel()
 
     # -- authentication ----------------------------------------------------------------------
 

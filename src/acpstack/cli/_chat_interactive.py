@@ -8,11 +8,11 @@ that runs longer is cancelled and the chat goes on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.cli._chat_headless import run_turn
 from acpstack.cli._commands import CommandError, builtin_for
 from acpstack.cli._errors import EXIT_OK, CliError
@@ -74,9 +74,7 @@ async def _read_or_quit(chat: Chat, prompt: str) -> str | None:
     finally:
         quit_wait.cancel()
     if read not in done:
-        read.cancel()
-        with contextlib.suppress(BaseException):
-            await read
+        await cancel_and_wait(read)
         return None
     try:
         return read.result()

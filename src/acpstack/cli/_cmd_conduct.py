@@ -59,4 +59,6 @@ def run(args: argparse.Namespace) -> int:
     except ChainEnded as exc:
         sys.stderr.write(f"acpstack conduct: {exc}\n")
         return 1
+    except KeyboardInterrupt:
+        return 130  # interrupted: the chain's processes are ended by their owners
     return 0

@@ -36,11 +36,16 @@ _SECRET_PARTS = (
 )
 _SECRET_NAMES = frozenset({"sig", "signature", "jwt", "bearer"})
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# Linear time on any text (it runs on the event loop, over text a peer chose): each run of
+# name characters is entered only at its first character (the lookbehinds) and taken whole
+# (possessive `++`/`*+`), so a long run is scanned once instead of once per position.
+_URL = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s'\"<>`]++")
 _SCHEME_CREDENTIAL = re.compile(
-    r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=:-]{8,}"
+    r"(?i)\b(bearer|basic)(\s++)[A-Za-z0-9._~+/=:-]{8,}"
 )  # real credentials are long
-_NAME_VALUE = re.compile(r"""(?i)(["']?)([A-Za-z0-9_.-]+)\1(\s*[=:]\s*)(["']?)([^\s"'&,;}\]]+)""")
+_NAME_VALUE = re.compile(
+    r"""(?i)(["']?)(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]++)\1(\s*+[=:]\s*+)(["']?)([^\s"'&,;}\]]++)"""
+)
 _SHORTEST_SECRET = 4  # shorter values are not worth scanning for (and would mask words)
 
 

@@ -27,7 +27,6 @@ be taken for the answer to a new one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -35,6 +34,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.client._failover_policy import (
     SESSION_BUSY_REASON,
     Failover,
@@ -172,10 +172,8 @@ class FailoverTransport:
         self._state = "closed"
         self._ready.set()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if task is not None:  # our reconnecting task
+            await cancel_and_wait(task)
         if self._goodbyes:  # each ends within the remote transport's DELETE timeout
             await asyncio.wait(set(self._goodbyes))
         await self._current.close()
@@ -322,6 +320,7 @@ class FailoverTransport:
         self._ready.clear()
         lost = self._fail_in_flight(reason)
         self._report(FailoverEvent("lost", reason, lost_requests=lost))
+        # Owner: this transport; `close` ends it (and waits for the goodbyes).
         self._task = asyncio.get_running_loop().create_task(self._reconnect(reason))
 
     def _fail_in_flight(self, reason: str) -> list[str]:

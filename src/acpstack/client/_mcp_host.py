@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.wire import RequestError
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class McpHost:
 
     async def _start(self, hosted: _Hosted) -> None:
         if hosted.task is None:
+            # Owner: this host; `aclose` ends it.
             hosted.task = asyncio.get_running_loop().create_task(self._run(hosted))
         await hosted.ready.wait()
         if hosted.write is None:
@@ -184,10 +186,8 @@ class McpHost:
 
     async def aclose(self) -> None:
         for hosted in self._servers.values():
-            if hosted.task is not None:
-                hosted.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await hosted.task
+            if hosted.task is not None:  # the server's own task, started by `add`
+                await cancel_and_wait(hosted.task)
 
 
 def _fail_pending(hosted: _Hosted, error: RequestError) -> None:

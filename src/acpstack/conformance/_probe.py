@@ -357,6 +357,7 @@ class Probe:
             ):
                 self.log.schema.append(SchemaProblem(frame, violation))
         if frame.is_request:
+            # Owner: this probe; `close` cancels what is still running.
             task = asyncio.get_running_loop().create_task(self._answer(frame))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

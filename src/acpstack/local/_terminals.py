@@ -227,7 +227,9 @@ class TerminalManager:
         Let the start finish, then end it like a released terminal: group and escapees."""
         try:
             await asyncio.shield(start)
-        except BaseException:  # it did not start (or we are cancelled again): nothing to end
+        except asyncio.CancelledError:  # cancelled again: the start goes on, unwatched
+            raise
+        except Exception:  # it did not start: nothing to end
             return
         self._terminals[terminal.id] = terminal
         self._started.add(terminal)
@@ -317,6 +319,7 @@ class TerminalManager:
         return terminal
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        # Owner: these terminals; `close` waits for every task spawned here.
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)

@@ -25,7 +25,6 @@ an error naming the component and how it ended, and every process is stopped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shlex
@@ -352,8 +351,7 @@ async def conduct_stdio(proxies: Sequence[Command], agent: Command | None, **opt
 
     transport = await open_stdio_transport()
     conductor = Conductor(proxies, agent, **options)
-    with contextlib.suppress(asyncio.CancelledError):
-        await conductor.run(transport)
+    await conductor.run(transport)
 
 
 __all__ = ["ChainEnded", "Conductor", "conduct_stdio"]

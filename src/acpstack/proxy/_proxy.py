@@ -218,6 +218,7 @@ class Proxy:
                 )
             except asyncio.CancelledError:
                 link.fail(rid, -32800, "request cancelled")
+                raise
             except Exception:
                 correlation = os.urandom(6).hex()
                 log.exception("proxy hook failed (correlation id %s)", correlation)

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.rpc import _tracing
 from acpstack.rpc._dispatcher import ConnectionClosed, Dispatcher, RequestTimeout
 from acpstack.rpc._generated_requests import TypedRequests
@@ -45,7 +46,9 @@ from acpstack.wire import (
     checked_result,
 )
 
-if sys.version_info < (3, 12):  # 3.12+ has eager tasks
+if sys.version_info >= (3, 12):  # the standard library's eager start (docs/performance.md)
+    from asyncio import eager_task_factory
+else:  # the same on 3.11, where asyncio has none
     from acpstack.rpc._eager import EagerStarter
 
 log = logging.getLogger("acpstack.rpc")
@@ -171,11 +174,8 @@ class Connection(TypedRequests):
         ]
         if self._eager is not None:
             tasks += self._eager.close()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if tasks:  # ours: the finisher, the handlers and the workers of this connection
+            await cancel_and_wait(*tasks)
         if self._on_close is not None:
             callback, self._on_close = self._on_close, None
             await callback()
@@ -237,6 +237,7 @@ class Connection(TypedRequests):
 
     def _end_input(self) -> None:
         self._input_done = True
+        # Owner: this connection (as its workers and request tasks): aclose ends them.
         self._finisher = self._loop.create_task(self._finish_input())
 
     async def _finish_input(self) -> None:
@@ -328,7 +329,7 @@ class Connection(TypedRequests):
                     except asyncio.CancelledError:
                         raise
                     except Exception:
-                        log.exception("notification handler for %s failed", item.method)
+                        log.exception("notification handler for %.100s failed", item.method)
                 elif isinstance(item, IncomingResponse):
                     self._resolve(item)
                 else:
@@ -372,7 +373,8 @@ class Connection(TypedRequests):
             # The handler's first step runs now (eager start): one that answers without
             # awaiting costs no trip through the event loop, and current_task() still
             # works inside it. It may finish (and run _run_request's cleanup) right here.
-            task = asyncio.Task(coro, loop=self._loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+            if sys.version_info >= (3, 12):  # (always so without an EagerStarter)
+                task = eager_task_factory(self._loop, coro)
         else:
             task = self._eager.start(coro)  # the same on 3.11
             if self._eager.deferred:
@@ -432,11 +434,11 @@ class Connection(TypedRequests):
             self._send(self.state.error(event.id, err))
         except ConnectionClosed as closed:
             if self._closed is None and not self._input_done:  # another connection's
-                self._send(self._internal_error(event, "handler for %s failed"))
+                self._send(self._internal_error(event, "handler for %.100s failed"))
             else:  # ours ended (e.g. stdin EOF) while the handler waited on the peer
-                log.info("%s not answered: %s", event.method, closed)
+                log.info("%.100s not answered: %s", event.method, closed)
         except Exception:
-            self._send(self._internal_error(event, "handler for %s failed"))
+            self._send(self._internal_error(event, "handler for %.100s failed"))
         else:
             try:
                 result = checked_result(event.spec, result)
@@ -444,7 +446,7 @@ class Connection(TypedRequests):
             except InvalidResult as bad:  # our handler's bug: logged here, -32603 to the peer
                 frame = self._invalid_result(event, bad)
             except Exception:
-                frame = self._internal_error(event, "could not encode the result of %s")
+                frame = self._internal_error(event, "could not encode the result of %.100s")
             self._send(frame)
         finally:
             if span is not None:

@@ -378,6 +378,7 @@ class AgentServer:
 
     def _start_reaper(self) -> None:
         if (self._reaper is None or self._reaper.done()) and not self._closing:
+            # Owner: the app; cancelled when the last connection goes, and by aclose.
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:

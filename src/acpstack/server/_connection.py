@@ -242,6 +242,7 @@ class RemoteConnection:
 
     def close_soon(self) -> None:
         if self._closer is None and not self.closed:
+            # Owner: this connection; the task is its own aclose and ends with it.
             self._closer = asyncio.get_running_loop().create_task(self.aclose())
 
     async def aclose(self) -> None:

@@ -41,6 +41,7 @@ class _Pump:
         self.sink.write(data)
         if self.sink.write_buffer_size() > HIGH_WATER and self._draining is None:
             self.source.pause_reading()
+            # Owner: this direction; it ends once the sink drained (reading resumes).
             self._draining = asyncio.get_running_loop().create_task(self._drain())
         self._observe(self.decoder.feed(data))
 

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._plumbing import Inbox
 from acpstack.wire import FrameDecoder
@@ -138,6 +139,7 @@ class MessageTransport:
             # `close` (and its socket with it).
             coro.close()
             return
+        # Owner: this transport; `_stop_tasks` ends every task it started.
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -168,16 +170,7 @@ class MessageTransport:
         current = asyncio.current_task()
         # Again until none is left: a task may have started another before it was cancelled.
         while tasks := [t for t in self._tasks if t is not current and not t.done()]:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    if current is not None and current.cancelling():
-                        raise  # we are cancelled ourselves, not just the task we waited for
-                except Exception:
-                    pass
+            await cancel_and_wait(*tasks)
 
     def _wake_drainers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.transports._base import DataCallback, EofCallback
 
 READ_CHUNK = 256 * 1024
@@ -40,6 +41,7 @@ class StreamTransport:
         Raises `RuntimeError` when called twice."""
         if self._task is not None:
             raise RuntimeError("this transport is already being read")
+        # Owner: this transport; `close` ends it.
         self._task = asyncio.get_running_loop().create_task(self._pump(on_data, on_eof))
 
     async def _pump(self, on_data: DataCallback, on_eof: EofCallback) -> None:
@@ -97,10 +99,8 @@ class StreamTransport:
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):
             self._writer.close()
             await self._writer.wait_closed()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        if self._task is not None:  # our pump
+            await cancel_and_wait(self._task)
 
     def close_reason(self) -> str | None:
         """Always None: a stream does not say why it ended."""

@@ -137,7 +137,9 @@ def _known_id(env: Envelope) -> RequestId:
 
 # Salvaging what we can of a message we cannot (or will not) decode. Only top-level keys
 # count: an "id" nested in params must never turn a notification into something we answer.
-_TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+# A string is taken whole (possessive) and to the end when it is not closed: retrying an
+# unclosed string from every quote inside it would cost quadratic time in its length.
+_TOKEN_RE = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[{}\[\]:,]', re.DOTALL)
 _SCALAR_RE = re.compile(rb'\s*(-?\d{1,19}(?=\s*[,}\]])|"(?:[^"\\]|\\.){0,1024}")')
 SALVAGE_LIMIT = 1024 * 1024  # bytes scanned at most
 

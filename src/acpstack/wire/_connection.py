@@ -30,7 +30,7 @@ from acpstack.wire._codec import (
     salvage,
     salvage_session_id,
 )
-from acpstack.wire._decode import decode_error, decode_plain, decode_typed, log_refused
+from acpstack.wire._decode import clip, decode_error, decode_plain, decode_typed, log_refused
 from acpstack.wire._errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -202,7 +202,7 @@ class ProtocolState(OnePass):
         found = salvage(frame.prefix)
         text = f"message of at least {frame.size} bytes exceeds the limit of {self.max_message_size} bytes"
         detail = {"detail": text}
-        log.warning("dropped a message: %s (method %s)", text, found.method)
+        log.warning("dropped a message: %s (method %s)", text, clip(found.method))
         return self._undecodable(
             found,
             frame.prefix,
@@ -354,11 +354,13 @@ class ProtocolState(OnePass):
             if spec is None:
                 if method.startswith("_") and len(method) > 1:
                     return IncomingNotification(method, None, decode_plain(raw_params))
-                log.debug("ignored unknown notification %s", method)
+                log.debug("ignored unknown notification %s", clip(method))
                 return None
             params = decode_typed(raw_params, spec.params, method)
         except RequestError as err:
-            log.warning("dropped notification %s with invalid params: %s", method, err.data)
+            log.warning(
+                "dropped notification %s with invalid params: %s", clip(method), clip(err.data)
+            )
             raw = raw_params if isinstance(raw_params, msgspec.Raw) else b""
             detail = (
                 str(err.data.get("detail", err.message))
@@ -376,9 +378,9 @@ class ProtocolState(OnePass):
         call = self.pending.pop(rid, None) if rid is not None else None
         if call is None:
             if self._cancelled_ids.pop(rid, False):
-                log.debug("ignored the late answer to request %r, which we cancelled", rid)
+                log.debug("ignored the late answer to request %s, which we cancelled", clip(rid))
             else:
-                log.warning("ignored a response with unknown id %r", rid)
+                log.warning("ignored a response with unknown id %s", clip(rid))
             return None
         if raw_error is not UNSET:
             return IncomingResponse(call, error=decode_error(raw_error))

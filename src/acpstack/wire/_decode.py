@@ -97,12 +97,28 @@ def _convert(data: Any, tp: type, where: str) -> Any:
         raise RequestError.invalid_params({"path": path, "detail": detail}) from None
 
 
+LOGGED_CHARS = 100  # of a value the peer chose (an id, a method): a log line stays short
+
+
+def clip(value: Any) -> str:
+    """`repr(value)` cut to LOGGED_CHARS: a 1 MB id must not make a 1 MB log line (every
+    line is redacted on the event loop, and nobody reads that much)."""
+    text = repr(value[: LOGGED_CHARS + 1] if isinstance(value, str) else value)
+    if len(text) <= LOGGED_CHARS:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:LOGGED_CHARS]}...{size}"
+
+
 def log_refused(rid: Any, method: str, err: RequestError) -> None:
     """One warning for a request refused for its params: its method and where the params
     failed, never their values (they may hold secrets, and the peer got the details)."""
     path = err.data.get("path") if isinstance(err.data, dict) else None
     log.warning(
-        "refused request %r (id %r): invalid params at %s", method[:100], rid, path or "$.params"
+        "refused request %s (id %s): invalid params at %s",
+        clip(method),
+        clip(rid),
+        path or "$.params",
     )
 
 
