@@ -122,3 +122,23 @@ def test_the_permission_menu_reads_as_words(ws: Path, tmp_path: Path) -> None:
         "[4] Always reject",
     ]
     assert "allow_once" not in screen and "reject_once" not in screen
+
+
+@needs_tmux
+def test_a_cancelled_turn_shows_its_tool_call_ended(ws: Path, tmp_path: Path) -> None:
+    # Ctrl-C during a command: the tool call's final state is shown (it used to stay
+    # "in progress" forever), before the turn's end.
+    term = Tmux(tmp_path, 100, height=30)
+    try:
+        term.start([*ACPSTACK, "chat", "--approve-all"], ws, terminal_env())
+        term.wait_for("connected to", timeout=60)
+        term.type("/run sleep 30")
+        term.keys("Enter")
+        term.wait_for("execute", timeout=60)  # the tool call is shown, its command runs
+        term.keys("C-c")
+        screen = term.wait_for("[turn ended: cancelled]", timeout=60)
+        assert "Run `sleep 30`  execute · failed" in screen, screen
+        assert screen.index("Cancelled.") < screen.index("[turn ended: cancelled]"), screen
+        assert "in_progress" not in screen.split("Cancelled.")[-1], screen
+    finally:
+        term.close()
