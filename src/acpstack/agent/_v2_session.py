@@ -11,6 +11,7 @@ events: they are not recorded (a replay sends the recorded prompt as message chu
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,12 @@ from acpstack.schema import v2
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
+_CHUNKS = (
+    b'{"sessionUpdate":"agent_message_chunk",',
+    b'{"sessionUpdate":"agent_thought_chunk",',
+    b'{"sessionUpdate":"user_message_chunk",',
+)
+_OWN_ID = re.compile(rb',"messageId":"[^"\\]*"\}\Z')
 
 
 def _live_ids() -> MessageIds:
@@ -41,6 +48,12 @@ class V2Session(Session):
 
     async def deliver(self, payload: bytes, seq: int) -> None:
         """Write one stored update to the client in v2's shape."""
+        if payload.startswith(_CHUNKS) and _OWN_ID.search(payload):
+            # A message chunk with its own id (every chunk `Turn` sends) has the same JSON
+            # in both versions: sent as stored, without a second conversion.
+            self.ids.message("", "own")  # as the mapping does for a chunk with an id
+            await Session.deliver(self, payload, seq)
+            return
         for item in update_to_v2(_decode(payload), self.ids):
             await self.client.session_update_encoded(self.session_id, _encode(item))
 
