@@ -180,6 +180,9 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 name="acpstack-store",
                 timeout=connect_timeout,
                 num_workers=1,
+                # A connection is checked before it is lent: after the server restarted (an
+                # outage, a failover) no batch fails on a connection that died meanwhile.
+                check=pool_module.ConnectionPool.check_connection,
             )
         except BaseException:
             self._presence.close()
