@@ -1,7 +1,9 @@
 """The HTTP client when the way to the server breaks: a real server behind a small TCP
 proxy in this test (real sockets on 127.0.0.1) that can cut one stream or answer for a
 server it lost (502), as a load balancer does when the server behind it dies. A broken
-stream or a 502/503/504 ends the whole connection, so that `reconnect=True` fails over."""
+stream is resumed where it was (the server numbers its events); without resuming
+(`resume_timeout=0`), or on a 502/503/504, the whole connection ends, so that
+`reconnect=True` fails over."""
 
 from __future__ import annotations
 
@@ -22,8 +24,12 @@ pytestmark = pytest.mark.timeout(30)
 STORE = MemorySessionStore()
 
 
+RELEASE = asyncio.Event()  # ends the turns that wait for it ('hold')
+
+
 class HoldingAgent(SessionAgent):
-    """'wait' sends a chunk and keeps its turn open; anything else is echoed."""
+    """'wait' sends a chunk and keeps its turn open; 'hold' sends one, waits for RELEASE
+    and sends another; anything else is echoed."""
 
     def __init__(self) -> None:
         super().__init__(store=STORE)
@@ -32,6 +38,9 @@ class HoldingAgent(SessionAgent):
         await turn.say(f"echo: {turn.text}")
         if turn.text == "wait":
             await asyncio.Event().wait()
+        if turn.text == "hold":
+            await RELEASE.wait()
+            await turn.say("released")
         return "end_turn"
 
 
@@ -129,10 +138,36 @@ async def proxied() -> AsyncIterator[tuple[Proxy, str]]:
             await proxy.aclose()
 
 
+async def test_a_broken_session_stream_is_resumed_and_the_turn_answered() -> None:
+    RELEASE.clear()
+    texts: list[str] = []
+
+    def on_update(_sid: str, update: object) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            texts.append(update.content.text)
+
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime(on_update=on_update)
+        async with connect_remote(url, runtime) as conn:
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            turn = asyncio.ensure_future(runtime.prompt(sid, "hold"))
+            await asyncio.wait_for(proxy.stream_opened.wait(), 10)
+            proxy.stream_opened.clear()
+            proxy.cut_session_streams()
+            await asyncio.wait_for(proxy.stream_opened.wait(), 10)  # opened again
+            RELEASE.set()  # the rest of the turn streams on the resumed stream
+            assert (await asyncio.wait_for(turn, 10)).stop_reason == "end_turn"
+            assert getattr(conn.transport, "resumes", 0) >= 1
+            assert texts == ["echo: hold", "released"]  # each once, in order
+
+
 async def test_a_session_stream_that_breaks_ends_the_connection() -> None:
     async with proxied() as (proxy, url):
         runtime = ClientRuntime()
-        async with connect_remote(url, runtime):
+        async with connect_remote(url, runtime, resume_timeout=0):
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
             other = (await runtime.new_session("/tmp")).session_id
@@ -162,7 +197,7 @@ async def test_with_reconnect_a_broken_stream_loses_the_turn_not_the_session() -
     async with proxied() as (proxy, url):
         runtime = ClientRuntime()
         events: list[FailoverEvent] = []
-        async with connect_remote(url, runtime, reconnect=True) as conn:
+        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
             conn.transport.policy.on_event = events.append
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id

@@ -249,6 +249,10 @@ PUBLIC_API: dict[str, list[str]] = {
     "acpstack.transports": [
         "CONNECTION_HEADER",
         "CONNECTION_LOST",
+        "LAST_EVENT_HEADER",
+        "RECEIVED_HEADER",
+        "RESUMABLE_HEADER",
+        "RETRY_HEADER",
         "SESSION_HEADER",
         "SSE_KEEPALIVE",
         "DataCallback",

@@ -48,12 +48,16 @@ async def connect_http(
     unstable: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     reconnect: bool | Failover = False,
+    resume_timeout: float = 15.0,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (http:// or https://) over streamable HTTP.
 
     Nothing is sent until the first call (which must be `initialize`); closing DELETEs
-    the connection. `token` is sent as `Authorization: Bearer`. With `reconnect`, a broken
-    connection is replaced and its sessions reattached (what was in flight fails as lost).
+    the connection. `token` is sent as `Authorization: Bearer`. A stream or POST that the
+    network breaks is resumed for up to `resume_timeout` seconds when the server can
+    (nothing is lost, nothing runs twice; see docs/remote.md). With `reconnect`, a
+    connection that cannot be resumed is replaced and its sessions reattached (what was
+    in flight fails as lost).
     """
     from acpstack.transports import HttpClientTransport  # loads h11: only when used
 
@@ -68,6 +72,7 @@ async def connect_http(
             verify=verify,
             timeout=timeout,
             max_message_size=max_message_size,
+            resume_timeout=resume_timeout,
         )
 
     transport = await _with_failover(open_transport, reconnect, max_message_size)
@@ -90,11 +95,14 @@ async def connect_websocket(
     unstable: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     reconnect: bool | Failover = False,
+    resume_timeout: float = 15.0,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (ws:// or wss://) over one WebSocket.
 
-    Raises `RemoteError` (with `.status`) when the server refuses the handshake. With
-    `reconnect`, a broken connection is replaced and its sessions reattached.
+    Raises `RemoteError` (with `.status`) when the server refuses the handshake. A socket
+    that the network breaks is resumed for up to `resume_timeout` seconds when the server
+    can (see docs/remote.md). With `reconnect`, a connection that cannot be resumed is
+    replaced and its sessions reattached.
     """
     from acpstack.transports import WebSocketClientTransport  # loads websockets: only when used
 
@@ -110,6 +118,7 @@ async def connect_websocket(
             compression=compression,
             timeout=timeout,
             max_message_size=max_message_size,
+            resume_timeout=resume_timeout,
         )
         await socket.connect()
         return socket

@@ -47,7 +47,7 @@ from acpstack.server._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from acpstack.server._metrics import ServerStats, render
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
 from acpstack.server._websocket import RefusalLog, serve_websocket
-from acpstack.transports import CONNECTION_HEADER, Envelope
+from acpstack.transports import CONNECTION_HEADER, RESUMABLE_HEADER, Envelope
 from acpstack.wire import INTERNAL_ERROR
 
 log = logging.getLogger("acpstack.server")
@@ -270,6 +270,7 @@ class AgentServer:
             principal=principal,
             on_closed=self._forget,
             on_turn_end=self._turn_ended,
+            on_reattach=self.let_go_of,
             stats=self.stats,
         )
         self.stats.connections_opened += 1
@@ -361,7 +362,35 @@ class AgentServer:
                 headers=cors,
             )
             return
-        await respond_json(send, 200, answer, headers=(*cors, (CONNECTION_HEADER, connection.id)))
+        await respond_json(
+            send, 200, answer, headers=(*cors, (CONNECTION_HEADER, connection.id), *self.resumable)
+        )
+
+    @property
+    def resumable(self) -> Headers:
+        """The header that says this server's connections can be resumed (none when
+        `limits.replay_bytes` is 0)."""
+        return ((RESUMABLE_HEADER, "1"),) if self.limits.replay_bytes > 0 else ()
+
+    async def let_go_of(self, asking: RemoteConnection, session_id: str) -> None:
+        """A connection is about to load or resume `session_id`: a connection of the same
+        principal that holds it with nobody attached (its client went away and came back
+        as a new connection, instead of resuming the old one) is closed, so that the
+        session is free (its running turn ends with it)."""
+        for other in list(self.connections.values()):
+            if (
+                other is not asking
+                and session_id in other.session_ids
+                and other.principal == asking.principal
+                and not other.has_receiver
+            ):
+                log.info(
+                    "connection %s: closed, session %s reattached by connection %s",
+                    other.id,
+                    session_id,
+                    asking.id,
+                )
+                await other.aclose()
 
     async def aclose(self) -> None:
         """Close every connection (their agents stop) and stop the idle reaper."""

@@ -17,7 +17,8 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
 
@@ -36,6 +37,8 @@ OPENING_METHODS = frozenset(
 REATTACH_METHODS = frozenset(
     {"session/load", "session/resume", "session/fork", "unstable_session/fork"}
 )
+# how many ids of the client's messages are remembered to recognise one sent again
+REMEMBERED_IDS = 4096
 
 
 class InitializeFailed(Exception):
@@ -53,6 +56,7 @@ class RemoteConnection:
         multiplex: bool,
         on_closed: Callable[[RemoteConnection], None],
         on_turn_end: Callable[[], None] = lambda: None,
+        on_reattach: Callable[[RemoteConnection, str], Awaitable[None]] | None = None,
         principal: str | None = None,
         stats: ServerStats | None = None,
     ) -> None:
@@ -65,7 +69,9 @@ class RemoteConnection:
         self.limits = limits
         self.multiplex = multiplex  # WebSocket: one stream carries everything
         self.link: AgentLink | None = None
-        self.connection_stream: OutboundStream = OutboundStream(None, self._sized)
+        self.connection_stream: OutboundStream = OutboundStream(
+            None, self._sized, limits.replay_bytes
+        )
         self.sessions: dict[str, OutboundStream] = {}
         self._routes: dict[RequestId, tuple[str | None, bool]] = {}
         self._decoder = FrameDecoder(max(limits.max_message_size, 64 * 1024 * 1024), "ndjson")
@@ -78,10 +84,18 @@ class RemoteConnection:
         # the ids of `session/prompt` requests not answered yet (a drain waits for them)
         self.turns: set[RequestId] = set()
         self._on_turn_end = on_turn_end
+        self._on_reattach = on_reattach
         self.closed: bool = False
         self.done: asyncio.Event = asyncio.Event()
         self._on_closed = on_closed
         self._closer: asyncio.Task[None] | None = None
+        # the ids of the client's requests and answers that arrived, to recognise one
+        # sent again after a broken connection (it cannot know whether the first arrived)
+        self._seen: OrderedDict[tuple[str, RequestId], None] = OrderedDict()
+        # WebSocket: how many text messages the client sent us (its resume cursor), and
+        # the task reading the current socket
+        self.received: int = 0
+        self.reader: asyncio.Task[tuple[int, bool]] | None = None
 
     async def start(
         self,
@@ -171,16 +185,20 @@ class RemoteConnection:
         if stream is None:
             if len(self.sessions) >= self.limits.max_session_streams:
                 return None
-            stream = self.sessions[session_id] = OutboundStream(session_id, self._sized)
+            stream = self.sessions[session_id] = OutboundStream(
+                session_id, self._sized, self.limits.replay_bytes
+            )
         return stream
 
-    def release(self, stream: OutboundStream) -> None:
-        """A receiver left the stream; an empty session stream is forgotten (made anew when needed)."""
-        stream.detach()
+    def release(self, stream: OutboundStream, receiver: int) -> None:
+        """A receiver left the stream. A session stream nothing ever went through is
+        forgotten (made anew when needed); one that was used is kept for a resume."""
+        stream.detach(receiver)
         self.touch()
         if (
             stream.session_id is not None
-            and stream.empty
+            and not stream.attached
+            and not stream.used
             and self.sessions.get(stream.session_id) is stream
         ):
             del self.sessions[stream.session_id]
@@ -212,14 +230,34 @@ class RemoteConnection:
                 f"the agent did not answer initialize within {self.limits.initialize_timeout:g} s",
             ) from None
 
-    async def deliver(self, frame: bytes, env: Envelope, header_session: str | None) -> None:
-        """Pass a client message on to the agent, remembering where its answer goes."""
+    async def deliver(
+        self, frame: bytes, env: Envelope, header_session: str | None, *, retry: bool = False
+    ) -> None:
+        """Pass a client message on to the agent, remembering where its answer goes.
+        `retry`: the client sent it again after a broken connection; one that arrived
+        before (a request or an answer with the same id) is dropped, so it acts once."""
+        if env.kind in ("request", "response") and env.id is not None:
+            key = (env.kind, env.id)
+            if key in self._seen:
+                if retry:
+                    log.info("connection %s: dropped a %s sent again", self.id, env.kind)
+                    return
+            else:
+                self._seen[key] = None
+                if len(self._seen) > REMEMBERED_IDS:
+                    self._seen.popitem(last=False)
         if env.session_id is not None:
             self.opened_session = True
         if env.kind == "request" and env.method == "session/prompt":
             self.turns.add(env.id)
         elif env.kind == "request" and env.method in OPENING_METHODS:
             self._opening[env.id] = env.session_id
+            if (
+                env.method in ("session/load", "session/resume")
+                and env.session_id is not None
+                and self._on_reattach is not None
+            ):
+                await self._on_reattach(self, env.session_id)
         elif env.kind == "request" and env.method == "session/close" and env.session_id:
             self.session_ids.discard(env.session_id)
         if env.kind == "request" and not self.multiplex:

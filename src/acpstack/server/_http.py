@@ -3,7 +3,8 @@
 Status codes follow the RFD: 415 for a body that is not JSON, 406 for a GET that does not
 accept an event stream, 400 for a missing or mismatched id, 404 for an unknown connection,
 409 for a second receiver on one stream, 413 for a message over the size limit, 501 for
-a batch (unless batches are switched on). Liberal where implementations differ: a session
+a batch (unless batches are switched on), 410 for a stream that cannot be resumed from
+the position asked for. Liberal where implementations differ: a session
 stream may be opened before the session exists (it holds messages until then), a reply
 to the agent may come without `Acp-Session-Id`, and a session-scoped POST may name its
 session only in `params.sessionId`.
@@ -29,10 +30,11 @@ from acpstack.server._asgi import (
     respond_json,
     start_message,
 )
-from acpstack.server._connection import RemoteConnection
-from acpstack.server._streams import OutboundStream
+from acpstack.server._streams import OutboundStream, ResumeRefused
 from acpstack.transports import (
     CONNECTION_HEADER,
+    LAST_EVENT_HEADER,
+    RETRY_HEADER,
     SSE_KEEPALIVE,
     Envelope,
     peek_envelope,
@@ -104,6 +106,10 @@ async def handle_post(
     await respond(send, status, text, headers=cors)
 
 
+def _is_retry(headers: dict[str, str]) -> bool:
+    return headers.get(RETRY_HEADER.lower()) == "1"
+
+
 def _check(app: AgentServer, env: Envelope) -> str | None:
     if env.kind == "invalid":
         return "Invalid Request: not a JSON-RPC request, notification or response"
@@ -130,7 +136,7 @@ async def _deliver(
     ):
         return 400, "Acp-Session-Id does not match params.sessionId"
     try:
-        await connection.deliver(frame, env, header_session)
+        await connection.deliver(frame, env, header_session, retry=_is_retry(headers))
     except ConnectionResetError:
         return 404, "unknown Acp-Connection-Id (the connection has closed)"
     return 202, ""
@@ -214,19 +220,50 @@ async def handle_get(
             headers=cors,
         )
         return
-    if not stream.attach():
+    last = headers.get(LAST_EVENT_HEADER.lower())
+    if last is not None:
+        problem = _resume(stream, last)
+        if problem is not None:
+            await respond(send, problem[0], problem[1], headers=cors)
+            return
+    receiver = stream.attach(takeover=last is not None)
+    if not receiver:
         await respond(send, 409, "this stream already has a receiver", headers=cors)
         return
     try:
-        await _stream_events(app, connection, stream, receive, send, cors)
+        await _stream_events(app, stream, receiver, receive, send, cors)
     finally:
-        connection.release(stream)
+        connection.release(stream, receiver)
+
+
+def _resume(stream: OutboundStream, last: str) -> tuple[int, str] | None:
+    """Rewind the stream to after `last` (a Last-Event-ID); an HTTP status and message
+    when it cannot be."""
+    try:
+        position = int(last)
+    except ValueError:
+        return 400, f"{LAST_EVENT_HEADER} must be a position this server sent, not {last!r}"
+    try:
+        stream.resume(position)
+    except ResumeRefused as exc:
+        return 410, f"this stream cannot be resumed: {exc}"
+    return None
+
+
+def sse_events(first: int, frames: list[bytes]) -> bytes:
+    """Server-sent events for `frames`, numbered from `first`."""
+    return b"".join(
+        [
+            b"id: %d\ndata: %b\n\n" % (position, frame)
+            for position, frame in enumerate(frames, first)
+        ]
+    )
 
 
 async def _stream_events(
     app: AgentServer,
-    connection: RemoteConnection,
     stream: OutboundStream,
+    receiver: int,
     receive: Receive,
     send: Send,
     cors: Headers,
@@ -234,16 +271,11 @@ async def _stream_events(
     await send(start_message(200, (*SSE_HEADERS, *cors)))
     gone: asyncio.Future[object] = asyncio.ensure_future(_disconnected(receive))
     try:
-        while True:
-            frames = stream.take()
+        while stream.current(receiver):
+            first, frames = stream.take()
             if frames:
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": b"data: " + b"\n\ndata: ".join(frames) + b"\n\n",
-                        "more_body": True,
-                    }
-                )
+                body = sse_events(first, frames)
+                await send({"type": "http.response.body", "body": body, "more_body": True})
                 continue
             if stream.closed or gone.done():
                 break

@@ -20,8 +20,13 @@ class ServerLimits:
     max_session_streams: int = 1024
     # characters of a string request id
     max_id_length: int = 1024
-    # a connection with no receiver attached and no request for this long is closed
+    # a connection with no receiver attached and no request for this long is closed: how
+    # long a client that lost its connection has to come back and resume (the detach
+    # timeout); its turns keep running meanwhile
     idle_timeout: float = 600.0
+    # per stream: messages already sent, kept so that a client that lost its connection
+    # gets them again when it resumes (`Last-Event-ID`); 0 keeps none
+    replay_bytes: int = 1024 * 1024
     # output held back (paused agent) for this long closes the connection
     stall_timeout: float = 60.0
     # the agent's answer to initialize; then 504

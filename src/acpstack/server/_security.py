@@ -22,8 +22,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_PRINCIPAL = "default"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id"
-ALLOWED_HEADERS = "Content-Type, Authorization, X-Secret-Key, Acp-Connection-Id, Acp-Session-Id, Acp-Protocol-Version"
+EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id, Acp-Resumable"
+ALLOWED_HEADERS = (
+    "Content-Type, Authorization, X-Secret-Key, Acp-Connection-Id, Acp-Session-Id, "
+    "Acp-Protocol-Version, Last-Event-ID, Acp-Retry"
+)
 
 
 def is_loopback(host: str) -> bool:

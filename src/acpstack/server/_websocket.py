@@ -4,7 +4,15 @@ text frame in each direction, everything on the one socket in order.
 The handshake answer (101) carries `Acp-Connection-Id`. The first message must be
 `initialize` (else the socket closes with 1002); the agent starts then. Binary frames are
 ignored; a batch gets one -32600 error unless batches are switched on; a message over the
-size limit closes with 1009. A refused handshake (bad Origin or Host, no token, too many
+size limit closes with 1009.
+
+Resuming (docs/remote.md): the handshake answer says `Acp-Resumable: 1`. A client whose
+socket broke opens a new one with `Acp-Connection-Id` and `Last-Event-ID: <how many
+messages it received>`; the answer (101) carries `Acp-Received: <how many of the
+client's messages the server received>`, then every message the client missed comes
+again, in order, then the live stream; the client sends again what the server did not
+receive. A client that closes with 1000 or 1001 ends the connection; one that vanishes
+(no close frame) leaves it, with its turns running, until the detach timeout. A refused handshake (bad Origin or Host, no token, too many
 connections) is answered with its HTTP status when the server supports it, else closed,
 and logged at most once a second (a client refused in a loop must not fill the logs).
 """
@@ -20,11 +28,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from acpstack.server._asgi import Receive, Scope, Send, jsonrpc_error
+from acpstack._tasks import cancel_and_wait
+from acpstack.server._asgi import Receive, Scope, Send, header_map, jsonrpc_error
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
-from acpstack.server._streams import OutboundStream
-from acpstack.transports import peek_envelope, single_line
+from acpstack.server._streams import OutboundStream, ResumeRefused
+from acpstack.transports import LAST_EVENT_HEADER, RECEIVED_HEADER, peek_envelope, single_line
 from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
 if TYPE_CHECKING:
@@ -33,6 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpstack.server")
 
 PROTOCOL_ERROR, INTERNAL_ERROR, TOO_BIG, SERVICE_RESTART = 1002, 1011, 1009, 1012
+# close codes of a client that meant to leave; any other end (1006: no close frame) keeps
+# the connection for a resume until the detach timeout
+CLIENT_CLOSED = frozenset({1000, 1001})
 
 
 async def serve_websocket(
@@ -45,33 +57,64 @@ async def serve_websocket(
 ) -> None:
     if (await receive())["type"] != "websocket.connect":
         return
-    if rejection is None and not app.has_room():
+    headers = header_map(scope)
+    last = headers.get(LAST_EVENT_HEADER.lower())
+    resumed: RemoteConnection | None = None
+    if rejection is None and last is not None:
+        resumed, rejection = _connection_to_resume(app, headers, principal)
+    if rejection is None and resumed is None and not app.has_room():
         rejection = Rejection(503, "too many connections")
     if rejection is not None:
         app.refusal_log.refused(rejection)
         await _reject(scope, send, rejection)
         return
-    connection = app.new_connection(multiplex=True, principal=principal)
-    await send(
-        {"type": "websocket.accept", "headers": [(b"acp-connection-id", connection.id.encode())]}
+    if resumed is not None and last is not None:
+        connection = resumed
+        stream = connection.connection_stream
+        try:
+            stream.resume(int(last))
+        except ResumeRefused as exc:
+            await _reject(scope, send, Rejection(410, f"this connection cannot be resumed: {exc}"))
+            return
+        receiver = stream.attach(takeover=True)
+        previous, connection.reader = connection.reader, None
+        if previous is not None:  # a dead socket's reader must count no more messages
+            await cancel_and_wait(previous)
+        log.info("connection %s: resumed after position %s", connection.id, last)
+    else:
+        connection = app.new_connection(multiplex=True, principal=principal)
+        stream = connection.connection_stream
+        receiver = stream.attach()
+    accepted = [(b"acp-connection-id", connection.id.encode())]
+    accepted += [(k.lower().encode(), v.encode()) for k, v in app.resumable]
+    if resumed is not None:
+        accepted.append((RECEIVED_HEADER.lower().encode(), str(connection.received).encode()))
+    await send({"type": "websocket.accept", "headers": accepted})
+    pump = asyncio.ensure_future(_pump(stream, receiver, send))
+    reader = connection.reader = asyncio.ensure_future(
+        _read(app, connection, receive, stream, started=resumed is not None)
     )
-    stream = connection.connection_stream
-    stream.attach()
-    pump = asyncio.ensure_future(_pump(stream, send))
-    reader = asyncio.ensure_future(_read(app, connection, receive, stream))
     close_code = 1000  # the connection ended on our side (agent gone, DELETE, shutdown)
+    keep = False  # the client went away without closing, or resumed elsewhere: keep it
     try:
         await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
-        if reader.done():
-            close_code = reader.result()
+        if not stream.current(receiver):
+            keep = True  # resumed on another socket: this one is dead or dying
+        elif reader.done() and not reader.cancelled():
+            close_code, keep = reader.result()
         elif app.draining:
             close_code = SERVICE_RESTART  # reconnect (through a load balancer: elsewhere)
     finally:
+        if connection.reader is reader:
+            connection.reader = None
         reader.cancel()
-        await connection.aclose()
-        await asyncio.wait(
-            {pump, reader}
-        )  # both end now: the stream is closed, the reader cancelled
+        if keep and not connection.closed:
+            stream.detach(receiver)
+            connection.touch()  # the detach timeout (`idle_timeout`) starts now
+            pump.cancel()
+        else:
+            await connection.aclose()
+        await asyncio.wait({pump, reader})  # both end now
         for task in (pump, reader):
             error = None if task.cancelled() else task.exception()
             if error is not None:
@@ -81,22 +124,45 @@ async def serve_websocket(
             await send({"type": "websocket.close", "code": close_code})
 
 
+def _connection_to_resume(
+    app: AgentServer, headers: dict[str, str], principal: str | None
+) -> tuple[RemoteConnection | None, Rejection | None]:
+    connection, status, text = app.find_connection(headers, principal)
+    if connection is None:
+        return None, Rejection(status, text)
+    if not connection.multiplex:
+        return None, Rejection(400, "that connection is not a WebSocket's")
+    try:
+        int(headers.get(LAST_EVENT_HEADER.lower(), ""))
+    except ValueError:
+        return None, Rejection(400, f"{LAST_EVENT_HEADER} must be a count of messages")
+    return connection, None
+
+
 async def _read(
-    app: AgentServer, connection: RemoteConnection, receive: Receive, stream: OutboundStream
-) -> int:
-    """Relay the client's messages; returns the close code to send (0: the client left)."""
+    app: AgentServer,
+    connection: RemoteConnection,
+    receive: Receive,
+    stream: OutboundStream,
+    *,
+    started: bool,
+) -> tuple[int, bool]:
+    """Relay the client's messages. Returns the close code to send (0: none, the client
+    left) and whether to keep the connection for a resume (the client went away without
+    a close frame: its network broke, or it died)."""
     limit = app.limits.max_message_size
-    started = False
     while True:
         message = await receive()
         if message["type"] == "websocket.disconnect":
-            return 0
+            code = message.get("code", 1005)
+            return 0, code not in CLIENT_CLOSED
         text = message.get("text")
         if text is None:
             continue  # binary frames are ignored
+        connection.received += 1
         data = text.encode()
         if len(data) > limit:
-            return TOO_BIG
+            return TOO_BIG, False
         if data.lstrip()[:1] == b"[":
             stream.push(jsonrpc_error(None, INVALID_REQUEST, "JSON-RPC batches are not supported"))
             continue
@@ -110,23 +176,24 @@ async def _read(
             continue
         if not started:
             if env.kind != "request" or env.method not in HANDSHAKE_METHODS:
-                return PROTOCOL_ERROR
+                return PROTOCOL_ERROR, False
             try:
                 await app.start_agent(connection)
             except Exception:
                 log.exception("connection %s: could not start the agent", connection.id)
-                return INTERNAL_ERROR
+                return INTERNAL_ERROR, False
             started = True
         try:
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
-            return 1000 if connection.closed else INTERNAL_ERROR
+            return (1000 if connection.closed else INTERNAL_ERROR), False
 
 
-async def _pump(stream: OutboundStream, send: Send) -> None:
-    """Send what the agent says, in order, until the connection closes."""
-    while True:
-        frames = stream.take()
+async def _pump(stream: OutboundStream, receiver: int, send: Send) -> None:
+    """Send what the agent says, in order, until the connection closes or another socket
+    resumed it."""
+    while stream.current(receiver):
+        _first, frames = stream.take()
         for frame in frames:
             await send({"type": "websocket.send", "text": frame.decode()})
         if not frames:

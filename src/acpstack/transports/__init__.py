@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from acpstack.transports._remote_base import (
         CONNECTION_HEADER,
         CONNECTION_LOST,
+        LAST_EVENT_HEADER,
+        RECEIVED_HEADER,
+        RESUMABLE_HEADER,
+        RETRY_HEADER,
         SESSION_HEADER,
         RemoteError,
     )
@@ -43,6 +47,10 @@ _LAZY = {
     "require_extra": "_extras",
     "CONNECTION_HEADER": "_remote_base",
     "CONNECTION_LOST": "_remote_base",
+    "LAST_EVENT_HEADER": "_remote_base",
+    "RECEIVED_HEADER": "_remote_base",
+    "RESUMABLE_HEADER": "_remote_base",
+    "RETRY_HEADER": "_remote_base",
     "SESSION_HEADER": "_remote_base",
     "RemoteError": "_remote_base",
     "SSE_KEEPALIVE": "_sse",
@@ -51,6 +59,10 @@ _LAZY = {
 __all__ = [
     "CONNECTION_HEADER",
     "CONNECTION_LOST",
+    "LAST_EVENT_HEADER",
+    "RECEIVED_HEADER",
+    "RESUMABLE_HEADER",
+    "RETRY_HEADER",
     "SESSION_HEADER",
     "SSE_KEEPALIVE",
     "DataCallback",

@@ -14,7 +14,13 @@
 - 401, 403, 404 and 410 end the connection, and so do 502, 503 and 504 (a proxy in front
   of several servers lost the one that holds the connection); another HTTP error fails
   only its request.
-- A stream that breaks (a network error, not an end the server chose) ends the connection.
+- A stream that breaks (a network error, not an end the server chose) ends the connection,
+  unless the server can resume (`Acp-Resumable: 1` on its answer to initialize): then the
+  stream is opened again with `Last-Event-ID` (the id of the last event received) and the
+  server sends what was missed, and a POST that failed on the network is sent again with
+  `Acp-Retry: 1` (the server drops one that had arrived), for up to `resume_timeout`
+  seconds. Only when that fails (the server answers 404 or 410: it no longer has the
+  connection) does the connection end.
 - `close()` DELETEs the connection.
 
 HTTP/1.1 comes from `_http1` (h11): a general-purpose client cost ~0.8 ms per POST here,
@@ -41,6 +47,9 @@ from acpstack.transports._remote_base import (
     CONNECTION_HEADER,
     CONNECTION_LOST,
     JSON_TYPE,
+    LAST_EVENT_HEADER,
+    RESUMABLE_HEADER,
+    RETRY_HEADER,
     SESSION_HEADER,
     SSE_TYPE,
     MessageTransport,
@@ -56,6 +65,7 @@ REATTACH_METHODS = frozenset({"session/load", "session/resume"})
 ERROR_BODY_LIMIT = 8 * 1024
 LOOK_AHEAD = 64  # queued messages whose sessions' streams are opened ahead of their POST
 OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
+REFUSED = "the server refused the TCP connection"  # nobody listens: nothing to resume
 
 
 class HttpClientTransport(MessageTransport):
@@ -76,6 +86,8 @@ class HttpClientTransport(MessageTransport):
         timeout: Seconds for connecting and for each HTTP exchange (a POST's answer,
             opening a stream); a server that takes longer ends the connection.
         max_message_size: The largest message accepted from the server, in bytes.
+        resume_timeout: How long to keep trying to resume a broken stream or to send a
+            POST again (when the server can resume); 0 never tries.
 
     Raises:
         ValueError: `url` is not an http:// or https:// URL.
@@ -92,9 +104,15 @@ class HttpClientTransport(MessageTransport):
         verify: bool | str | ssl.SSLContext = True,
         timeout: float = 30.0,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        resume_timeout: float = 15.0,
     ) -> None:
         super().__init__(max_message_size)
         self._h11: Any = require_extra("h11")
+        self.resume_timeout = resume_timeout
+        self.resumable: bool = False
+        """Whether the server said it can resume this connection (`Acp-Resumable: 1`)."""
+        self.resumes: int = 0
+        """How many times a stream broke and was resumed, or a POST was sent again."""
         self.url = url
         """The agent's endpoint, as given."""
         self._endpoint = endpoint(url, verify)
@@ -133,9 +151,31 @@ class HttpClientTransport(MessageTransport):
             if self.connection_id is None:
                 await self._initialize(message, env)
             else:
-                await self._post(message, env)
+                await self._post_until_sent(message, env)
         except self._errors as exc:
             self._finish(f"could not reach {self.url}: {exc!r}")
+
+    async def _post_until_sent(self, message: bytes, env: Envelope) -> None:
+        """POST the message; when the network fails under it and the server can resume,
+        again (marked as a retry) until it is answered or `resume_timeout` passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.resume_timeout
+        delay, retry = 0.05, False
+        while True:
+            try:
+                await self._post(message, env, retry=retry)
+                return
+            except self._errors as exc:
+                if (
+                    not self.resumable
+                    or isinstance(exc, ConnectionRefusedError)
+                    or loop.time() + delay > deadline
+                ):
+                    raise
+                log.info("a POST failed (%r); sending it again", exc)
+            await asyncio.sleep(delay)
+            delay, retry = min(delay * 2, 1.0), True
+            self.resumes += 1
 
     async def _initialize(self, message: bytes, env: Envelope) -> None:
         if env.kind != "request" or env.method not in HANDSHAKE_METHODS:
@@ -154,10 +194,11 @@ class HttpClientTransport(MessageTransport):
             self._finish(f"the server's answer to initialize has no {CONNECTION_HEADER} header")
             return
         self.connection_id = connection_id
+        self.resumable = response.header(RESUMABLE_HEADER) == "1"
         self._spawn(self._read_stream(None, None))
         self._deliver([single_line(response.body)])
 
-    async def _post(self, message: bytes, env: Envelope) -> None:
+    async def _post(self, message: bytes, env: Envelope, *, retry: bool = False) -> None:
         session = env.session_id
         if env.kind == "response":
             session = self._reply_sessions.pop(env.id, None)
@@ -181,6 +222,8 @@ class HttpClientTransport(MessageTransport):
                 headers.append((SESSION_HEADER, session))
             if env.kind == "request":
                 self._session_requests[env.id] = session
+        if retry:
+            headers.append((RETRY_HEADER, "1"))
         response = await self._request("POST", headers, message)
         if 200 <= response.status < 300:
             return
@@ -267,10 +310,52 @@ class HttpClientTransport(MessageTransport):
         return opened
 
     async def _read_stream(self, session: str | None, opened: asyncio.Future[str] | None) -> None:
+        """Read one stream (the connection's, or a session's) until it ends; a stream that
+        breaks is opened again where it was while the server can resume it."""
+        decoder = SseDecoder(self._max_message_size)
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        delay, resuming = 0.05, False
+        while True:
+            outcome = await self._read_stream_once(session, opened, decoder, resuming)
+            if outcome is None:
+                return  # refused: handled
+            ended, broken, was_open = outcome
+            if was_open:  # it worked since the last break: a new break gets the full time
+                opened, deadline, delay = None, None, 0.05
+            if deadline is None:
+                deadline = loop.time() + self.resume_timeout
+            if (
+                not broken
+                or not self.resumable
+                or self._finished
+                or self._closing
+                or ended.startswith(REFUSED)
+                or loop.time() + delay > deadline
+            ):
+                break
+            log.info("%s; resuming it", ended)
+            await asyncio.sleep(delay)
+            delay, resuming = min(delay * 2, 1.0), True
+            self.resumes += 1
+        _settle(opened, BROKEN)  # it never opened
+        self._stream_ended(session, ended, broken)
+
+    async def _read_stream_once(
+        self,
+        session: str | None,
+        opened: asyncio.Future[str] | None,
+        decoder: SseDecoder,
+        resuming: bool,
+    ) -> tuple[str, bool, bool] | None:
+        """One GET of the stream: how it ended, whether it broke, and whether it had
+        opened; None when the server refused it."""
         headers = [("Accept", SSE_TYPE), (CONNECTION_HEADER, self.connection_id or "")]
         if session is not None:
             headers.append((SESSION_HEADER, session))
-        ended, broken = "the server ended the stream", False
+        if resuming:
+            headers.append((LAST_EVENT_HEADER, decoder.last_id or "0"))
+        ended, broken, was_open = "the server ended the stream", False, False
         stream = Http1Connection(
             self._endpoint,
             connect_timeout=self._timeout,
@@ -282,21 +367,26 @@ class HttpClientTransport(MessageTransport):
             self._keep_cookies(response)
             if response.status != 200:
                 response.body = b"".join([chunk async for chunk in stream.body()])
-                self._stream_refused(session, response)
-                return
+                if resuming:
+                    self._finish(f"the stream could not be resumed: {_describe(response)}")
+                else:
+                    self._stream_refused(session, response)
+                return None
             _settle(opened, OPEN)
-            decoder = SseDecoder(self._max_message_size)
+            was_open = True
+            decoder.reset()
             async for chunk in stream.body():
                 messages = decoder.feed(chunk)
                 if messages:
                     await self._wait_reading()
                     self._receive(messages, session)
+        except ConnectionRefusedError as exc:
+            ended, broken = f"{REFUSED}: {exc!r}", True
         except self._stream_errors as exc:
             ended, broken = f"the stream failed: {exc!r}", True
         finally:
-            _settle(opened, BROKEN)  # it failed before the server answered
             await stream.aclose()
-        self._stream_ended(session, ended, broken)
+        return ended, broken, was_open
 
     def _stream_refused(self, session: str | None, response: Response) -> None:
         status = response.status

@@ -199,5 +199,17 @@ CONNECTION_LOST = "connection_lost"
 answer was to come on) broke while it was in flight: its fate is unknown."""
 SESSION_HEADER = "Acp-Session-Id"
 """The HTTP header that names the session a request or stream belongs to."""
+RESUMABLE_HEADER = "Acp-Resumable"
+"""Set to "1" in a server's answer to `initialize` (HTTP) or to the handshake (WebSocket):
+its streams are numbered and a broken connection may be resumed (docs/remote.md)."""
+LAST_EVENT_HEADER = "Last-Event-ID"
+"""Resuming: the position of the last message the client has on the stream it opens
+again (an SSE event id; over WebSocket, the count of messages received)."""
+RECEIVED_HEADER = "Acp-Received"
+"""In the answer to a WebSocket resume: how many messages of the client's the server
+had received; the client sends the later ones again."""
+RETRY_HEADER = "Acp-Retry"
+"""Set to "1" on a POST sent again after a broken connection: a request or answer whose
+id already arrived is dropped by the server."""
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"

@@ -1,8 +1,10 @@
 """Server-sent events, as remote ACP uses them: one JSON-RPC message per event's `data`.
 
 Encoding is one line (`data: <json>\\n\\n`; JSON-RPC messages from an NDJSON stream hold no
-line breaks). Decoding follows the SSE grammar: lines end in LF, CRLF or CR; comments
-(`:`), `event`, `id` and `retry` fields are skipped; several `data` lines join with LF.
+line breaks), after the event's `id:` when the server numbers its events. Decoding follows
+the SSE grammar: lines end in LF, CRLF or CR; comments (`:`), `event` and `retry` fields
+are skipped; several `data` lines join with LF; the last `id` seen is `last_id` (what a
+client sends as `Last-Event-ID` to resume).
 It works on bytes, a chunk at a time, because a busy stream carries hundreds of events
 per chunk and a text line decoder would cost more than the JSON that follows.
 """
@@ -29,6 +31,14 @@ class SseDecoder:
             False  # the last chunk ended in CR: a LF that starts the next one belongs to it
         )
         self._started = False
+        self.last_id: str | None = None
+        """The id of the last event that had one (None before any)."""
+
+    def reset(self) -> None:
+        """A new stream starts (a resumed one): forget a partial event; keep `last_id`."""
+        self._buf = b""
+        self._cr_pending = False
+        self._started = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The `data` of every event this chunk completes, in order."""
@@ -44,13 +54,28 @@ class SseDecoder:
             raise SseError(f"an event is larger than {self._max} bytes")
         self._buf = rest
         out: list[bytes] = []
+        last_id: bytes | None = None
         for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block:
-                out.append(block[6:])  # the common case: one data line
+            if block.startswith(b"id: "):  # the common case: one id line, one data line
+                end = block.find(b"\n")
+                if (
+                    end > 0
+                    and block.startswith(b"data: ", end + 1)
+                    and b"\n" not in block[end + 1 :]
+                ):
+                    last_id = block[4:end]
+                    out.append(block[end + 7 :])
+                    continue
+            elif block.startswith(b"data: ") and b"\n" not in block:
+                out.append(block[6:])  # one data line
                 continue
-            data = _event_data(block)
+            data, event_id = _event_data(block)
+            if event_id is not None:
+                last_id = event_id
             if data is not None:
                 out.append(data)
+        if last_id is not None:
+            self.last_id = last_id.decode("utf-8", "replace")
         return out
 
     def _normalize(self, chunk: bytes) -> bytes:
@@ -60,14 +85,19 @@ class SseDecoder:
         return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def _event_data(block: bytes) -> bytes | None:
+def _event_data(block: bytes) -> tuple[bytes | None, bytes | None]:
+    """The event's data (None: no data field) and its id (None: no id field)."""
     data: list[bytes] = []
+    event_id: bytes | None = None
     for line in block.split(b"\n"):
         if line == b"data":
             data.append(b"")
         elif line.startswith(b"data:"):
             value = line[5:]
             data.append(value[1:] if value.startswith(b" ") else value)
-    if not data:
-        return None
-    return b"\n".join(data)
+        elif line.startswith(b"id:") and b"\0" not in line:
+            value = line[3:]
+            event_id = value[1:] if value.startswith(b" ") else value
+        elif line == b"id":
+            event_id = b""
+    return (b"\n".join(data) if data else None), event_id

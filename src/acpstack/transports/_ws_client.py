@@ -8,6 +8,14 @@ The handshake answer carries `Acp-Connection-Id`; the first message must be `ini
 (the runtime sends it first anyway). Binary frames are ignored, as the RFD says. Cookies
 set by the handshake are kept in the jar (pass your own to keep them across reconnects).
 The server's pings are answered; a message over `max_message_size` ends the connection.
+
+Resuming: when a server that says `Acp-Resumable: 1` is lost without a close frame (the
+network broke, a proxy reset the connection), the transport opens a new socket to the
+same connection (`Acp-Connection-Id`, `Last-Event-ID`: how many messages it received),
+sends again what the server says it did not receive (`Acp-Received`), and goes on: the
+runtime sees nothing, its requests in flight get their answers. Only when the server no
+longer knows the connection (it died or forgot it) or `resume_timeout` passes does the
+connection end, and with `reconnect=True` failover takes over (docs/remote.md).
 """
 
 from __future__ import annotations
@@ -16,20 +24,33 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from collections import deque
 from collections.abc import Mapping
 from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
+from acpstack._tasks import cancel_and_wait
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._cookies import cookie_header, store_cookies
 from acpstack.transports._envelope import single_line
 from acpstack.transports._extras import require_extra
 from acpstack.transports._plumbing import Inbox, WriteFlow
-from acpstack.transports._remote_base import CONNECTION_HEADER, RemoteError
+from acpstack.transports._remote_base import (
+    CONNECTION_HEADER,
+    LAST_EVENT_HEADER,
+    RECEIVED_HEADER,
+    RESUMABLE_HEADER,
+    RemoteError,
+)
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder
 
 log = logging.getLogger("acpstack.remote")
+
+# what is kept of the messages sent, to send again after a resume
+SENT_KEPT_BYTES = 4 * 1024 * 1024
+# a resume answered with these is refused for good: the connection is gone
+FINAL_STATUSES = frozenset({400, 401, 403, 404, 410})
 
 
 class _Pipe(WriteFlow, asyncio.Protocol):
@@ -38,15 +59,18 @@ class _Pipe(WriteFlow, asyncio.Protocol):
         self.owner = owner
 
     def data_received(self, data: bytes) -> None:
-        self.owner._bytes_received(data)
+        if self.owner._pipe is self:
+            self.owner._bytes_received(data)
 
     def eof_received(self) -> bool:
-        self.owner._eof_received()
+        if self.owner._pipe is self:
+            self.owner._eof_received()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        self.owner._eof_received()
+        if self.owner._pipe is self:
+            self.owner._eof_received()
 
 
 class WebSocketClientTransport:
@@ -65,6 +89,8 @@ class WebSocketClientTransport:
         compression: Offer permessage-deflate.
         timeout: Seconds `connect` may take (TCP, TLS and the handshake).
         max_message_size: The largest message accepted from the server, in bytes.
+        resume_timeout: How long to keep trying to resume a connection that broke (when
+            the server can resume); 0 never tries.
     """
 
     def __init__(
@@ -78,6 +104,7 @@ class WebSocketClientTransport:
         compression: bool = False,
         timeout: float = 30.0,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        resume_timeout: float = 15.0,
     ) -> None:
         self.url = url
         """The agent's endpoint, as given."""
@@ -103,6 +130,20 @@ class WebSocketClientTransport:
         self.connection_id: str | None = None
         """The server's `Acp-Connection-Id` from the handshake (None before `connect`, or when the
         server sent none)."""
+        self.resume_timeout = resume_timeout
+        self.resumable: bool = False
+        """Whether the server said it can resume this connection (`Acp-Resumable: 1`)."""
+        self.resumes: int = 0
+        """How many times the connection broke and was resumed."""
+        self._received = 0  # text messages taken from the server
+        self._sent: deque[bytes] = deque()  # the last messages sent, kept for a resume
+        self._sent_size = 0
+        self._sent_count = 0  # every text message sent so far
+        self._paused = False
+        self._closing = False
+        self._resuming: asyncio.Task[None] | None = None
+        self._resumed = asyncio.Event()
+        self._resumed.set()
 
     async def connect(self) -> None:
         """Open the WebSocket: TCP (and TLS for wss://), then the handshake, within
@@ -113,14 +154,21 @@ class WebSocketClientTransport:
                 handshake (`status` is its HTTP status then).
             MissingExtraError: The `remote` extra (websockets) is not installed.
         """
-        self._ws = self._protocol()
-        request = self._ws.connect()
-        for name, value in self._headers.items():
+        response = await self._open({})
+        self.connection_id = response.headers.get(CONNECTION_HEADER)
+        self.resumable = response.headers.get(RESUMABLE_HEADER) == "1"
+
+    async def _open(self, extra: Mapping[str, str]) -> Any:
+        """A new socket and handshake (its answer); it becomes the transport's socket."""
+        ws = self._protocol()
+        request = ws.connect()
+        for name, value in {**self._headers, **extra}.items():
             request.headers[name] = value
         cookie = cookie_header(self.cookies, self.url)
         if cookie:
             request.headers["Cookie"] = cookie
-        self._ws.send_request(request)
+        ws.send_request(request)
+        self._ws, self._pipe, self._transport = ws, None, None
         parts = urlsplit(self.url)
         secure = parts.scheme == "wss"
         context = self._ssl or (ssl.create_default_context() if secure else None)
@@ -128,19 +176,20 @@ class WebSocketClientTransport:
         self._handshake = loop.create_future()
         try:
             async with asyncio.timeout(self._timeout):
-                self._transport, self._pipe = await loop.create_connection(
+                transport, pipe = await loop.create_connection(
                     lambda: _Pipe(self),
                     parts.hostname or "",
                     parts.port or (443 if secure else 80),
                     ssl=context,
                     server_hostname=parts.hostname if context else None,
                 )
+                self._transport, self._pipe = transport, pipe
                 self._flush()
                 response = await self._handshake
         except (OSError, TimeoutError) as exc:
             self._abort()
             raise RemoteError(f"could not open a WebSocket to {self.url}: {exc!r}") from None
-        if self._ws.handshake_exc is not None or response.status_code != 101:
+        if ws.handshake_exc is not None or response.status_code != 101:
             self._abort()
             body = (response.body or b"").decode("utf-8", "replace")[:500].strip()
             raise RemoteError(
@@ -149,7 +198,7 @@ class WebSocketClientTransport:
                 response.status_code,
             )
         store_cookies(self.cookies, self.url, response.headers.get_all("Set-Cookie"))
-        self.connection_id = response.headers.get(CONNECTION_HEADER)
+        return response
 
     def _protocol(self) -> Any:
         client: Any = require_extra("websockets.client")
@@ -175,9 +224,10 @@ class WebSocketClientTransport:
             self._frame(event, messages)
         self._flush()  # pongs, the reply to a close
         if messages:
+            self._received += len(messages)
             self._inbox.data(b"\n".join(messages) + b"\n")
         if ws.close_rcvd is not None or ws.state.name == "CLOSED":
-            self._end(f"the WebSocket closed ({_close_text(ws)})")
+            self._lost(f"the WebSocket closed ({_close_text(ws)})")
 
     def _frame(self, frame: Any, out: list[bytes]) -> None:
         opcode = frame.opcode.name
@@ -206,7 +256,73 @@ class WebSocketClientTransport:
             self._handshake.set_exception(
                 ConnectionResetError("the server closed the connection during the handshake")
             )
-        self._end(f"the WebSocket closed ({_close_text(self._ws)})")
+            return
+        self._lost(f"the WebSocket closed ({_close_text(self._ws)})")
+
+    def _lost(self, reason: str) -> None:
+        """The socket ended: resume when the server can and did not close it on purpose."""
+        if self._ended or self._resuming is not None:
+            return
+        if (
+            self._closing
+            or not self.resumable
+            or self.resume_timeout <= 0
+            or getattr(self._ws, "close_rcvd", None) is not None
+        ):
+            self._end(reason)
+            return
+        log.info("the WebSocket broke (%s); resuming", reason)
+        if self._transport is not None:
+            self._transport.close()
+        self._resumed.clear()
+        # Owner: this transport; `close` cancels it.
+        self._resuming = asyncio.get_running_loop().create_task(self._resume(reason))
+
+    async def _resume(self, reason: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.resume_timeout
+        delay = 0.05
+        try:
+            while True:
+                try:
+                    response = await self._open(
+                        {
+                            CONNECTION_HEADER: self.connection_id or "",
+                            LAST_EVENT_HEADER: str(self._received),
+                        }
+                    )
+                    break
+                except RemoteError as exc:
+                    reason = str(exc)
+                    if exc.status in FINAL_STATUSES:
+                        self._end(f"the connection could not be resumed: {reason}")
+                        return
+                if loop.time() + delay > deadline:
+                    self._end(f"the connection could not be resumed in time: {reason}")
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            self._resend(int(response.headers.get(RECEIVED_HEADER, "-1")))
+        finally:
+            self._resuming = None
+            self._resumed.set()
+
+    def _resend(self, received: int) -> None:
+        """Send again the messages after the `received` first ones."""
+        first = self._sent_count - len(self._sent) + 1  # the number of _sent[0]
+        if received < first - 1 or received > self._sent_count:
+            self._end(
+                f"the connection could not be resumed: the server received {received} of our "
+                f"messages, and we keep messages {first} to {self._sent_count}"
+            )
+            return
+        self.resumes += 1
+        if self._paused and self._transport is not None:
+            self._transport.pause_reading()
+        for frame in list(self._sent)[received - first + 1 :]:
+            self._ws.send_text(frame)
+        self._flush()
+        log.info("the WebSocket was resumed (%d messages sent again)", self._sent_count - received)
 
     def _end(self, reason: str) -> None:
         if not self._ended:
@@ -230,11 +346,13 @@ class WebSocketClientTransport:
     def pause_reading(self) -> None:
         """Stop reading the socket until `resume_reading` (TCP pushes back on the server;
         its pings wait too)."""
+        self._paused = True
         if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
 
     def resume_reading(self) -> None:
         """Read the socket again after `pause_reading`."""
+        self._paused = False
         if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
@@ -244,10 +362,23 @@ class WebSocketClientTransport:
         connection ended."""
         if self._ended or self._ws is None:
             return
+        resuming = self._resuming is not None
         for frame in self._frames.feed(data):
             if isinstance(frame, bytes):
-                self._ws.send_text(frame)
-        self._flush()
+                self._keep(frame)
+                if not resuming:  # else it goes with the others once resumed
+                    self._ws.send_text(frame)
+        if not resuming:
+            self._flush()
+
+    def _keep(self, frame: bytes) -> None:
+        self._sent_count += 1
+        if not self.resumable:
+            return
+        self._sent.append(frame)
+        self._sent_size += len(frame)
+        while self._sent_size > SENT_KEPT_BYTES and len(self._sent) > 1:
+            self._sent_size -= len(self._sent.popleft())
 
     def _flush(self) -> None:
         out = self._ws.data_to_send()
@@ -255,7 +386,10 @@ class WebSocketClientTransport:
             self._transport.write(b"".join(out))
 
     async def drain(self) -> None:
-        """Wait while the socket's write buffer is over its high-water mark."""
+        """Wait while the socket's write buffer is over its high-water mark (and while
+        the connection is being resumed)."""
+        if not self._resumed.is_set():
+            await self._resumed.wait()
         if self._pipe is not None:
             await self._pipe.drain()
 
@@ -276,7 +410,15 @@ class WebSocketClientTransport:
         """Send a close frame (code 1000) and wait up to about two seconds for the server
         to close the connection, then close the socket. Idempotent; does nothing before
         `connect`."""
-        if self._ws is None or self._pipe is None:
+        self._closing = True
+        resuming, self._resuming = self._resuming, None
+        if resuming is not None:
+            await cancel_and_wait(resuming)
+        if self._ws is None:
+            return
+        if self._pipe is None:  # it broke and was not resumed yet
+            self._end("closed locally")
+            self._abort()
             return
         if not self._ended:
             with contextlib.suppress(Exception):
