@@ -84,8 +84,11 @@ class Probe:
         connection: str | None = None,
         raw: bytes | None = None,
         content_type: str = "application/json",
+        retry: bool = False,
     ) -> httpx.Response:
         headers = {"Content-Type": content_type}
+        if retry:
+            headers["Acp-Retry"] = "1"
         cid = self.connection_id if connection is None else connection
         if cid:
             headers["Acp-Connection-Id"] = cid
@@ -99,9 +102,16 @@ class Probe:
 
     @contextlib.asynccontextmanager
     async def stream(
-        self, session: str | None = None, *, expect: int = 200, accept: str = "text/event-stream"
+        self,
+        session: str | None = None,
+        *,
+        expect: int = 200,
+        accept: str = "text/event-stream",
+        last_event_id: str | None = None,
     ) -> AsyncIterator[EventStream]:
         headers = {"Accept": accept, "Acp-Connection-Id": self.connection_id}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
         if session:
             headers["Acp-Session-Id"] = session
         async with self.http.stream("GET", self.url, headers=headers) as response:

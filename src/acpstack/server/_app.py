@@ -376,7 +376,8 @@ class AgentServer:
         """A connection is about to load or resume `session_id`: a connection of the same
         principal that holds it with nobody attached (its client went away and came back
         as a new connection, instead of resuming the old one) is closed, so that the
-        session is free (its running turn ends with it)."""
+        session is free. A turn of that session still running there gets up to
+        `limits.reattach_wait` seconds to finish first, so that the load replays it whole."""
         for other in list(self.connections.values()):
             if (
                 other is not asking
@@ -384,6 +385,10 @@ class AgentServer:
                 and other.principal == asking.principal
                 and not other.has_receiver
             ):
+                if not await other.turns_end(session_id, self.limits.reattach_wait):
+                    log.info("connection %s: its turn did not end in time", other.id)
+                if other.has_receiver:  # its own client resumed it meanwhile
+                    continue
                 log.info(
                     "connection %s: closed, session %s reattached by connection %s",
                     other.id,

@@ -83,6 +83,8 @@ class RemoteConnection:
         self.opened_session: bool = False
         # the ids of `session/prompt` requests not answered yet (a drain waits for them)
         self.turns: set[RequestId] = set()
+        self._turn_sessions: dict[RequestId, str | None] = {}  # the session of each turn
+        self._turn_ended = asyncio.Event()
         self._on_turn_end = on_turn_end
         self._on_reattach = on_reattach
         self.closed: bool = False
@@ -149,6 +151,8 @@ class RemoteConnection:
         self.stats.agent_said(frame, env.kind, env.method, turn)
         if turn:
             self.turns.discard(env.id)
+            self._turn_sessions.pop(env.id, None)
+            self._turn_ended.set()
             self._on_turn_end()
         if env.kind == "response" and env.id in self._opening:
             asked = self._opening.pop(env.id)
@@ -250,6 +254,7 @@ class RemoteConnection:
             self.opened_session = True
         if env.kind == "request" and env.method == "session/prompt":
             self.turns.add(env.id)
+            self._turn_sessions[env.id] = env.session_id or header_session
         elif env.kind == "request" and env.method in OPENING_METHODS:
             self._opening[env.id] = env.session_id
             if (
@@ -276,6 +281,18 @@ class RemoteConnection:
         self.link.transport.write(b"\n")
         await self.link.transport.drain()
 
+    async def turns_end(self, session_id: str, timeout: float) -> bool:
+        """Wait (up to `timeout`) until no turn of `session_id` runs here; False when
+        one still does."""
+        try:
+            async with asyncio.timeout(timeout):
+                while session_id in self._turn_sessions.values() and not self.closed:
+                    self._turn_ended.clear()
+                    await self._turn_ended.wait()
+        except TimeoutError:
+            return False
+        return True
+
     # -- closing -------------------------------------------------------------------------
 
     def close_soon(self) -> None:
@@ -289,6 +306,8 @@ class RemoteConnection:
             return
         self.closed = True
         self.turns.clear()
+        self._turn_sessions.clear()
+        self._turn_ended.set()
         self.connection_stream.close()
         for stream in self.sessions.values():
             stream.close()

@@ -24,6 +24,10 @@ class ServerLimits:
     # long a client that lost its connection has to come back and resume (the detach
     # timeout); its turns keep running meanwhile
     idle_timeout: float = 600.0
+    # a session loaded anew while a connection its client left still runs a turn of it:
+    # how long that turn gets to finish (so that the load replays it whole) before the
+    # old connection is closed
+    reattach_wait: float = 30.0
     # per stream: messages already sent, kept so that a client that lost its connection
     # gets them again when it resumes (`Last-Event-ID`); 0 keeps none
     replay_bytes: int = 1024 * 1024
