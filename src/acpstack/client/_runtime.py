@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -445,6 +445,31 @@ class ClientRuntime(Client):
             send=self.agent.session_resume,
             answer=acp.ResumeSessionResponse,
         )
+
+    async def attach_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        role: Literal["observer", "controller"] = "observer",
+        history: Literal["pending", "none"] = "pending",
+    ) -> None:
+        """Attach to a live session another client holds on the same `acpstack serve`
+        (an extension: `_acpstack/session/attach`, see docs/remote.md): an observer sees
+        its stream; a controller may also prompt, cancel and answer the agent's requests
+        (the first answer of any client wins). `history="pending"` sends a controller the
+        requests still waiting for an answer. Raises RequestError (-32002 when no client
+        holds the session on that server)."""
+        self.register_session(session_id, cwd)
+        await self.agent.connection.request(
+            "_acpstack/session/attach",
+            {"sessionId": session_id, "role": role, "history": history},
+        )
+
+    async def detach_session(self, session_id: str) -> None:
+        """Stop seeing a session attached with `attach_session`."""
+        await self.agent.connection.request("_acpstack/session/detach", {"sessionId": session_id})
+        self.sessions.pop(session_id, None)
 
     async def _reopen_session(
         self,

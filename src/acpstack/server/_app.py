@@ -273,6 +273,7 @@ class AgentServer:
             on_reattach=self.let_go_of,
             stats=self.stats,
         )
+        connection.peers = self.connections.values
         self.stats.connections_opened += 1
         self.connections[connection.id] = connection
         self._start_reaper()

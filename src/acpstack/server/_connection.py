@@ -18,11 +18,12 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import msgspec
 
 from acpstack.server._agents import AgentLink, AgentSource, start_agent
+from acpstack.server._attach import SHARING_METHODS, Sharing
 from acpstack.server._limits import ServerLimits
 from acpstack.server._metrics import ServerStats
 from acpstack.server._streams import OutboundStream
@@ -98,6 +99,10 @@ class RemoteConnection:
         # the task reading the current socket
         self.received: int = 0
         self.reader: asyncio.Task[tuple[int, bool]] | None = None
+        # other clients attached to our sessions, and sessions of others we attach to
+        self.sharing: Sharing = Sharing(self)
+        # the connections whose sessions a client here may attach to (the app sets it)
+        self.peers: Callable[[], Iterable[RemoteConnection]] = lambda: ()
 
     async def start(
         self,
@@ -160,6 +165,10 @@ class RemoteConnection:
             if opened is not None and b'"error"' not in frame:
                 self.session_ids.add(opened)
                 self.stats.sessions_opened += 1
+        sharing = self.sharing
+        if (sharing.shares or sharing.forwarded) and sharing.from_agent(frame, env):
+            self._routes.pop(env.id, None)
+            return  # the answer to a controller attached from another connection
         pending = self._initialize
         if pending is not None and env.kind == "response" and env.id == pending[0]:
             self._initialize = None
@@ -193,6 +202,12 @@ class RemoteConnection:
                 session_id, self._sized, self.limits.replay_bytes
             )
         return stream
+
+    def stream_to_client(self, session_id: str | None) -> OutboundStream:
+        """Where a message for our client about `session_id` goes."""
+        if self.multiplex or session_id is None:
+            return self.connection_stream
+        return self.session_stream(session_id) or self.connection_stream
 
     def release(self, stream: OutboundStream, receiver: int) -> None:
         """A receiver left the stream. A session stream nothing ever went through is
@@ -250,6 +265,11 @@ class RemoteConnection:
                 self._seen[key] = None
                 if len(self._seen) > REMEMBERED_IDS:
                     self._seen.popitem(last=False)
+        sharing = self.sharing
+        if (sharing.active or env.method in SHARING_METHODS) and await sharing.handle(
+            frame, env, (c for c in self.peers() if c is not self and c.principal == self.principal)
+        ):
+            return
         if env.session_id is not None:
             self.opened_session = True
         if env.kind == "request" and env.method == "session/prompt":
@@ -305,6 +325,7 @@ class RemoteConnection:
             await self.done.wait()
             return
         self.closed = True
+        self.sharing.closed()
         self.turns.clear()
         self._turn_sessions.clear()
         self._turn_ended.set()

@@ -49,8 +49,9 @@ log = logging.getLogger("acpstack.remote")
 
 # what is kept of the messages sent, to send again after a resume
 SENT_KEPT_BYTES = 4 * 1024 * 1024
-# a resume answered with these is refused for good: the connection is gone
-FINAL_STATUSES = frozenset({400, 401, 403, 404, 410})
+# a resume answered with these is refused for good: the connection is gone (502-504: a
+# load balancer lost the server that held it)
+FINAL_STATUSES = frozenset({400, 401, 403, 404, 410, 502, 503, 504})
 
 
 class _Pipe(WriteFlow, asyncio.Protocol):
@@ -294,7 +295,9 @@ class WebSocketClientTransport:
                     break
                 except RemoteError as exc:
                     reason = str(exc)
-                    if exc.status in FINAL_STATUSES:
+                    # nobody listens on that port any more: the server is gone
+                    refused = exc.status is None and "ConnectionRefusedError" in reason
+                    if exc.status in FINAL_STATUSES or refused:
                         self._end(f"the connection could not be resumed: {reason}")
                         return
                 if loop.time() + delay > deadline:
