@@ -23,6 +23,7 @@ class Run:
         self.records: list[list[Any]] = []
         self.begun: dict[str, list[tuple[str, int, float]]] = {"node1": [], "node2": []}
         self.events: dict[int, list[list[Any]]] = {0: [], 1: []}
+        self.asks: dict[int, list[list[Any]]] = {0: [], 1: []}
         self.problems: list[str] = []
         self.counts: dict[str, int] = {}
         self.not_reattached: dict[str, str] = {}
@@ -50,7 +51,9 @@ class Run:
     def judge(self, servers_down: list[str] | None = None, killed: bool = True) -> Account:
         load = {
             "records": self.records,
-            "connections": {str(c): {"events": e, "asks": []} for c, e in self.events.items()},
+            "connections": {
+                str(c): {"events": e, "asks": self.asks[c]} for c, e in self.events.items()
+            },
             "failovers": [0.4],
             "not_reattached": self.not_reattached,
             "counts": self.counts,
@@ -77,6 +80,9 @@ def lost_on_the_killed_server(run: Run) -> None:
     run.turn("node2-a", 1, 1, 0, "acknowledged", begun=["node2"])
     run.turn("node2-b", 1, 1, 0, "acknowledged", begun=["node2"])
     run.failover(0, KILL + 0.05, KILL + 0.6)
+    run.asks[0] += [["initialize", KILL + 0.05, KILL + 0.1, True]] + [
+        ["session/resume", KILL + 0.1, KILL + answered, True] for answered in (0.3, 0.5)
+    ]
 
 
 def test_a_run_that_lost_only_what_the_killed_server_held_passes() -> None:
@@ -92,6 +98,10 @@ def test_a_run_that_lost_only_what_the_killed_server_held_passes() -> None:
     assert "node1 connection_lost x2" in text
     assert "SIGKILL to sessions back: median 0.60 s" in text
     assert "break noticed to sessions back: median 0.40 s" in text
+    assert "of the lost: 1 never begun by any server" in text
+    assert "the failover's session/resume: 2 requests, median 0.30 s, slowest 0.40 s" in text
+    assert "first sent to last answered: median 0.40 s" in text
+    assert "first answer to last: median 0.20 s" in text
 
 
 def test_a_collapse_fails_and_says_where_the_turns_were_lost() -> None:

@@ -69,6 +69,9 @@ class Account:
     since_kill: list[float]  # seconds from the SIGKILL to each connection's sessions back
     detection: list[float]  # seconds from the SIGKILL to each connection's break noticed
     asks: dict[str, list[float]]  # the failover's own requests: method -> seconds each
+    # each connection's reattach after the kill: (requests, seconds from the first sent
+    # to the last answered, seconds from the first answer to the last)
+    reattach_spans: list[tuple[int, float, float]]
     failed_attempts: int
     not_reattached: dict[str, str]
     counts: dict[str, int]  # the load's: turns delivered twice, sessions not loadable, ...
@@ -93,6 +96,11 @@ class Account:
     @property
     def lost_elsewhere(self) -> list[Turn]:
         return [t for t in self.lost if t.held_by not in self.killed]
+
+    @property
+    def lost_unbegun(self) -> int:
+        """Lost turns that no server had begun (sent, but queued or refused)."""
+        return sum(not t.begun_on for t in self.lost)
 
     @property
     def sessions_lost(self) -> int:
@@ -123,6 +131,8 @@ class Account:
             "in_flight_on_killed": self.in_flight_on_killed,
             "lost_elsewhere": len(self.lost_elsewhere),
             "lost_reasons": dict(Counter(t.reason for t in self.lost)),
+            "lost_unbegun": self.lost_unbegun,
+            "lost_with_chunks": sum(t.chunks > 0 for t in self.lost),
             "sessions_lost": self.sessions_lost,
             "duplicates": self.duplicates,
             "incomplete": self.incomplete,
@@ -136,6 +146,8 @@ class Account:
             "detection_median_s": _median(self.detection),
             "failed_attempts": self.failed_attempts,
             "asks": {m: [len(s), _median(s), max(s)] for m, s in self.asks.items()},
+            "reattach_span_median_s": _median([span for _, span, _ in self.reattach_spans]),
+            "reattach_answers_spread_median_s": _median([a for _, _, a in self.reattach_spans]),
             "per_server": {n: vars(c) for n, c in self.servers.items()},
             **{k: v for k, v in self.extra.items() if not k.endswith("tail")},
         }
@@ -162,6 +174,10 @@ class Account:
             f"{self.in_flight_on_killed}; by server and data.reason: "
             + (", ".join(f"{s} {r} x{n}" for (s, r), n in sorted(reasons.items())) or "none")
         )
+        lines.append(
+            f"    of the lost: {self.lost_unbegun} never begun by any server (sent, not yet "
+            f"taken up), {sum(t.chunks > 0 for t in self.lost)} with chunks received"
+        )
         for t in self.lost_elsewhere[:SHOWN]:
             lines.append(
                 f"    lost not on a killed server: session {t.session} turn {t.turn} "
@@ -184,6 +200,15 @@ class Account:
             lines.append(
                 f"    the failover's {method}: {len(seconds)} requests, median "
                 f"{_median(seconds):.2f} s, slowest {max(seconds):.2f} s"
+            )
+        if self.reattach_spans:
+            spans = [span for _, span, _ in self.reattach_spans]
+            spread = [a for _, _, a in self.reattach_spans]
+            lines.append(
+                f"    a connection's reattach requests (after the kill), first sent to last "
+                f"answered: median {_median(spans):.2f} s, slowest {max(spans):.2f} s; first "
+                f"answer to last: median {_median(spread):.2f} s (near 0: answered together; "
+                f"near the whole: one after another)"
             )
         lines.append(
             f"  sessions lost: {self.sessions_lost}; acknowledged turns delivered twice: "
@@ -310,6 +335,7 @@ def judge(
         since_kill=[],
         detection=[],
         asks={},
+        reattach_spans=[],
         failed_attempts=0,
         not_reattached=dict(load.get("not_reattached", {})),
         counts=dict(load.get("counts", {})),
@@ -336,3 +362,14 @@ def _time_failovers(account: Account, connections: dict[str, Any], kill: float |
                 account.since_kill.append(back[1] - kill)
         for method, sent, answered, _ok in log.get("asks", []):
             account.asks.setdefault(method, []).append(answered - sent)
+        reattach = [
+            (sent, answered)
+            for method, sent, answered, _ok in log.get("asks", [])
+            if method in ("session/resume", "session/load") and kill is not None and sent >= kill
+        ]
+        if reattach:
+            first_sent = min(sent for sent, _ in reattach)
+            answers = sorted(answered for _, answered in reattach)
+            account.reattach_spans.append(
+                (len(reattach), answers[-1] - first_sent, answers[-1] - answers[0])
+            )
