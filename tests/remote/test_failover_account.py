@@ -165,10 +165,13 @@ def test_sessions_lost_duplicates_and_a_kill_that_hit_nothing_fail() -> None:
         run.turn(sid, 1, 1, 0, "acknowledged", begun=["node2"])
     run.not_reattached["node1-a"] = "session_busy"
     run.problems += ["node1-a: not reattached: session_busy", "node2-a: turn 1: got 22 chunks"]
-    run.counts.update(turns_delivered_twice=1, sessions_not_loadable=1)
+    run.counts.update(turns_delivered_twice=1, sessions_not_loadable=1, turns_not_stored=1)
     account = run.judge()
     assert account.sessions_lost == 2 and account.duplicates == 1
     assert "the kill hit no running turn: the run tested no failover" in account.problems
+    assert "2 sessions lost (not reattached, or not loadable)" in account.problems
+    assert "1 acknowledged turns delivered or stored twice" in account.problems
+    assert "1 acknowledged turns with chunks missing" in account.problems
     assert "sessions lost: 2; acknowledged turns delivered twice: 1" in account.text()
     assert "no server was killed: the run ended before the kill" in run.judge(killed=False).problems
 

@@ -267,18 +267,18 @@ def judge(
         if began:
             t.held_by = began[-1][1]
             epochs.setdefault((t.connection, t.epoch), Counter())[began[0][1]] += 1
-    for (connection, epoch), servers in epochs.items():
-        if len(servers) > 1:
+    for (connection, epoch), found in epochs.items():
+        if len(found) > 1:
             odd = [
                 f"{t.session} turn {t.turn} on {t.begun_on}"
                 for t in turns
                 if (t.connection, t.epoch) == (connection, epoch)
-                and t.begun_on[:1] != [servers.most_common(1)[0][0]]
+                and t.begun_on[:1] != [found.most_common(1)[0][0]]
                 and t.begun_on
             ]
             notes.append(
                 f"connection {connection}'s turns sent in epoch {epoch} began on "
-                f"{dict(servers)}: {odd[:3]}"
+                f"{dict(found)}: {odd[:3]}"
             )
     for t in turns:
         if t.held_by is None and (t.connection, t.epoch) in epochs:
@@ -342,6 +342,13 @@ def judge(
         problems=problems,
         notes=notes,
     )
+    # The headlines, from the counts (the load's own lines above say which and why).
+    if account.sessions_lost:
+        problems.append(f"{account.sessions_lost} sessions lost (not reattached, or not loadable)")
+    if account.duplicates:
+        problems.append(f"{account.duplicates} acknowledged turns delivered or stored twice")
+    if account.incomplete:
+        problems.append(f"{account.incomplete} acknowledged turns with chunks missing")
     _time_failovers(account, load.get("connections", {}), min(killed.values(), default=None))
     return account
 
