@@ -61,6 +61,21 @@ def test_sessions_carry_on_when_a_server_is_killed(
     assert account.extra["store_events"] >= account.acknowledged * (CHUNKS + 4), report
 
 
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_the_verdict_fails_a_run_that_lost_a_live_servers_turns_too(not_installed: Any) -> None:
+    """A second server dies right after the killed one, unannounced (as a live server
+    taken out by HAProxy): the turns it held are lost too, and the run must fail."""
+    try:
+        account = run_failover(sessions=100, turns=TURNS, chunks=CHUNKS, collapse=True)
+    except NotInstalled as exc:
+        not_installed(exc)
+    report = account.text()
+    assert account.lost_elsewhere, report
+    assert "node2" in {t.held_by for t in account.lost_elsewhere}, report
+    assert any("lost that no killed server held" in p for p in account.problems), report
+
+
 @pytest.mark.timeout(120)
 def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Path) -> None:
     """The server dies mid-turn; another starts on the same address (as behind a load

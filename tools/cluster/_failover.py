@@ -35,7 +35,11 @@ def run_failover(
     kill_at: float = 0.4,
     timeout: float = 600,
     chunk_delay: float = 0.005,
+    collapse: bool = False,
 ) -> Account:
+    """`collapse`: server 1 (`node2`) dies too, right after the kill, but is not declared
+    killed: what its clients see is what they see when HAProxy takes out a live server
+    (an overloaded host), and the verdict must fail the run (tests/remote/test_failover.py)."""
     if sessions % per_connection:
         raise ValueError("sessions must be a multiple of per_connection")
     env = {"ACPSTACK_CHUNK_DELAY": str(chunk_delay)}
@@ -61,6 +65,8 @@ def run_failover(
                 elif killed_after is None and message["progress"] >= kill_at * sessions * turns:
                     killed_after = message["progress"]
                     cluster.kill(0)
+                    if collapse:
+                        cluster.nodes[1].proc.kill()
             code = driver.wait()
         finally:
             watchdog.cancel()
