@@ -193,6 +193,11 @@ class Cluster(Service):
         os.kill(node.proc.pid, signal.SIGKILL)
         node.proc.wait(timeout=20)
 
+    def terminate(self, index: int) -> None:
+        """SIGTERM one server (it drains: running turns finish, new clients go elsewhere);
+        returns at once."""
+        self.nodes[index].proc.send_signal(signal.SIGTERM)
+
     def turns_begun(self) -> dict[str, list[tuple[str, int, float]]]:
         """Each server's turns as it began them: (session, turn, time.monotonic())."""
         begun: dict[str, list[tuple[str, int, float]]] = {}
