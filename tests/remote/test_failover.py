@@ -3,6 +3,9 @@ configuration as it is) on a throwaway PostgreSQL, many sessions streaming, one 
 killed with SIGKILL part way through (tools/cluster). And `acpstack chat --url` carrying on
 when its server dies mid-turn.
 
+The cluster run's verdict and its printed account come from tools/cluster/_account.py
+(tests/remote/test_failover_account.py shows it failing a collapse).
+
 The cluster runs are marked `cluster`: `./run test-pythons` leaves them out (they test
 processes and engines, not the Python version). Their counts are printed at the end of the
 pytest run. The same run at any size: `python -m benchmarks.failover`.
@@ -28,27 +31,18 @@ TURNS, CHUNKS = 4, 20
 PROMPT = r"(?:\x1b\[[0-9;?]*[a-zA-Z])*>(?:\x08|\x1b\[[0-9;?]*[a-zA-Z]| )"  # the chat's prompt
 
 
-def summary(result: dict[str, Any]) -> str:
-    return (
-        f"failover over {result['profile']}: {result['sessions']} sessions, "
-        f"{result['turns']} turns: {result['acknowledged']} acknowledged, "
-        f"{result['lost']} lost in flight on the killed server, {result['recovered']} "
-        f"completed after a failover ({result['failovers']} connections failed over in "
-        f"{result['failover_seconds_median']:.1f} s (median), the slowest in "
-        f"{result['failover_seconds_max']:.1f} s; HAProxy took out "
-        f"{result['servers_marked_down']} server(s)); {result['chunks_per_s']} chunks/s, "
-        f"{result['store_events_per_s']} store events/s"
-    )
-
-
 @pytest.mark.cluster
 @pytest.mark.timeout(700)
 @pytest.mark.parametrize(("profile", "sessions"), [("http", 1000), ("ws", 200)])
 def test_sessions_carry_on_when_a_server_is_killed(
     profile: str, sessions: int, record_property: Any, not_installed: Any
 ) -> None:
+    """The verdict is the account's (tools/cluster/_account.py), whatever number of
+    servers HAProxy took out: no turn lost but those the killed server held in flight
+    (each with its data.reason), no session lost, every acknowledged turn delivered once
+    and whole. Failover times are printed, never asserted (they follow the machine's load)."""
     try:
-        result = run_failover(
+        account = run_failover(
             # Generous: it ends as soon as the run does; a loaded machine needed more than 300 s.
             sessions=sessions,
             turns=TURNS,
@@ -58,26 +52,28 @@ def test_sessions_carry_on_when_a_server_is_killed(
         )
     except NotInstalled as exc:
         not_installed(exc)
-    detail = {k: v for k, v in result.items() if not k.endswith("tail")}
-    # The problems first: pytest shortens a long message, and they say what went wrong.
-    assert result["exit_code"] == 0, (result.get("problems"), detail, result["stderr_tail"])
-    record_property("failover", summary(result))
-    assert result["problems"] == []  # every acknowledged turn whole and in order in the store
-    assert result["killed_after_turns"] is not None, "the run ended before the kill"
-    assert result["turns"] == sessions * TURNS  # every turn acknowledged or reported lost
-    # Turns were in flight on the killed server, each reported lost; those sessions, like
-    # all the others, went on to the end on another server.
-    assert result["lost"] > 0 and result["recovered"] > 0 and result["failovers"] > 0
-    assert result["sessions_not_reattached"] == 0
-    if result["servers_marked_down"] == 1:
-        # Only the killed server's sessions lost a turn, one each. (On an overloaded host
-        # HAProxy may also take out a live server too slow to answer its health checks:
-        # its clients fail over too, and lose more turns; the counts are printed then.)
-        assert result["lost"] <= sessions // 2
-        assert result["sessions_with_a_lost_turn"] == result["lost"]
+    report = account.text()
+    print(report)  # pytest shows it with a failure
+    record_property("failover", report)
+    assert account.problems == [], report + "\n" + account.extra["stderr_tail"][-3000:]
     # What the store holds: a prompt, the chunks, the end line and two model messages
     # for each acknowledged turn, and the lost turns' parts.
-    assert result["store_events"] >= result["acknowledged"] * (CHUNKS + 4)
+    assert account.extra["store_events"] >= account.acknowledged * (CHUNKS + 4), report
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_the_verdict_fails_a_run_that_lost_a_live_servers_turns_too(not_installed: Any) -> None:
+    """A second server dies right after the killed one, unannounced (as a live server
+    taken out by HAProxy): the turns it held are lost too, and the run must fail."""
+    try:
+        account = run_failover(sessions=100, turns=TURNS, chunks=CHUNKS, collapse=True)
+    except NotInstalled as exc:
+        not_installed(exc)
+    report = account.text()
+    assert account.lost_elsewhere, report
+    assert "node2" in {t.held_by for t in account.lost_elsewhere}, report
+    assert any("lost that no killed server held" in p for p in account.problems), report
 
 
 @pytest.mark.timeout(120)

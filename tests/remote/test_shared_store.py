@@ -135,3 +135,53 @@ def test_a_store_that_cannot_be_opened_is_one_line_without_the_password(command:
     assert "cannot open the session store postgresql://***@127.0.0.1:" in done.stderr
     assert "pw-7f3e9a" not in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_healthz_answers_while_the_session_store_hangs(postgres_url: str) -> None:
+    """A store that hangs for real: another PostgreSQL session holds the acpstack tables
+    locked. A `session/new` waits on it inside the server, `/readyz` says not ready (its
+    check gives up on the store), and `/healthz` answers 200 all along: it waits on
+    neither the store nor the agents. (No time is asserted: while the lock is held, a
+    health check that waited on the store would not answer at all.)"""
+    import asyncio
+
+    import psycopg
+
+    with serve_process("--store", postgres_url) as served:
+        base = served.url.rsplit("/", 1)[0]
+        runtime = ClientRuntime()
+        async with connect_remote(served.url, runtime), httpx.AsyncClient(timeout=60) as http:
+            await runtime.initialize()
+            with psycopg.connect(postgres_url) as locker:
+                locker.execute(
+                    "LOCK TABLE acpstack_sessions, acpstack_events IN ACCESS EXCLUSIVE MODE"
+                )
+                opening = asyncio.ensure_future(runtime.new_session("/tmp"))
+                await until_a_query_waits_on_a_lock(postgres_url)
+                assert (await http.get(base + "/healthz")).status_code == 200
+                ready = await http.get(base + "/readyz")
+                assert (ready.status_code, ready.text) == (
+                    503,
+                    "not ready (the session store does not answer)\n",
+                )
+                assert (await http.get(base + "/healthz")).status_code == 200
+                assert not opening.done()  # still waiting on the store: the lock is held
+                locker.rollback()  # the store answers again
+            assert (await opening).session_id
+            async with asyncio.timeout(30):
+                while (await http.get(base + "/readyz")).status_code != 200:
+                    await asyncio.sleep(0.1)  # the server's next check: nothing to await here
+
+
+async def until_a_query_waits_on_a_lock(url: str, timeout: float = 30) -> None:
+    """Until some PostgreSQL session waits for a table lock (the server's, on ours)."""
+    import asyncio
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as watcher:
+        async with asyncio.timeout(timeout):
+            while not watcher.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'relation'"
+            ).fetchone()[0]:  # type: ignore[index]
+                await asyncio.sleep(0.05)  # another process: nothing to await

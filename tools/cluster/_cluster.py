@@ -4,6 +4,9 @@
 (each its own process, all with `ACPSTACK_STORE` pointing at the database), and HAProxy
 with examples/deploy/haproxy.cfg as it is (addresses through the environment). `kill(i)`
 ends a server with SIGKILL. Everything stays on loopback and stops with the block.
+
+Server i is HAProxy's `node{i+1}`; each writes the turns it begins (stream_agent.py) to a
+file of its own, which `turns_begun()` reads: what a server held when it died.
 """
 
 from __future__ import annotations
@@ -122,6 +125,8 @@ class Cluster(Service):
         self.haproxy_log: IO[bytes] | None = None
         self.front = 0
         self.store_url = ""
+        self.turn_logs: tempfile.TemporaryDirectory[str] | None = None
+        self.killed: dict[str, float] = {}  # node name -> time.monotonic() of the SIGKILL
 
     @property
     def url(self) -> str:
@@ -129,10 +134,11 @@ class Cluster(Service):
 
     def start(self) -> None:
         haproxy = find_haproxy()
+        self.turn_logs = tempfile.TemporaryDirectory(prefix="acpstack-turns-")
         self.postgres.start()
         self.store_url = self.postgres.create_database("acpstack")
         env = {**os.environ, "ACPSTACK_STORE": self.store_url, **self.extra_env}
-        for _ in range(self.count):
+        for index in range(self.count):
             argv = [sys.executable, "-m", "acpstack", "serve", "--port", "0"]
             argv += ["--agent", self.agent, "--max-connections", "4096"]
             if not any(a.startswith("--token") for a in self.serve_args):
@@ -140,7 +146,8 @@ class Cluster(Service):
             # As docs/deployment.md advises behind a load balancer: a connection whose
             # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
             argv += ["--idle-timeout", "20", *self.serve_args]
-            self.nodes.append(Node(argv, env))
+            turn_log = str(self._turn_log(index))
+            self.nodes.append(Node(argv, {**env, "ACPSTACK_TURN_LOG": turn_log}))
         for node in self.nodes:
             node.wait_ready()
         self.front = free_port()
@@ -174,11 +181,42 @@ class Cluster(Service):
         self.haproxy_log.seek(0)
         return self.haproxy_log.read().decode(errors="replace")
 
+    @staticmethod
+    def name(index: int) -> str:
+        """Server `index`'s name in haproxy.cfg (and in the reports)."""
+        return f"node{index + 1}"
+
     def kill(self, index: int) -> None:
         """SIGKILL one server: no goodbye to its clients, its proxy, or its database."""
         node = self.nodes[index]
+        self.killed[self.name(index)] = time.monotonic()
         os.kill(node.proc.pid, signal.SIGKILL)
         node.proc.wait(timeout=20)
+
+    def terminate(self, index: int) -> None:
+        """SIGTERM one server (it drains: running turns finish, new clients go elsewhere);
+        returns at once."""
+        self.nodes[index].proc.send_signal(signal.SIGTERM)
+
+    def turns_begun(self) -> dict[str, list[tuple[str, int, float]]]:
+        """Each server's turns as it began them: (session, turn, time.monotonic())."""
+        begun: dict[str, list[tuple[str, int, float]]] = {}
+        for index in range(len(self.nodes)):
+            path = self._turn_log(index)
+            lines = path.read_text().splitlines() if path.exists() else []
+            rows = begun[self.name(index)] = []
+            for line in lines:
+                sid, turn, at = line.split()
+                rows.append((sid, int(turn), float(at)))
+        return begun
+
+    def _turn_log(self, index: int) -> Path:
+        assert self.turn_logs is not None, "the cluster is not started"
+        return Path(self.turn_logs.name) / f"{self.name(index)}.turns"
+
+    def servers_down(self) -> list[str]:
+        """HAProxy's lines saying a server went down (with the check's reason and time)."""
+        return [line.strip() for line in self.haproxy_said().splitlines() if " is DOWN" in line]
 
     def stop(self) -> None:
         if self.haproxy is not None and self.haproxy.poll() is None:
@@ -193,3 +231,5 @@ class Cluster(Service):
         self.postgres.stop()
         if self.haproxy_log is not None:
             self.haproxy_log.close()
+        if self.turn_logs is not None:
+            self.turn_logs.cleanup()

@@ -2,8 +2,10 @@
 processes on one PostgreSQL, one server killed with SIGKILL part way through.
 
 `run_failover` starts a `Cluster`, runs tools/cluster/failover_load.py against its
-frontend in a process of its own, kills server 0 once `kill_at` of the turns are done,
-and returns the load's counts plus the store's: events written, and the write rate.
+frontend in a process of its own, kills server 0 (`node1`) once `kill_at` of the turns
+are done, and returns the run's `Account` (tools/cluster/_account.py: what each server
+held, what was lost where, the failover times, the verdict), with the store's counts and
+the rates in `extra`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tools.cluster._account import Account, judge
 from tools.cluster._cluster import Cluster
 
 LOAD = Path(__file__).resolve().parent / "failover_load.py"
@@ -32,7 +35,11 @@ def run_failover(
     kill_at: float = 0.4,
     timeout: float = 600,
     chunk_delay: float = 0.005,
-) -> dict[str, Any]:
+    collapse: bool = False,
+) -> Account:
+    """`collapse`: server 1 (`node2`) dies too, right after the kill, but is not declared
+    killed: what its clients see is what they see when HAProxy takes out a live server
+    (an overloaded host), and the verdict must fail the run (tests/remote/test_failover.py)."""
     if sessions % per_connection:
         raise ValueError("sessions must be a multiple of per_connection")
     env = {"ACPSTACK_CHUNK_DELAY": str(chunk_delay)}
@@ -58,6 +65,8 @@ def run_failover(
                 elif killed_after is None and message["progress"] >= kill_at * sessions * turns:
                     killed_after = message["progress"]
                     cluster.kill(0)
+                    if collapse:
+                        cluster.nodes[1].proc.kill()
             code = driver.wait()
         finally:
             watchdog.cancel()
@@ -67,23 +76,34 @@ def run_failover(
             if driver.stdout is not None:
                 driver.stdout.close()
         errors.seek(0)
+        stderr_tail = errors.read()[-12000:]
         events = int(cluster.postgres.psql("SELECT count(*) FROM acpstack_events", "acpstack"))
-        seconds = float(result.get("seconds") or 0) or 1.0
-        result.update(
-            {
-                "profile": profile,
-                "exit_code": code,
-                "setup_seconds": round(setup, 2),
-                "killed_after_turns": killed_after,
-                "store_events": events,
-                "store_events_per_s": round(events / seconds),
-                "chunks_per_s": round(result.get("chunks_received", 0) / seconds),
-                "turns_per_s": round(result.get("turns", 0) / seconds, 1),
-                # HAProxy took this many servers out: 1 (the killed one), more when a
-                # live one was too busy to answer its health checks (an overloaded host)
-                "servers_marked_down": cluster.haproxy_said().count(" is DOWN"),
-                "stderr_tail": errors.read()[-12000:],
-                "node_stderr_tail": "".join(cluster.nodes[1].lines[-20:]),
-            }
+        account = judge(
+            result,
+            cluster.turns_begun(),
+            dict(cluster.killed),
+            profile=profile,
+            sessions=sessions,
+            turns_per_session=turns,
+            killed_after_turns=killed_after,
+            servers_down=cluster.servers_down(),
+            exit_code=code,
+            stderr_tail=stderr_tail,
         )
-    return result
+    seconds = float(result.get("seconds") or 0) or 1.0
+    received = sum(t.chunks for t in account.turns if t.outcome == "acknowledged")
+    account.extra.update(
+        {
+            "setup_seconds": round(setup, 2),
+            "run_seconds": round(seconds, 2),
+            "verify_seconds": round(float(result.get("verify_seconds") or 0), 2),
+            "store_events": events,
+            "store_events_per_s": round(events / seconds),
+            "chunks_received": received,
+            "chunks_per_s": round(received / seconds),
+            "turns_per_s": round(len(account.turns) / seconds, 1),
+            "stderr_tail": stderr_tail,
+            "node_stderr_tail": "".join(cluster.nodes[1].lines[-20:]),
+        }
+    )
+    return account

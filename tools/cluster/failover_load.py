@@ -6,11 +6,15 @@ every session's history. Run by tools/cluster/_failover.py (or by hand):
 URL is http(s):// or ws(s)://. Each connection (`reconnect=True`) opens PER_CONNECTION
 sessions of tools/cluster/stream_agent.py; every session runs TURNS turns one after the
 other, each streaming CHUNKS chunks. A turn ends "acknowledged" (its answer came, with
-every chunk in order and the model history it reported) or "lost" (the connection broke
-while it was in flight: the error says so). Stdout gets `{"progress": N}` lines (turns
-finished) while it runs, then one JSON line with the counts. Then every session is loaded
-on a fresh connection and its stored history checked: every acknowledged turn complete,
-in order, once. The exit status is 0 when every check held.
+every chunk in order, once, and the model history it reported), "lost" (an error with
+`data.reason`, e.g. the connection broke while it was in flight) or a problem (any other
+error, or no answer). Stdout gets `{"progress": N}` lines (turns finished) while it runs,
+then one JSON line: every turn (session, turn, connection, the connection's failover
+epoch when it was sent, outcome, data.reason, chunks received, times), each connection's
+failover events, and the problems found. Then every session is loaded on a fresh
+connection and its stored history checked: every acknowledged turn complete, in order,
+once. The exit status is 0 when every check held. Which server held each turn, and
+whether the losses are allowed, is judged from the servers' side (tools/cluster/_account.py).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +53,37 @@ def await_chain(coro: Any) -> str:
 
 
 @dataclass
+class TurnRecord:
+    """One turn as the client saw it. `epoch`: how many times its connection had
+    reconnected when the turn was sent (one more when sent during a reconnection, which
+    holds it for the next server): with the servers' own logs, it says which server
+    the connection was on."""
+
+    session: str
+    turn: int
+    connection: int
+    epoch: int
+    outcome: str = "running"  # "acknowledged", "lost" (an error with data.reason), "problem"
+    reason: str = ""  # data.reason of a lost turn; what went wrong for a problem
+    chunks: int = 0  # this turn's chunks received (of a lost turn: before it was lost)
+    sent: float = 0.0  # time.monotonic()
+    ended: float = 0.0
+
+    def row(self) -> list[Any]:
+        return [
+            self.session,
+            self.turn,
+            self.connection,
+            self.epoch,
+            self.outcome,
+            self.reason,
+            self.chunks,
+            round(self.sent, 6),
+            round(self.ended, 6),
+        ]
+
+
+@dataclass
 class SessionLog:
     acknowledged: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
@@ -56,21 +91,69 @@ class SessionLog:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ConnectionLog:
+    """What one connection's failover did: its events (kind, time, reason, attempt) and
+    the requests the failover made of its own (method, sent, answered, ok), when the
+    transport lets them be timed (a diagnosis: where a slow failover spent its time)."""
+
+    epoch: int = 0
+    reconnecting: bool = False
+    events: list[list[Any]] = field(default_factory=list)
+    asks: list[list[Any]] = field(default_factory=list)
+
+    def epoch_to_send(self) -> int:
+        return self.epoch + self.reconnecting
+
+
 class Recorder(Client):
-    """Keeps the text chunks each session received during its current turn."""
+    """Keeps the text chunks each session received, by turn (the label a chunk starts
+    with), and everything in order for the final check of the stored history."""
 
     def __init__(self) -> None:
-        self.chunks: dict[str, list[str]] = {}
+        self.chunks: dict[str, dict[int, list[str]]] = {}
         self.replayed: dict[str, list[tuple[str, str]]] = {}
 
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
         text = getattr(update.content, "text", "") if hasattr(update, "content") else ""
         if isinstance(update, acp.AgentMessageChunk):
-            self.chunks.setdefault(params.session_id, []).append(text)
+            label = text.partition(".")[0]
+            turn = int(label) if label.isdigit() else -1
+            self.chunks.setdefault(params.session_id, {}).setdefault(turn, []).append(text)
             self.replayed.setdefault(params.session_id, []).append(("agent", text))
         elif isinstance(update, acp.UserMessageChunk):
             self.replayed.setdefault(params.session_id, []).append(("user", text))
+
+    def of_turn(self, sid: str, turn: int) -> list[str]:
+        return self.chunks.get(sid, {}).get(turn, [])
+
+
+def lost_reason(err: RequestError) -> str | None:
+    """data.reason of a turn that failed and said why (connection_lost, ...), else None."""
+    data = err.data
+    reason = data.get("reason") if isinstance(data, dict) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def time_private_requests(transport: Any, log: ConnectionLog) -> None:
+    """Time the requests a failover makes of its own (initialize, session/resume, ...),
+    when the transport is the one whose private `_ask` does them; else nothing."""
+    ask = getattr(transport, "_ask", None)
+    if ask is None:
+        return
+
+    async def timed(method: str, params: Any) -> Any:
+        sent = time.monotonic()
+        ok = False
+        try:
+            answer = await ask(method, params)
+            ok = True
+            return answer
+        finally:
+            log.asks.append([method, round(sent, 6), round(time.monotonic(), 6), ok])
+
+    transport._ask = timed
 
 
 @dataclass
@@ -81,6 +164,9 @@ class Load:
     turns: int
     chunks: int
     logs: dict[str, SessionLog] = field(default_factory=dict)
+    records: list[TurnRecord] = field(default_factory=list)
+    connections: dict[int, ConnectionLog] = field(default_factory=dict)
+    recorders: dict[str, Recorder] = field(default_factory=dict)  # session -> its client
     failovers: list[float] = field(default_factory=list)  # seconds from lost to reconnected
     missing: dict[str, str] = field(default_factory=dict)  # session -> why not reattached
     events: dict[str, list[str]] = field(default_factory=dict)  # session -> its failovers
@@ -90,6 +176,9 @@ class Load:
     transports: list[Any] = field(default_factory=list)
     phases: dict[int, str] = field(default_factory=dict)  # connection -> what it is doing
     current: dict[str, int] = field(default_factory=dict)  # session -> turn in flight
+    # what went wrong, counted: turns_delivered_twice, turns_missing_chunks,
+    # turns_delivered_again, sessions_not_loadable, turns_stored_twice, turns_not_stored
+    counts: Counter[str] = field(default_factory=Counter)
 
     def expected(self, turn: int, history: int) -> list[str]:
         return [f"{turn}.{i:03d}\n" for i in range(self.chunks)] + [
@@ -112,17 +201,24 @@ class Load:
     async def connection(self, index: int) -> None:
         self.phases[index] = "connecting"
         client = Recorder()
+        log = self.connections[index] = ConnectionLog()
         broke_at: list[float] = []
         failed_over: set[str] = set()
 
         def on_event(event: FailoverEvent) -> None:
+            now = time.monotonic()
+            log.events.append([event.kind, round(now, 6), event.reason[:200], event.attempt])
             for sid in client.chunks:
                 self.events.setdefault(sid, []).append(str(event))
             if event.kind == "lost":
-                broke_at.append(time.monotonic())
+                log.reconnecting = True
+                broke_at.append(now)
                 failed_over.update(client.chunks)
-            elif event.kind == "reconnected" and broke_at:
-                self.failovers.append(time.monotonic() - broke_at[-1])
+            elif event.kind == "reconnected":
+                log.epoch += 1
+                log.reconnecting = False
+                if broke_at:
+                    self.failovers.append(now - broke_at[-1])
                 self.missing.update(event.missing)
 
         policy = Failover(on_event=on_event, busy_timeout=60)
@@ -130,6 +226,7 @@ class Load:
             self.url, client, reconnect=policy, timeout=REQUEST_TIMEOUT
         ) as conn:
             self.transports.append(conn.transport)
+            time_private_requests(conn.transport, log)
             self.phases[index] = "initialize"
             await conn.agent.initialize(timeout=REQUEST_TIMEOUT)
             ids = []
@@ -144,41 +241,90 @@ class Load:
                         raise
                     continue  # lost in a failover: ask again (an orphan may be left)
                 ids.append(new.session_id)
-                client.chunks[new.session_id] = []
+                client.chunks[new.session_id] = {}
                 self.last_progress = time.monotonic()  # for the watchdog: setup goes on
             self.phases[index] = "turns"
-            await asyncio.gather(*(self.session(conn, client, sid, failed_over) for sid in ids))
+            await asyncio.gather(
+                *(self.session(conn, client, sid, failed_over, index) for sid in ids)
+            )
             self.phases[index] = "closing"
         self.phases[index] = "done"
 
-    async def session(self, conn: Any, client: Recorder, sid: str, failed_over: set[str]) -> None:
+    async def session(
+        self, conn: Any, client: Recorder, sid: str, failed_over: set[str], index: int = 0
+    ) -> None:
         log = self.logs[sid] = SessionLog()
+        self.recorders[sid] = client
+        link = self.connections.setdefault(index, ConnectionLog())
         for turn in range(self.turns):
             self.current[sid] = turn
-            client.chunks[sid] = []
+            record = TurnRecord(sid, turn, index, link.epoch_to_send(), sent=time.monotonic())
+            self.records.append(record)
             prompt = acp.PromptRequest(
                 session_id=sid, prompt=[acp.TextContent(text=f"turn {turn} chunks {self.chunks}")]
             )
             try:
                 await conn.agent.session_prompt(prompt, timeout=180)
             except RequestError as err:
-                if not is_connection_lost(err):  # a problem, with what the failover saw
+                record.ended = time.monotonic()
+                record.chunks = len(client.of_turn(sid, turn))
+                reason = lost_reason(err)
+                if reason is None:  # a problem, with what the failover saw
+                    record.outcome, record.reason = "problem", str(err)[:300]
                     log.problems.append(f"turn {turn}: {err}; failover: {self.failovers_of(sid)}")
                     self.progress()
                     break
+                record.outcome, record.reason = "lost", reason
                 log.lost.append(turn)
                 self.progress()
                 continue
-            got = client.chunks[sid]
-            history = int(got[-1].rpartition("=")[2]) if got else -1
+            except TimeoutError:
+                record.ended = time.monotonic()
+                record.outcome, record.reason = "problem", "no answer in 180 s"
+                log.problems.append(f"turn {turn}: no answer in 180 s")
+                self.progress()
+                break
+            record.ended = time.monotonic()
+            record.outcome = "acknowledged"
+            got = client.of_turn(sid, turn)
+            record.chunks = len(got)
+            history = int(got[-1].rpartition("=")[2]) if got and "=" in got[-1] else -1
             if got != self.expected(turn, history):
-                log.problems.append(f"turn {turn}: got {len(got)} chunks, not all in order")
+                log.problems.append(f"turn {turn}: {self.misdelivered(got, turn, history)}")
             elif not 2 * len(log.acknowledged) <= history <= 2 * turn:
                 log.problems.append(f"turn {turn}: the model history held {history} messages")
             log.acknowledged.append(turn)
             log.after_failover += sid in failed_over
             self.progress()
         self.current.pop(sid, None)
+
+    def misdelivered(self, got: list[str], turn: int, history: int) -> str:
+        """How an acknowledged turn's chunks differ from what the agent sent."""
+        want = self.expected(turn, history)
+        twice = len(got) - len(set(got))
+        missing = [c for c in want if c not in got]
+        self.counts["turns_delivered_twice"] += twice > 0
+        self.counts["turns_missing_chunks"] += bool(missing)
+        return (
+            f"got {len(got)} chunks of {len(want)}: {len(missing)} missing, {twice} "
+            f"delivered twice{', out of order' if not (twice or missing) else ''}"
+        )
+
+    def recheck(self) -> list[str]:
+        """At the end: an acknowledged turn's chunks are still exactly those it had (no
+        late copy of a chunk arrived after its answer, e.g. replayed after a failover)."""
+        problems = []
+        for record in self.records:
+            if record.outcome != "acknowledged":
+                continue
+            got = self.recorders[record.session].of_turn(record.session, record.turn)
+            if len(got) != record.chunks:
+                self.counts["turns_delivered_again"] += 1
+                problems.append(
+                    f"{record.session}: turn {record.turn}: {len(got) - record.chunks} chunk(s) "
+                    "delivered again after its answer"
+                )
+        return problems
 
     async def watch(self, stall: float = 180) -> None:
         """Fail with what is stuck when nothing moved (no session made, no turn finished)
@@ -217,6 +363,7 @@ class Load:
                     try:
                         await load_when_free(conn, sid)
                     except RequestError as err:
+                        self.counts["sessions_not_loadable"] += 1
                         problems.append(f"{sid}: load failed: {err}; {self.failovers_of(sid)}")
                         continue
                     problems.extend(self.check_history(sid, client.replayed.pop(sid, [])))
@@ -236,11 +383,13 @@ class Load:
         log = self.logs[sid]
         problems = []
         if order != sorted(set(order)):
+            self.counts["turns_stored_twice"] += len(order) - len(set(order))
             problems.append(f"{sid}: turns stored out of order or twice: {order}")
         for turn in log.acknowledged:
             chunks = stored.get(turn) or []
             whole = len(chunks) == self.chunks + 1 and chunks[-1].startswith(f"{turn}.end ")
             if not whole or chunks[:-1] != self.expected(turn, 0)[:-1]:
+                self.counts["turns_not_stored"] += 1
                 problems.append(f"{sid}: acknowledged turn {turn} is not whole in the store")
         return problems
 
@@ -270,40 +419,48 @@ async def main(url: str, sessions: int, per_connection: int, turns: int, chunks:
     logging.getLogger("acpstack.client").setLevel(logging.INFO)
     load = Load(url, sessions, per_connection, turns, chunks)
     started = time.monotonic()
+    problems: list[str] = []
     watch = asyncio.ensure_future(load.watch())
     try:
         work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
         await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
         if watch.done():
             work.cancel()
-            watch.result()  # raises: what is stuck
-        await work
+            try:
+                watch.result()  # raises: what is stuck
+            except RuntimeError as exc:
+                problems.append(f"the run stalled: {exc}")
+        else:
+            await work
     finally:
         watch.cancel()
     seconds = time.monotonic() - started
-    problems = [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
+    problems += [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
     problems += [f"{sid}: not reattached: {why}" for sid, why in load.missing.items()]
+    problems += load.recheck()
     checked = time.monotonic()
-    problems += await load.verify()
-    logs = load.logs.values()
+    if not problems or not problems[0].startswith("the run stalled"):
+        problems += await load.verify()
     result = {
         "sessions": len(load.logs),
-        "turns": sum(len(log.acknowledged) + len(log.lost) for log in logs),
-        "acknowledged": sum(len(log.acknowledged) for log in logs),
-        "lost": sum(len(log.lost) for log in logs),
-        "recovered": sum(log.after_failover for log in logs),
-        "sessions_with_a_lost_turn": sum(bool(log.lost) for log in logs),
-        "failovers": len(load.failovers),
-        "failover_seconds_max": max(load.failovers, default=0.0),
-        "failover_seconds_median": statistics.median(load.failovers or [0.0]),
-        "sessions_not_reattached": len(load.missing),
-        "chunks_received": sum(len(log.acknowledged) for log in logs) * (chunks + 1),
+        "turns_per_session": turns,
+        "chunks_per_turn": chunks,
+        "started": round(started, 6),
         "seconds": seconds,
         "verify_seconds": time.monotonic() - checked,
-        "problems": problems[:20],
+        "records": [record.row() for record in load.records],
+        "connections": {
+            index: {"events": log.events, "asks": log.asks}
+            for index, log in load.connections.items()
+        },
+        "failovers": load.failovers,
+        "not_reattached": load.missing,
+        "counts": dict(load.counts),
+        "problem_count": len(problems),
+        "problems": problems[:50],
     }
     print(json.dumps(result), flush=True)
-    return 1 if problems or load.missing else 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

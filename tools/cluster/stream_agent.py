@@ -8,12 +8,17 @@ through the reference agent's `History` (events of kind `llm_message`): the prom
 the chunks, the answer after them, and the last chunk says how many model messages the
 history held when the turn began ("T.end history=K"), so a client can check that a
 session continued on another server with everything its store had.
+
+With `ACPSTACK_TURN_LOG` set (tools/cluster sets it, one file per server), each turn
+appends "SESSION TURN MONOTONIC\n" to that file as it begins: after a SIGKILL the file
+still says which turns the dead server held (the failover run's account reads it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 from acpstack.agent import SessionAgent, SessionStore, Turn, open_store
@@ -21,6 +26,19 @@ from acpstack.cli._llm_history import History
 from acpstack.schema import v1 as acp
 
 _store: SessionStore | None = None
+_turn_log: int | None = None
+
+
+def note_turn_begun(session_id: str, label: str) -> None:
+    """One short line appended with a single write (O_APPEND): no buffer of ours to lose
+    in a SIGKILL, and a few microseconds on the loop (a test tool's cost, not the library's)."""
+    global _turn_log
+    path = os.environ.get("ACPSTACK_TURN_LOG")
+    if not path:
+        return
+    if _turn_log is None:
+        _turn_log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(_turn_log, f"{session_id} {label} {time.monotonic():.6f}\n".encode())
 
 
 def shared_store() -> SessionStore:
@@ -39,6 +57,7 @@ class StreamAgent(SessionAgent):
             await turn.say("say: turn T chunks N")
             return "end_turn"
         label, count = words[1], int(words[3])
+        note_turn_begun(turn.session.session_id, label)
         delay = float(os.environ.get("ACPSTACK_CHUNK_DELAY", "0.005"))
         history = await History.of(turn.session)
         before = len(history.messages)
