@@ -105,7 +105,8 @@ def _add_limit_options(serve: Any) -> None:
         type=float,
         default=600.0,
         metavar="SECONDS",
-        help="close connections nobody listens to after this long",
+        help="close connections nobody listens to after this long (the detach timeout: how "
+        "long a client whose connection broke has to resume it, its turns running; default 600)",
     )
     serve.add_argument(
         "--sessionless-idle-timeout",
