@@ -64,6 +64,7 @@ FATAL_STATUSES = frozenset({401, 403, 404, 410, 502, 503, 504})
 REATTACH_METHODS = frozenset({"session/load", "session/resume"})
 ERROR_BODY_LIMIT = 8 * 1024
 LOOK_AHEAD = 64  # queued messages whose sessions' streams are opened ahead of their POST
+MAX_POST_CONNECTIONS = 4  # keep-alive connections for POSTs (more open only while busy)
 OPEN, UNKNOWN, CONFLICT, BROKEN = "open", "unknown", "conflict", "broken"
 REFUSED = "the server refused the TCP connection"  # nobody listens: nothing to resume
 
@@ -122,9 +123,9 @@ class HttpClientTransport(MessageTransport):
         self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         """The cookie jar in use."""
         self._timeout = timeout
-        self._posts = Http1Connection(
-            self._endpoint, connect_timeout=timeout, max_event_size=max_message_size + 64 * 1024
-        )
+        self._idle_posts: list[Http1Connection] = []  # keep-alive connections not in use
+        self._all_posts: list[Http1Connection] = []
+        self._post_slots = asyncio.Semaphore(MAX_POST_CONNECTIONS)
         self._errors: tuple[type[Exception], ...] = (OSError, TimeoutError, self._h11.ProtocolError)
         self._stream_errors: tuple[type[Exception], ...] = (*self._errors, SseError)
         self.connection_id: str | None = None
@@ -269,13 +270,38 @@ class HttpClientTransport(MessageTransport):
         if set_cookies:
             store_cookies(self.cookies, self.url, set_cookies)
 
+    def _lane_of(self, message: bytes) -> object:
+        """A message goes in order with the others about its session (a reply: the session
+        of the request it answers); messages about different sessions go side by side."""
+        try:
+            env = peek_envelope(message)
+        except msgspec.DecodeError:
+            return None
+        if env.kind == "response":
+            return self._reply_sessions.get(env.id)
+        return env.session_id
+
     async def _request(
         self, method: str, headers: list[tuple[str, str]], body: bytes = b""
     ) -> Response:
-        async with asyncio.timeout(self._timeout):
-            response = await self._posts.send(method, self._with_common(headers), body)
+        async with self._post_slots:
+            posts = self._idle_posts.pop() if self._idle_posts else self._new_post_connection()
+            try:
+                async with asyncio.timeout(self._timeout):
+                    response = await posts.send(method, self._with_common(headers), body)
+            finally:
+                self._idle_posts.append(posts)
         self._keep_cookies(response)
         return response
+
+    def _new_post_connection(self) -> Http1Connection:
+        posts = Http1Connection(
+            self._endpoint,
+            connect_timeout=self._timeout,
+            max_event_size=self._max_message_size + 64 * 1024,
+        )
+        self._all_posts.append(posts)
+        return posts
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -453,16 +479,22 @@ class HttpClientTransport(MessageTransport):
 
     async def _shutdown(self) -> None:
         connection_id, self.connection_id = self.connection_id, None
-        await self._stop_tasks()  # the sender first: the DELETE goes on the POSTs' connection
+        await self._stop_tasks()  # the senders first: the DELETE goes on a POSTs' connection
         try:
             if connection_id is not None:
                 with contextlib.suppress(*self._errors):
                     async with asyncio.timeout(5):
-                        await self._posts.send(
+                        posts = (
+                            self._idle_posts[-1]
+                            if self._idle_posts
+                            else self._new_post_connection()
+                        )
+                        await posts.send(
                             "DELETE", self._with_common([(CONNECTION_HEADER, connection_id)])
                         )
         finally:
-            await self._posts.aclose()
+            for posts in self._all_posts:
+                await posts.aclose()
 
 
 def _settle(opened: asyncio.Future[str] | None, state: str) -> None:

@@ -1,9 +1,11 @@
 """What remote client transports share, and the base of the HTTP one.
 
 The runtime writes NDJSON frames; streamable HTTP carries one JSON-RPC message per POST.
-So `MessageTransport` splits writes into messages and queues them for one sender task,
-which sends them in order, and hands every received message to the runtime as one NDJSON
-line. (The WebSocket transport writes frames straight from `write`, so it needs no task.)
+So `MessageTransport` splits writes into messages and queues them, and hands every
+received message to the runtime as one NDJSON line. Messages go out in *lanes*
+(`_lane_of`: for HTTP, the session a message is about): in order within a lane, side by
+side across lanes, so that a failover's many `session/resume` do not wait for one
+another while a session's own messages keep their order. (The WebSocket transport writes frames straight from `write`, so it needs no task.)
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class RemoteError(ConnectionError):
 
 class MessageTransport:
     """A Transport whose far end exchanges whole messages. Subclasses implement `_send_one`
-    (called in order, one at a time, from the sender task) and `_start_receiving`.
+    (called in order, one at a time, for the messages of one lane; lanes run side by side)
+    and `_start_receiving`, and may implement `_lane_of`.
 
     The transport owns its tasks: `start_reading` starts the sender, `close` cancels and
     awaits every task it started. When the connection ends for any reason, the runtime
@@ -47,7 +50,8 @@ class MessageTransport:
         self._inbox = Inbox()
         self._frames = FrameDecoder(max_message_size, "ndjson")
         self._outbox: deque[bytes] = deque()
-        self._outbox_size = 0
+        self._outbox_size = 0  # bytes written and not sent yet (in the outbox or a lane)
+        self._lanes: dict[object, deque[bytes]] = {}  # each lane's messages, in order
         self._outbox_ready = asyncio.Event()
         self._reading = asyncio.Event()
         self._reading.set()
@@ -178,6 +182,11 @@ class MessageTransport:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def _lane_of(self, message: bytes) -> object:
+        """The lane of `message`: messages of one lane are sent in order (default: one
+        lane for all)."""
+        return None
+
     async def _send_loop(self) -> None:
         while not self._finished:
             if not self._outbox:
@@ -185,10 +194,27 @@ class MessageTransport:
                 await self._outbox_ready.wait()
                 continue
             message = self._outbox.popleft()
-            self._outbox_size -= len(message)
-            if self._outbox_size <= SEND_HIGH_WATER // 2:
-                self._wake_drainers()
-            await self._send_one(message)
+            lane = self._lane_of(message)
+            queue = self._lanes.get(lane)
+            if queue is not None:
+                queue.append(message)  # its sender sends it after those before it
+            else:
+                self._lanes[lane] = deque([message])
+                self._spawn(self._send_lane(lane))
+
+    async def _send_lane(self, lane: object) -> None:
+        queue = self._lanes[lane]
+        try:
+            while queue and not self._finished:
+                message = queue[0]
+                await self._send_one(message)
+                queue.popleft()
+                self._outbox_size -= len(message)
+                if self._outbox_size <= SEND_HIGH_WATER // 2:
+                    self._wake_drainers()
+        finally:
+            if self._lanes.get(lane) is queue:
+                del self._lanes[lane]
 
 
 CONNECTION_HEADER = "Acp-Connection-Id"
