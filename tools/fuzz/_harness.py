@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import time
 from collections import deque
@@ -26,7 +27,7 @@ from typing import Any
 from tools.fuzz._internal_errors import INTERNAL_ERROR, InternalErrorLog
 from tools.fuzz._mutate import request_ids, strict_parse
 
-_KEEP_LINE_BYTES = 4096  # of a line that may be answered, to show what an answer answered
+_KEEP_LINE_BYTES = 512  # of a line that may be answered, to show what an answer answered (a million inputs keep many)
 
 
 @dataclass
@@ -322,7 +323,11 @@ class Target:
 
 
 def _key(rid: Any) -> Any:
-    return ("s", rid) if isinstance(rid, str) else ("n", rid)
+    # A long string id is kept as its digest: a million inputs with ids of up to 1 MB
+    # would otherwise hold gigabytes in the sets of ids sent and answered.
+    if isinstance(rid, str):
+        return ("s", rid) if len(rid) <= 64 else ("h", hashlib.sha256(rid.encode()).digest())
+    return ("n", rid)
 
 
 def _envelope_problem(message: Any) -> str | None:

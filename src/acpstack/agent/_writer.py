@@ -10,7 +10,11 @@ round trip and a disk flush for PostgreSQL).
 
 The queue is bounded (`max_pending` events): a session that produces faster than the
 disk waits in `room()`. Every other store call (`call`) runs on the same thread, in order
-with the batches, so reads and settings never block the loop either.
+with the batches, so reads and settings never block the loop either. A store that can
+serve several threads at once says how many (`concurrent_calls`, PostgreSQL's pool): its
+calls then run side by side on threads of their own, each after the batches queued
+before it (so a call still sees every event appended before it), and a burst of them
+(the resumes after a failover) does not wait in one line.
 
 A store that never blocks (`blocking = False`, such as `MemorySessionStore`) is called
 inline, with no thread and no batch: its tickets are done at once.
@@ -104,7 +108,8 @@ class StoreWriter:
         self.max_pending = max_pending
         self.pending = 0  # events handed to `append` and not committed yet
         self.batches = 0  # batches committed (or failed): for benchmarks and tests
-        self._open: Batch | None = None
+        self._open: Batch | None = None  # filling
+        self._committing: Batch | None = None
         self._task: asyncio.Task[None] | None = None
         self._failed: set[str] = set()  # sessions whose events failed (see `forgive`)
         self._room = asyncio.Event()
@@ -112,11 +117,20 @@ class StoreWriter:
         self._append_many: Callable[[list[NewEvent]], list[int | Exception]] = getattr(
             store, "append_events", None
         ) or (lambda events: SessionStore.append_events(store, events))
-        # One thread: batches and every other call run in order, never two at once.
+        # One thread: batches and every other call run in order, never two at once...
         self._thread = (
             concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="acpstack-store")
             if self.blocking
             else None
+        )
+        # ...unless the store serves several threads: then calls have threads of their own
+        side_by_side = int(getattr(store, "concurrent_calls", 1))
+        self._calls = (
+            concurrent.futures.ThreadPoolExecutor(
+                side_by_side, thread_name_prefix="acpstack-store-calls"
+            )
+            if self.blocking and side_by_side > 1
+            else self._thread
         )
 
     def forgive(self, session_id: str) -> None:
@@ -170,8 +184,12 @@ class StoreWriter:
         that never blocks). A failure of the store itself raises `StoreUnavailable`."""
         if self._thread is None:
             return fn(*args, **kwargs)
+        if self._calls is not self._thread:
+            queued = self._open or self._committing  # committed after every batch before it
+            if queued is not None:
+                await queued.wait()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._thread, lambda: fn(*args, **kwargs))
+        future = loop.run_in_executor(self._calls, lambda: fn(*args, **kwargs))
         try:
             return await future
         except (KeyError, ValueError, TypeError, SessionBusy, StoreUnavailable, RuntimeError):
@@ -184,6 +202,7 @@ class StoreWriter:
         try:
             while self._open is not None:
                 batch, self._open = self._open, None
+                self._committing = batch
                 assert self._thread is not None
                 started = loop.time()
                 # A session whose events failed writes none after them until it knows
@@ -206,6 +225,7 @@ class StoreWriter:
                 results = [next(answers) if kept else _AFTER_A_FAILURE for kept in keep]
                 self.batches += 1
                 self.pending -= len(batch.events)
+                self._committing = None
                 batch.finish(results)
                 for observe in _observers.get(self.store, ()):
                     observe(loop.time() - started, self.pending)
@@ -213,11 +233,14 @@ class StoreWriter:
                     self._room.set()
         finally:
             self._task = None
+            self._committing = None
 
     def close(self) -> None:
         """Stop the thread once what it runs now is done (the store stays open)."""
         if self._thread is not None:
             self._thread.shutdown(wait=False)
+        if self._calls is not None and self._calls is not self._thread:
+            self._calls.shutdown(wait=False)
 
 
 _writers: weakref.WeakKeyDictionary[Any, dict[int, StoreWriter]] = weakref.WeakKeyDictionary()

@@ -160,6 +160,9 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         self._psycopg = driver
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # session -> acquires not yet released
+        # the writer may run this many calls (reads, leases) at once beside its batches:
+        # a burst of resumes after a failover does not queue behind one connection
+        self.concurrent_calls: int = max(1, pool_size - 1)
         self.key: int = secrets.randbits(63)  # this node, as the owner of its sessions
         self.name: str = f"{socket.gethostname()}:{os.getpid()}"
         params: dict[str, Any] = {
