@@ -107,7 +107,8 @@ async def handle_post(
 
 
 def _is_retry(headers: dict[str, str]) -> bool:
-    return headers.get(RETRY_HEADER.lower()) == "1"
+    value = headers.get(RETRY_HEADER.lower())
+    return value is not None and "1" in (part.strip() for part in value.split(","))
 
 
 def _check(app: AgentServer, env: Envelope) -> str | None:

@@ -105,10 +105,15 @@ class Http1Connection:
             and self._conn.our_state is self._h11.IDLE
         )
 
-    async def send(self, method: str, headers: Headers, body: bytes = b"") -> Response:
+    async def send(
+        self, method: str, headers: Headers, body: bytes = b"", *, resent: Headers = ()
+    ) -> Response:
         """A whole request and its whole response (opening the connection again when the
-        server had closed it while idle)."""
-        for _attempt in range(2):
+        server had closed it while idle). A request sent again that way carries `resent`
+        too (the server may have read the first one: it can tell)."""
+        for attempt in range(2):
+            if attempt:
+                headers = [*headers, *resent]
             reused = self._usable()
             if not reused:
                 await self.aclose()

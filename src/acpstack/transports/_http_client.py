@@ -288,7 +288,9 @@ class HttpClientTransport(MessageTransport):
             posts = self._idle_posts.pop() if self._idle_posts else self._new_post_connection()
             try:
                 async with asyncio.timeout(self._timeout):
-                    response = await posts.send(method, self._with_common(headers), body)
+                    response = await posts.send(
+                        method, self._with_common(headers), body, resent=[(RETRY_HEADER, "1")]
+                    )
             finally:
                 self._idle_posts.append(posts)
         self._keep_cookies(response)
