@@ -1,6 +1,7 @@
 """A small HTTP/1.1 client for remote ACP: h11 (the sans-IO protocol library) over asyncio
-streams. One keep-alive connection carries the POSTs (they go one at a time anyway) and
-each SSE stream has a connection of its own. About 20 times cheaper per request than a
+streams. Keep-alive connections carry the POSTs (one request at a time each: the HTTP
+client keeps a few, for sessions sending at once) and each SSE stream has a connection
+of its own. About 20 times cheaper per request than a
 general-purpose client here, which is most of a remote round trip. No proxies, no HTTP/2.
 """
 
