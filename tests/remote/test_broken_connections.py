@@ -193,20 +193,46 @@ async def test_a_proxy_that_lost_the_server_ends_the_connection() -> None:
                 await asyncio.wait_for(runtime.prompt(sid, "hello"), 10)
 
 
-async def test_with_reconnect_a_broken_stream_loses_the_turn_not_the_session() -> None:
+async def test_with_reconnect_a_turn_that_began_is_lost_not_run_again() -> None:
+    seen: list[str] = []
+    began = asyncio.Event()
+
+    def on_update(_sid: str, update: object) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            seen.append(update.content.text)
+            began.set()
+
     async with proxied() as (proxy, url):
-        runtime = ClientRuntime()
+        runtime = ClientRuntime(on_update=on_update)
         events: list[FailoverEvent] = []
         async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
             conn.transport.policy.on_event = events.append
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
             turn = asyncio.ensure_future(runtime.prompt(sid, "wait"))
-            await asyncio.wait_for(proxy.stream_opened.wait(), 10)
+            await asyncio.wait_for(began.wait(), 10)  # the agent runs the turn
             proxy.cut_session_streams()
             with pytest.raises(RequestError) as lost:
-                await asyncio.wait_for(turn, 10)
-            assert is_connection_lost(lost.value)
+                await asyncio.wait_for(turn, 20)
+            assert is_connection_lost(lost.value)  # sent again, and refused: it began
+            assert "began" in lost.value.message
             assert (await runtime.prompt(sid, "after")).stop_reason == "end_turn"
         assert [e.kind for e in events] == ["lost", "reconnected"]
         assert events[1].sessions == [sid]
+        assert seen.count("echo: wait") == 1  # never run twice
+
+
+async def test_with_reconnect_a_prompt_the_server_never_began_is_answered() -> None:
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime()
+        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0):
+            await runtime.initialize()
+            sid = (await runtime.new_session("/tmp")).session_id
+            # the session's stream opens before the prompt is POSTed: cut it then, so the
+            # prompt never reaches the agent before the connection breaks
+            turn = asyncio.ensure_future(runtime.prompt(sid, "hello"))
+            await asyncio.wait_for(proxy.stream_opened.wait(), 10)
+            proxy.cut_session_streams()
+            assert (await asyncio.wait_for(turn, 20)).stop_reason == "end_turn"

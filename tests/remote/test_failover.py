@@ -79,8 +79,9 @@ def test_the_verdict_fails_a_run_that_lost_a_live_servers_turns_too(not_installe
 @pytest.mark.timeout(120)
 def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Path) -> None:
     """The server dies mid-turn; another starts on the same address (as behind a load
-    balancer): the chat says the turn was lost, reconnects, and the next turn runs there
-    with the model's history from the store."""
+    balancer): the chat reconnects, says the turn was lost (sent again, the new server
+    finds it began), and the next turn runs there with the model's history from the
+    store."""
     import pexpect
 
     port = free_port()
@@ -105,9 +106,12 @@ def test_chat_reports_the_lost_turn_and_goes_on_with_the_new_server(tmp_path: Pa
             chat.expect(r"1\.002")
             os.kill(first.proc.pid, signal.SIGKILL)
             first.proc.wait(timeout=20)
-            chat.expect("the connection to the agent broke while session/prompt was in flight")
+            chat.expect("the connection to the agent broke")
             with serve_process(*args, env=env):
                 chat.expect(r"reconnected to the agent; 1 session\(s\) reattached")
+                # the turn in flight is sent again; the new server finds it began (the
+                # store has its prompt): it is lost, not run twice
+                chat.expect("this prompt began before the connection broke")
                 chat.sendline("turn 2 chunks 2")
                 # The model history came from the store: turn 0's two messages and the
                 # prompt of the lost turn 1.

@@ -51,6 +51,9 @@ class ServerCounts:
     held: int = 0  # turns it held: begun last there, or sent to it and never begun
     acknowledged: int = 0
     in_flight_at_kill: int = 0  # held and never acknowledged (a killed server only)
+    # in flight on it at the kill, sent again after the failover and completed elsewhere
+    # (it had not begun them: nothing lost, nothing run twice)
+    saved: int = 0
     lost: int = 0
     problems: int = 0
 
@@ -166,7 +169,12 @@ class Account:
             lines.append(
                 f"  {name}{tag}: {c.held} turns held ({c.begun} begun), {c.acknowledged} acknowledged, "
                 f"{c.lost} lost, {c.problems} failed otherwise or never ended"
-                + (f", {c.in_flight_at_kill} in flight at the kill" if tag else "")
+                + (
+                    f", {c.in_flight_at_kill} in flight at the kill ({c.saved} of them sent "
+                    "again after the failover and completed elsewhere)"
+                    if tag
+                    else ""
+                )
             )
         reasons = Counter((t.held_by or "unknown server", t.reason) for t in self.lost)
         lines.append(
@@ -296,6 +304,17 @@ def judge(
             counts.problems += 1
         if t.held_by in killed and t.outcome != "acknowledged":
             counts.in_flight_at_kill += 1
+        sent_to = epochs.get((t.connection, t.epoch))
+        origin = sent_to.most_common(1)[0][0] if sent_to else None
+        if (
+            t.outcome == "acknowledged"
+            and origin in killed
+            and t.held_by not in killed
+            and origin is not None
+        ):
+            killed_counts = servers.setdefault(origin, ServerCounts())
+            killed_counts.in_flight_at_kill += 1
+            killed_counts.saved += 1
 
     # The verdict.
     expected = sessions * turns_per_session

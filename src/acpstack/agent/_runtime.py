@@ -45,7 +45,13 @@ from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
 from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._requests import check_absolute, dirs, plain, select_values
-from acpstack.agent._session import Session, store_unavailable
+from acpstack.agent._session import (
+    OPERATION_KEY,
+    OPERATIONS_CAPABILITY,
+    RESENT_KEY,
+    Session,
+    store_unavailable,
+)
 from acpstack.agent._store import (
     ARCHIVE_FILTERS,
     SessionBusy,
@@ -199,6 +205,8 @@ class SessionAgent(Agent):
                 http=self.use_mcp and self.mcp_http, sse=self.use_mcp and self.mcp_sse
             ),
             session_capabilities=session_caps,
+            # a prompt sent again after a failover runs only if no process began it
+            meta={OPERATIONS_CAPABILITY: True},
         )
         if self.auth_methods:
             caps.auth = acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities())
@@ -541,8 +549,17 @@ class SessionAgent(Agent):
         """`session/prompt`: run one turn of the author's `prompt` in an active session
         (-32602 while another turn runs in it)."""
         session = self._active(params.session_id)
+        meta = params.meta if isinstance(params.meta, dict) else {}
+        operation = meta.get(OPERATION_KEY)
+        operation = operation if isinstance(operation, str) and operation else None
         try:
-            turn = self._start_turn(session, list(params.prompt))
+            if operation is not None and meta.get(RESENT_KEY) is True:
+                await self._refuse_if_began(session, operation)
+            turn = self._start_turn(session, list(params.prompt), operation_id=operation)
+            if operation is not None:
+                # Stored before the turn starts: a prompt sent again after a failover
+                # is run only when no process began it (`_refuse_if_began`).
+                await session.flush()
             task = asyncio.current_task()
             assert task is not None
             session.turn_task = task
@@ -553,8 +570,23 @@ class SessionAgent(Agent):
         except SessionBusy:  # another process took the session over (a shared store)
             raise await self._lost(session) from None
 
+    async def _refuse_if_began(self, session: Session, operation: str) -> None:
+        """A prompt the client sent again after losing its connection: it runs unless a
+        process (this one, or one that died) already began it; then its outcome is
+        unknown and it fails as lost, never run twice."""
+        if await session.began(operation):
+            raise RequestError(
+                INTERNAL_ERROR,
+                "this prompt began before the connection broke; its outcome is unknown",
+                {"reason": "connection_lost", "method": "session/prompt", "operationId": operation},
+            )
+
     def _start_turn(
-        self, session: Session, prompt: list[acp.ContentBlock], message_id: str | None = None
+        self,
+        session: Session,
+        prompt: list[acp.ContentBlock],
+        message_id: str | None = None,
+        operation_id: str | None = None,
     ) -> Turn:
         """Record the prompt and make its turn (-32602 while another turn runs)."""
         if session.turn_task is not None:
@@ -564,7 +596,7 @@ class SessionAgent(Agent):
             )
         session.cancel_requested = False
         session.clear_failure()  # a store that failed the last turn is tried again
-        session.record_prompt(prompt, message_id)
+        session.record_prompt(prompt, message_id, operation_id)
         local = self._local.get(session.session_id)
         if local is None:
             local = LocalAccess(session.session_id, session.cwd, session.additional_directories)

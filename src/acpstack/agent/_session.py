@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
+from msgspec import UNSET
 
 from acpstack.agent._store import (
     SessionBusy,
@@ -48,6 +49,12 @@ log = logging.getLogger("acpstack.agent")
 YIELD_EVERY = 256  # events queued by a session between two chances for the writer to run
 UPDATE = "update"  # an update the agent sent
 PROMPT = "prompt"  # a user prompt block, stored as a user_message_chunk update
+# `_meta` key of a prompt's operation id (the client's name for one prompt, the same when
+# it sends the prompt again after a failover), and of the mark on such a re-sent prompt
+OPERATION_KEY = "acpstack/operationId"
+RESENT_KEY = "acpstack/resent"
+# `agentCapabilities._meta` key of an agent that honours both (`SessionAgent`)
+OPERATIONS_CAPABILITY = "acpstack/operationIds"
 
 _encode = msgspec.json.Encoder().encode
 _Raw = msgspec.Raw
@@ -226,13 +233,30 @@ class Session:
             await asyncio.wait([task])
         self._outbox.clear()
 
-    def record_prompt(self, blocks: list[acp.ContentBlock], message_id: str | None = None) -> None:
+    def record_prompt(
+        self,
+        blocks: list[acp.ContentBlock],
+        message_id: str | None = None,
+        operation_id: str | None = None,
+    ) -> None:
         """Record a user prompt in the history (one `user_message_chunk` per block, sharing
-        `message_id`, a fresh one if None), so `session/load` replays it."""
+        `message_id`, a fresh one if None), so `session/load` replays it. `operation_id`
+        (the client's, for a prompt it may send again after a failover) is kept in the
+        first chunk's `_meta`, so that another process can tell the prompt began."""
         mid = message_id or uuid.uuid4().hex
-        for block in blocks:
-            chunk = acp.UserMessageChunk(content=block, message_id=mid)
+        for index, block in enumerate(blocks):
+            meta = {OPERATION_KEY: operation_id} if operation_id and index == 0 else UNSET
+            chunk = acp.UserMessageChunk(content=block, message_id=mid, meta=meta)
             self.log_nowait(PROMPT, _encode(chunk))
+
+    async def began(self, operation_id: str) -> bool:
+        """Whether a prompt with this operation id was recorded in the session's history
+        (by any process sharing the store)."""
+        needle = _encode(operation_id)
+        async for event in self.history():
+            if event.kind == PROMPT and needle in event.payload:
+                return True
+        return False
 
     async def stored(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a call of the session's store off the event loop, after the events sent so

@@ -8,8 +8,12 @@ messages go by: the `initialize` (and `authenticate`) that worked, the sessions 
 transport ends:
 
 - every request of ours in flight fails at once with a JSON-RPC error, code -32603 and
-  `data: {"reason": "connection_lost", "method": ...}`: a turn that was running is
-  reported lost, never left hanging (the agent's store keeps what it had sent);
+  `data: {"reason": "connection_lost", "method": ...}`, but for `session/prompt`: each
+  prompt carries an operation id (`_meta["acpstack/operationId"]`), and one in flight is
+  sent again once its session is back, marked `_meta["acpstack/resent"]`; an agent that
+  keeps its sessions in a shared store (`SessionAgent`) runs it unless a process already
+  began it, and then answers it lost (`connection_lost`): a prompt never runs twice, and
+  one the dead server never began is not lost;
 - the agent's requests in flight (permission, files, terminals) are cancelled in the
   client (`$/cancel_request`), and their answers are dropped;
 - a new transport is made, `initialize` (and `authenticate`) are replayed, and each
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -55,6 +60,12 @@ OPENING = frozenset({"session/new", "session/fork", "unstable_session/fork"})
 REATTACHING = frozenset({"session/load", "session/resume"})
 CLOSING = frozenset({"session/close", "session/delete"})
 HELD_HIGH_WATER = 1024 * 1024
+# `_meta` keys of a prompt's operation id and of the mark on a prompt sent again (the
+# agent side's names: acpstack.agent._session)
+OPERATION_KEY = "acpstack/operationId"
+RESENT_KEY = "acpstack/resent"
+OPERATIONS_CAPABILITY = "acpstack/operationIds"  # the agent honours both
+OPERATION_ID = "operationId"  # in `error.data` of a prompt refused because it began
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
@@ -108,6 +119,9 @@ class FailoverTransport:
         self._initialized: Any = None  # the params of the initialize that worked
         self._authenticated: Any = None
         self._pending: dict[RequestId, tuple[str, Any]] = {}  # ours in flight: method, params
+        self._prompts: dict[RequestId, tuple[str, bytes]] = {}  # prompts in flight: session, frame
+        self._resend: dict[RequestId, tuple[str, bytes]] = {}  # to send again once reattached
+        self._prompts_resumable = False  # the new connection's agent honours operation ids
         self._inbound: dict[RequestId, RequestId] = {}  # the agent's in flight: ours -> theirs
         self._sessions: dict[str, dict[str, Any]] = {}  # open sessions -> how to reattach
         self._replaying: set[str] = set()  # sessions whose replayed history is not passed on
@@ -201,6 +215,9 @@ class FailoverTransport:
             return frame
         method = env.method or ""
         params: Any = None
+        if method == "session/prompt" and isinstance(env.session_id, str):
+            frame = _with_operation_id(frame)
+            self._prompts[env.id] = (env.session_id, frame)
         if method == "initialize" or method == "authenticate" or method in OPENING:
             params = _decode(frame).get("params")
         elif method in REATTACHING:
@@ -271,6 +288,7 @@ class FailoverTransport:
         return frame
 
     def _answered(self, request_id: RequestId, new_session: str | None, frame: bytes) -> None:
+        self._prompts.pop(request_id, None)
         sent = self._pending.pop(request_id, None)
         if sent is None:
             return
@@ -294,6 +312,8 @@ class FailoverTransport:
         data = error.get("data") if isinstance(error, dict) else None
         if not isinstance(data, dict) or data.get("reason") != CONNECTION_LOST:
             return False
+        if OPERATION_ID in data:
+            return False  # the agent's answer to a prompt sent again: it began elsewhere
         if self._state != "open" or self._initialized is None or request_id not in self._pending:
             return False
         self._break_reason = self._current.close_reason() or str(error.get("message"))
@@ -328,6 +348,10 @@ class FailoverTransport:
         messages = []
         lost = []
         for request_id, (method, _params) in self._pending.items():
+            prompt = self._prompts.pop(request_id, None)
+            if prompt is not None:
+                self._resend[request_id] = prompt  # sent again once its session is back
+                continue
             lost.append(method)
             error = {
                 "code": INTERNAL_ERROR,
@@ -384,6 +408,8 @@ class FailoverTransport:
         self._attach(transport)
         answer = await self._ask("initialize", self._initialized)
         caps = (answer or {}).get("agentCapabilities") or {}
+        meta = caps.get("_meta") if isinstance(caps, dict) else None
+        self._prompts_resumable = isinstance(meta, dict) and meta.get(OPERATIONS_CAPABILITY) is True
         if self._authenticated is not None:
             await self._ask("authenticate", self._authenticated)
         tasks = [
@@ -450,10 +476,46 @@ class FailoverTransport:
         held, self._held, self._held_size = self._held, [], 0
         self._state = "open"
         self._ready.set()
-        if held:
-            self._current.write(b"".join(frame + b"\n" for frame in held))
+        again = self._prompts_again()
+        if again or held:
+            self._current.write(b"".join(frame + b"\n" for frame in [*again, *held]))
+
+    def _fail_held_prompts(self, reason: str) -> None:
+        """The prompts held to be sent again fail as lost: there is no connection for them."""
+        resend, self._resend = self._resend, {}
+        messages = [
+            _encode({"jsonrpc": "2.0", "id": request_id, "error": _lost_error(reason)})
+            for request_id in resend
+        ]
+        if messages and self._on_data is not None:
+            self._on_data(b"\n".join(messages) + b"\n")
+
+    def _prompts_again(self) -> list[bytes]:
+        """The prompts that were in flight, marked as sent again, for the sessions that
+        are back; those of sessions that are not fail as lost."""
+        resend, self._resend = self._resend, {}
+        frames, lost = [], []
+        for request_id, (session_id, frame) in resend.items():
+            if session_id not in self._sessions or not self._prompts_resumable:
+                error = {
+                    "code": INTERNAL_ERROR,
+                    "message": "the connection to the agent broke while session/prompt was in "
+                    "flight; it is lost (its session could not be reattached, or the agent "
+                    "cannot tell whether it began)",
+                    "data": {"reason": CONNECTION_LOST, "method": "session/prompt"},
+                }
+                lost.append(_encode({"jsonrpc": "2.0", "id": request_id, "error": error}))
+                continue
+            again = _marked_resent(frame)
+            self._pending[request_id] = ("session/prompt", None)
+            self._prompts[request_id] = (session_id, again)
+            frames.append(again)
+        if lost and self._on_data is not None:
+            self._on_data(b"\n".join(lost) + b"\n")
+        return frames
 
     def _give_up(self, reason: str | None) -> None:
+        self._fail_held_prompts(reason or "the connection closed")
         self._state = "closed"
         self._ready.set()
         self._held, self._held_size = [], 0
@@ -477,6 +539,36 @@ async def _close_quietly(transport: Transport) -> None:
         await transport.close()
     except Exception as exc:  # it is broken already: nothing more to do about it
         log.debug("closing a broken connection failed: %s", exc)
+
+
+def _lost_error(reason: str) -> dict[str, Any]:
+    return {
+        "code": INTERNAL_ERROR,
+        "message": f"the connection to the agent broke while session/prompt was in flight "
+        f"({reason}); it is lost",
+        "data": {"reason": CONNECTION_LOST, "method": "session/prompt"},
+    }
+
+
+def _with_operation_id(frame: bytes) -> bytes:
+    """The prompt with an operation id of its own in `params._meta` (kept if it has one)."""
+    message = _decode(frame)
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return frame
+    meta = params.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    if isinstance(meta.get(OPERATION_KEY), str):
+        return frame
+    meta[OPERATION_KEY] = uuid.uuid4().hex
+    params["_meta"] = meta
+    return _encode(message)
+
+
+def _marked_resent(frame: bytes) -> bytes:
+    message = _decode(frame)
+    message["params"]["_meta"][RESENT_KEY] = True
+    return _encode(message)
 
 
 def _reattach_params(params: dict[str, Any]) -> dict[str, Any]:
