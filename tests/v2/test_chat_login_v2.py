@@ -41,7 +41,7 @@ def chat(tmp_path: Path) -> Iterator[Tmux]:
         pytest.skip("tmux is not installed")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    term = Tmux(tmp_path, width=160, height=40)
+    term = Tmux(tmp_path, width=250, height=40)  # the command line is shown whole
     term.start([*CHAT, "--", sys.executable, PEER, "terminal"], workspace, environment(tmp_path))
     yield term
     term.close()
