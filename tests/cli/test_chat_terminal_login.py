@@ -127,3 +127,32 @@ def test_a_profiles_default_args_are_replaced_by_the_logins(tmp_path: Path) -> N
         assert (tmp_path / "logged-in").exists()
     finally:
         term.close()
+
+
+def test_a_chat_over_url_that_cannot_log_in_says_so(tmp_path: Path) -> None:
+    # Over --url the chat does not start the agent, so it cannot run a terminal login and
+    # does not advertise one: this agent then offers no method at all.
+    env = dict(os.environ, LOGIN_MARKER=str(tmp_path / "logged-in"))
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "acpstack", "serve", "--port", "0", "--no-token", "--", *AGENT],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stderr is not None
+        url = serve.stderr.readline().split(" on ")[1].split(" and ")[0]
+        done = subprocess.run(
+            [*CHAT, "--url", url, "-p", "hi"],
+            env=dict(env, ACPSTACK_STORE=str(tmp_path / "sessions.db")),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert "the agent requires authentication but offers no method to log in with" in done.stderr

@@ -8,7 +8,10 @@ A terminal login runs the agent's command with its default arguments (a registry
 or a profile's `args`) replaced by the method's `args`, as the ACP registry's
 AUTHENTICATION.md says; a command line given after `--` has no separable defaults, so the
 method's `args` are appended to it (the schema's wording). The method's `env`, when given,
-replaces the agent's configured variables. The chat then asks for the session again."""
+replaces the agent's configured variables. The chat then asks for the session again.
+All of this works on protocol v1 and v2 alike (the runtime gives v2's methods in v1's
+shape). An agent that requires a login but offers no method the chat can use ends the
+chat with a message naming what it offered (`no_usable_login`)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from msgspec import UNSET
 from rich.text import Text
 
 from acpstack.cli._commands_base import agent_offers
@@ -94,6 +98,35 @@ async def run_terminal_login(chat: Chat, method: acp.AuthMethodTerminal) -> bool
     return True
 
 
+def no_usable_login(chat: Chat) -> CliError | None:
+    """When the agent requires authentication and offers no method this chat can use (none
+    at all, only types it does not know, or terminal methods on a chat that did not start
+    the agent): the error that says so, naming what the agent offered. None when some
+    method was usable (the user skipped it, or it did not log in)."""
+    runtime = chat.runtime
+    model = runtime.initialize_result
+    methods = model.auth_methods if model is not None else UNSET
+    usable: tuple[type, ...] = (acp.AuthMethodAgent, acp.AuthMethodTerminal)
+    if runtime.run_terminal_login is None:
+        usable = (acp.AuthMethodAgent,)
+    if isinstance(methods, list) and any(isinstance(m, usable) for m in methods):
+        return None
+    raw = runtime.agent.initialize_result
+    offered = raw.auth_methods if raw is not None else UNSET
+    if not isinstance(offered, list) or not offered:
+        return CliError("the agent requires authentication but offers no method to log in with")
+    names = ", ".join(_describe(m) for m in offered)
+    why = "log in with the agent's own tools, then start the chat again"
+    if runtime.run_terminal_login is None and any(
+        isinstance(m, acp.AuthMethodTerminal) for m in methods or []
+    ):
+        why = "a terminal login needs a chat that starts the agent itself (not --url)"
+    return CliError(
+        f"the agent requires authentication, and this chat can use none of its methods: "
+        f"{names}; {why}"
+    )
+
+
 async def ask_auth_status(chat: Chat) -> None:
     """`auth/status` once, when the agent offers it; a failure is a line, not the end."""
     if not agent_offers(chat, "auth/status"):
@@ -126,6 +159,20 @@ class AuthStatusShown:
         if labels:
             line.append(f" · {', '.join(labels)}", style="dim")
         chat.show(lambda: chat.say(line))
+
+
+def _describe(method: Any) -> str:
+    """An auth method as the agent sent it (v1's or v2's struct, or the JSON of a type we do
+    not know) in a few words: its id, name and type (v1's untagged methods are agent's)."""
+    import msgspec
+
+    plain = msgspec.to_builtins(method) if isinstance(method, msgspec.Struct) else method
+    if not isinstance(plain, dict):
+        return repr(plain)
+    ident = plain.get("methodId", plain.get("id", "?"))
+    name = plain.get("name")
+    kind = plain.get("type", "agent")
+    return f"{ident} ({name}; type {kind})" if isinstance(name, str) else f"{ident} (type {kind})"
 
 
 def _accounts(status: Any) -> list[Any]:

@@ -40,7 +40,16 @@ async def open_session(chat: Chat) -> None:
 
 async def new_session(chat: Chat, *, switched: bool = False) -> None:
     cwd = os.path.abspath(chat.opts.cwd)
-    response = await chat.runtime.new_session(cwd, mcp_servers=chat.opts.mcp_servers)
+    try:
+        response = await chat.runtime.new_session(cwd, mcp_servers=chat.opts.mcp_servers)
+    except RequestError as err:
+        if err.code == AUTH_REQUIRED:
+            from acpstack.cli._chat_auth import no_usable_login
+
+            unusable = no_usable_login(chat)
+            if unusable is not None:
+                raise unusable from None
+        raise
     chat.session_id = response.session_id
     if chat.opts.book is not None:
         chat.opts.book.opened(response.session_id, switched=switched)

@@ -125,8 +125,9 @@ class ClientRuntime(Client):
       `SessionState.open_elicitations` until `elicitation/complete`.
     - `auth_state` / `on_auth_status`: the agent's authentication state (`auth/status`,
       `auth/status_update`); `mcp_host`: MCP servers offered to the agent over ACP.
-    - `run_terminal_login`: given, `auth.terminal` is advertised, and a terminal method the
-      user picks (`choose_auth_method`) is run through it, never sent to `authenticate`.
+    - `run_terminal_login`: given, `auth.terminal` is advertised (on v2 too), and a terminal
+      method the user picks (`choose_auth_method`) is run through it, never sent to
+      `authenticate` (`auth/login`).
     - `protocol_version`: the ACP version asked for (1, or 2: the v2 draft, which a v1 agent
       answers with 1; a v2-only agent answers a request for 1 with -32022, and the runtime
       asks again for 2). Whatever the connection speaks, the calls, `SessionState` and
@@ -256,6 +257,9 @@ class ClientRuntime(Client):
                 caps.elicitation = msgspec.convert(
                     msgspec.to_builtins(elicitation), v2.ElicitationCapabilities
                 )
+            if self.run_terminal_login is not None:  # v2's support markers are `{}`
+                terminal = v2.TerminalAuthCapabilities()
+                caps.auth = v2.ClientAuthCapabilities(terminal=terminal)
             info = v2.Implementation(name=self.client_name, version=__version__)
             return v2.InitializeRequest(protocol_version=2, info=info, capabilities=caps)
         return acp.InitializeRequest(

@@ -36,6 +36,7 @@ from msgspec import UNSET
 
 from acpstack.client import _v2_values as values
 from acpstack.client._state import AgentTerminal, SessionState, Speaker
+from acpstack.client._v2_auth import auth_method
 from acpstack.schema import UnknownSessionUpdate, v2
 from acpstack.schema import v1 as acp
 
@@ -338,13 +339,8 @@ def initialize_result(result: v2.InitializeResponse) -> acp.InitializeResponse:
             if _on(session.additional_directories)
             else UNSET,
         )
-    methods: list[acp.AuthMethod] = []
-    for method in result.auth_methods if isinstance(result.auth_methods, list) else []:
-        if isinstance(method, v2.AuthMethodAgent):
-            description = method.description
-            methods.append(
-                acp.AuthMethodAgent(id=method.method_id, name=method.name, description=description)
-            )
+    offered = result.auth_methods if isinstance(result.auth_methods, list) else []
+    methods = [m for m in map(auth_method, offered) if m is not None]
     info = result.info
     return acp.InitializeResponse(
         protocol_version=result.protocol_version,
