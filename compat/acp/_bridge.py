@@ -92,12 +92,12 @@ def elicitation_kwargs(params: Any) -> dict[str, Any]:
     """`create_elicitation(message, mode, **meta)`: the mode is the request less its message."""
     from pydantic import TypeAdapter
 
-    from acp.schema import ElicitationMode
+    from acp.client.router import _mode_from_create_elicitation_request
+    from acp.schema import CreateElicitationRequest
 
-    data = dict(msgspec.to_builtins(params))
-    message = data.pop("message")
-    meta = data.pop("_meta", None) or {}
-    return {"message": message, "mode": TypeAdapter(ElicitationMode).validate_python(data), **meta}
+    request = TypeAdapter(CreateElicitationRequest).validate_python(msgspec.to_builtins(params))
+    mode = _mode_from_create_elicitation_request(request)
+    return {"message": request.message, "mode": mode, **(request.field_meta or {})}
 
 
 def to_wire(value: Any, struct_type: type | None) -> Any:
