@@ -248,6 +248,7 @@ class Link:
         # `initialize` still negotiates as usual.
         self.state.initialized = True
         self.state.version = 1
+        self.state.gated = False  # nor does it gate what a side sends on capabilities
         self.unstable = unstable
         self.dispatcher = dispatcher or Dispatcher(target, handlers or {})
         self.conn = Connection(transport, self.state, self.dispatcher)

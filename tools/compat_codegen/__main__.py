@@ -189,7 +189,10 @@ class Generator:
         out = []
         for index, arm in enumerate(arms):
             shapes = [
-                (f"{key}#{index}", {k: arm[k] for k in ("properties", "required", "not") if k in arm})
+                (
+                    f"{key}#{index}",
+                    {k: arm[k] for k in ("properties", "required", "not") if k in arm},
+                )
             ]
             refs = [r["$ref"] for r in arm.get("allOf", []) if "$ref" in r]
             refs += [arm["$ref"]] if "$ref" in arm else []
