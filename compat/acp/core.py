@@ -11,7 +11,8 @@ import msgspec
 from pydantic import TypeAdapter
 
 from acp import _generated_schema as s
-from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport
+from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport, to_kwargs
+from acp._legacy import accept_request_models
 from acp._transport import MessagePipe
 from acp.exceptions import RequestError
 from acpstack.transports import Transport
@@ -433,5 +434,9 @@ def connect_to_agent(
         client, input_stream, output_stream, use_unstable_protocol=use_unstable_protocol
     )
 
+
+# The pre-0.7 call style: `conn.newSession(NewSessionRequest(...))` (with a warning).
+accept_request_models(ClientSideConnection, dict(AGENT_HANDLERS.values()), to_kwargs)
+accept_request_models(AgentSideConnection, dict(CLIENT_HANDLERS.values()), to_kwargs)
 
 _ = RequestError
