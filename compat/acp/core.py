@@ -38,8 +38,27 @@ def _transport(input_stream: Any, output_stream: Any) -> Transport:
     return stream_transport(input_stream, output_stream)
 
 
+class _RawCalls:
+    """What upstream's connection classes keep as `_conn`: plain JSON-RPC calls with dicts
+    in and out. Applications reach for it (fast-agent's terminal runtime sends
+    `terminal/*` requests through it), so the layer has it, on acpstack's connection."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+
+    async def send_request(self, method: str, params: Any = None) -> Any:
+        return msgspec.to_builtins(await self._link.raw_request(method, params))
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        await self._link.raw_notify(method, params)
+
+
 class _Side:
     _link: Link
+
+    @property
+    def _conn(self) -> _RawCalls:
+        return _RawCalls(self._link)
 
     async def listen(self) -> None:
         """Serve until the peer goes away."""
