@@ -19,6 +19,7 @@ import msgspec
 from pydantic import BaseModel as _PydanticModel
 
 from acp import _generated_schema as schema
+from acp._legacy import find_handler, warn_old_handler
 from acp.exceptions import RequestError
 from acpstack.rpc import Connection, ConnectionClosed
 from acpstack.schema import method_table
@@ -92,12 +93,12 @@ def elicitation_kwargs(params: Any) -> dict[str, Any]:
     """`create_elicitation(message, mode, **meta)`: the mode is the request less its message."""
     from pydantic import TypeAdapter
 
-    from acp.schema import ElicitationMode
+    from acp.client.router import _mode_from_create_elicitation_request
+    from acp.schema import CreateElicitationRequest
 
-    data = dict(msgspec.to_builtins(params))
-    message = data.pop("message")
-    meta = data.pop("_meta", None) or {}
-    return {"message": message, "mode": TypeAdapter(ElicitationMode).validate_python(data), **meta}
+    request = TypeAdapter(CreateElicitationRequest).validate_python(msgspec.to_builtins(params))
+    mode = _mode_from_create_elicitation_request(request)
+    return {"message": request.message, "mode": mode, **(request.field_meta or {})}
 
 
 def to_wire(value: Any, struct_type: type | None) -> Any:
@@ -122,6 +123,11 @@ def from_wire(value: Any, model: Any) -> Any:
     return TypeAdapter(model).validate_python(data)
 
 
+class _whole:  # noqa: N801 (a marker: call with the request model whole)
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+
+
 class Dispatcher:
     """acpstack's dispatcher interface over an object with the official SDK's method names."""
 
@@ -138,14 +144,23 @@ class Dispatcher:
 
     def _find(self, method: str) -> tuple[Callable[..., Any], Any]:
         entry = self.handlers.get(method)
-        func = getattr(self.target, entry[0], None) if entry else None
+        func, name, old = find_handler(self.target, entry[0]) if entry else (None, "", False)
         if entry is None or func is None:
             raise RequestError.method_not_found(method)
+        if old:  # the pre-0.7 style: the request model whole
+            warn_old_handler(self.target, name)
+            return _whole(func), entry[1]
         return func, entry[1]
+
+    def _ext(self, name: str) -> Callable[..., Any] | None:
+        func, found, old = find_handler(self.target, name)
+        if old:
+            warn_old_handler(self.target, found)
+        return func
 
     async def handle_request(self, event: IncomingRequest) -> Any:
         if event.spec is None:  # an extension method: `_name`
-            ext = getattr(self.target, "ext_method", None)
+            ext = self._ext("ext_method")
             if ext is None:
                 raise RequestError.method_not_found(event.method)
             return await ext(event.method[1:], event.params or {})
@@ -157,20 +172,23 @@ class Dispatcher:
                 kwargs = to_kwargs(from_wire(event.params, model))
         except ValueError as err:  # pydantic's ValidationError
             raise RequestError.invalid_params({"detail": str(err)}) from None
-        result = await func(**kwargs)
+        if isinstance(func, _whole):
+            result = await func.func(from_wire(event.params, model))
+        else:
+            result = await func(**kwargs)
         return to_wire(result, event.spec.result)
 
     async def handle_notification(self, event: IncomingNotification) -> None:
         if event.spec is None:
-            ext = getattr(self.target, "ext_notification", None)
+            ext = self._ext("ext_notification")
             if ext is not None:
                 self._queue.append((ext, (event.method[1:], event.params or {})))
         else:
-            entry = self.handlers.get(event.method)
-            func = getattr(self.target, entry[0], None) if entry else None
-            if entry is None or func is None:
+            try:
+                func, model = self._find(event.method)
+            except RequestError:
                 return
-            self._queue.append((func, (entry[1], event.params)))
+            self._queue.append((func, (model, event.params)))
         if self._worker is None:
             self._idle.clear()
             self._worker = asyncio.get_running_loop().create_task(self._drain())
@@ -182,6 +200,8 @@ class Dispatcher:
                 try:
                     if isinstance(first, str):  # an extension: (name, params)
                         await func(first, second)
+                    elif isinstance(func, _whole):
+                        await func.func(from_wire(second, first))
                     elif first is schema.SessionNotification:  # the hot path: the update only
                         await func(**session_update_kwargs(second))
                     else:
@@ -248,6 +268,7 @@ class Link:
         # `initialize` still negotiates as usual.
         self.state.initialized = True
         self.state.version = 1
+        self.state.gated = False  # nor does it gate what a side sends on capabilities
         self.unstable = unstable
         self.dispatcher = dispatcher or Dispatcher(target, handlers or {})
         self.conn = Connection(transport, self.state, self.dispatcher)

@@ -11,7 +11,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["default_on_error", "salvage_on_error", "skip_invalid_items", "skip_invalid"]
+__all__ = [
+    "default_on_error",
+    "not_one_of",
+    "salvage_on_error",
+    "skip_invalid",
+    "skip_invalid_items",
+]
 
 
 def salvage_on_error(value: Any, handler: Callable[[Any], Any], default: Callable[[], Any]) -> Any:
@@ -41,3 +47,15 @@ def default_on_error(value: Any, handler: Callable[[Any], Any]) -> Any:
 def skip_invalid(value: Any, handler: Callable[[Any], Any]) -> Any:
     """For `WrapValidator`: drop the array items that do not validate."""
     return skip_invalid_items(value, handler)
+
+
+def not_one_of(*known: Any) -> Callable[[Any], Any]:
+    """For `AfterValidator` on a catch-all variant's tag: a known tag belongs to its own
+    variant, so a malformed known variant fails instead of passing as the catch-all."""
+
+    def check(value: Any) -> Any:
+        if value in known:
+            raise ValueError(f"{value!r} is a known variant; its own fields are required")
+        return value
+
+    return check

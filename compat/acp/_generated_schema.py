@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import AnyUrl, Field, WrapValidator
+from pydantic import AfterValidator, AnyUrl, ConfigDict, Field, WrapValidator
 
-from acp._deserialize import default_on_error, skip_invalid
+from acp._deserialize import default_on_error, not_one_of, skip_invalid
 from acp._model import BaseModel
 
 
@@ -1991,11 +1991,12 @@ class CreateUrlRequestElicitationRequest(BaseModel):
 
 class CreateOtherElicitationRequest(BaseModel):
     'Request from the agent to elicit structured user input.\n\nThe agent sends this to the client to request information from the user,\neither via a form or by directing them to a URL.\nElicitations are tied to a session (optionally a tool call) or a request.'
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
     message: Annotated[str, Field(alias='message')]
     'A human-readable message describing what input is needed.'
     field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-    mode: Annotated[str, Field(alias='mode')]
+    mode: Annotated[str, AfterValidator(not_one_of('form', 'url')), Field(alias='mode')]
     'Custom or future elicitation mode.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
@@ -2026,7 +2027,8 @@ class ElicitationMultiSelectPropertySchema(MultiSelectPropertySchema):
 
 class ElicitationOtherPropertySchema(BaseModel):
     'Custom or future elicitation property schema.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.\n\nClients that do not understand this property schema type should preserve\nthe raw schema when storing, replaying, proxying, or forwarding\nelicitation requests. They MUST NOT render it as a known input control.'
-    type: Annotated[str, Field(alias='type')]
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    type: Annotated[str, AfterValidator(not_one_of('string', 'number', 'integer', 'boolean', 'array')), Field(alias='type')]
     'Custom or future elicitation property schema type.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
@@ -2037,7 +2039,8 @@ class StringMultiSelectItems(StringMultiSelectItems):
 
 class OtherMultiSelectItems(BaseModel):
     'Custom or future typed multi-select items.'
-    type: Annotated[str, Field(alias='type')]
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    type: Annotated[str, AfterValidator(not_one_of('string')), Field(alias='type')]
     'Custom or future multi-select item type.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 
@@ -2270,7 +2273,8 @@ class UnknownStateUpdateVariant(UnknownStateUpdate):
 
 class StateUpdateVariant4(BaseModel):
     'Custom or future state.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Other unknown values are reserved for future ACP variants.'
-    state: Annotated[str, Field(alias='state')]
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    state: Annotated[str, AfterValidator(not_one_of('running', 'idle', 'requires_action', 'unknown')), Field(alias='state')]
     'Unrecognized state discriminator.'
 
 
@@ -2332,11 +2336,12 @@ class ErrorIdleStateUpdate_5(BaseModel):
 
 class IdleStateUpdate_6(BaseModel):
     'The child is ready to process another prompt.\n\nAn omitted, `null`, or malformed `stopReason` means not reported.'
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
     usage: Annotated[Optional[Usage], WrapValidator(default_on_error), Field(alias='usage')] = None
     '**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.'
     field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.'
-    stop_reason: Annotated[str, Field(alias='stopReason')]
+    stop_reason: Annotated[str, AfterValidator(not_one_of('end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled', 'error')), Field(alias='stopReason')]
     'Unrecognized stop reason.'
 
 
@@ -2440,9 +2445,10 @@ class CancelElicitationResponse(BaseModel):
 
 class OtherElicitationResponse(BaseModel):
     'Response from the client to an elicitation request.'
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
     field_meta: Annotated[Optional[Dict[str, Any]], WrapValidator(default_on_error), Field(alias='_meta')] = None
     'The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)'
-    action: Annotated[str, Field(alias='action')]
+    action: Annotated[str, AfterValidator(not_one_of('accept', 'decline', 'cancel')), Field(alias='action')]
     'Custom or future elicitation action.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants.'
 
 

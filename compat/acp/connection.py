@@ -30,6 +30,12 @@ class Connection:
         self._link = Link(
             role, None, _transport(writer, reader), dispatcher=plain_dispatcher(handler)
         )
+        self._link.state.any_method = True  # plain JSON-RPC: any method name goes
+
+    @property
+    def _pending(self) -> dict[Any, Any]:
+        """The requests sent and not answered yet, by id."""
+        return self._link.state.pending
 
     async def send_request(self, method: str, params: Any = None) -> Any:
         return await self._link.raw_request(method, params)

@@ -11,7 +11,8 @@ import msgspec
 from pydantic import TypeAdapter
 
 from acp import _generated_schema as s
-from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport
+from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport, to_kwargs
+from acp._legacy import accept_request_models
 from acp._transport import MessagePipe
 from acp.exceptions import RequestError
 from acpstack.transports import Transport
@@ -37,8 +38,27 @@ def _transport(input_stream: Any, output_stream: Any) -> Transport:
     return stream_transport(input_stream, output_stream)
 
 
+class _RawCalls:
+    """What upstream's connection classes keep as `_conn`: plain JSON-RPC calls with dicts
+    in and out. Applications reach for it (fast-agent's terminal runtime sends
+    `terminal/*` requests through it), so the layer has it, on acpstack's connection."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+
+    async def send_request(self, method: str, params: Any = None) -> Any:
+        return msgspec.to_builtins(await self._link.raw_request(method, params))
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        await self._link.raw_notify(method, params)
+
+
 class _Side:
     _link: Link
+
+    @property
+    def _conn(self) -> _RawCalls:
+        return _RawCalls(self._link)
 
     async def listen(self) -> None:
         """Serve until the peer goes away."""
@@ -433,5 +453,9 @@ def connect_to_agent(
         client, input_stream, output_stream, use_unstable_protocol=use_unstable_protocol
     )
 
+
+# The pre-0.7 call style: `conn.newSession(NewSessionRequest(...))` (with a warning).
+accept_request_models(ClientSideConnection, dict(AGENT_HANDLERS.values()), to_kwargs)
+accept_request_models(AgentSideConnection, dict(CLIENT_HANDLERS.values()), to_kwargs)
 
 _ = RequestError

@@ -7,6 +7,11 @@ from typing import Any
 
 from acp import _generated_schema as s
 
+# The unions upstream's helpers name (imported from here by applications, e.g. fast-agent).
+ContentBlock = s.ContentBlock
+SessionUpdate = s.SessionUpdate
+ToolCallContentVariant = s.ToolCallContent
+
 __all__ = [
     "audio_block",
     "embedded_blob_resource",

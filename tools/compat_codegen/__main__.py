@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import AnyUrl, Field, WrapValidator
+from pydantic import AfterValidator, AnyUrl, ConfigDict, Field, WrapValidator
 
-from acp._deserialize import default_on_error, skip_invalid
+from acp._deserialize import default_on_error, not_one_of, skip_invalid
 from acp._model import BaseModel
 '''
 
@@ -106,6 +106,7 @@ class Generator:
 
     def fields(self, node: dict[str, Any], skip: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
         required = set(node.get("required", ()))
+        known = known_tags(node)
         lines = []
         for wire, prop in node.get("properties", {}).items():
             if wire in skip:
@@ -122,6 +123,9 @@ class Generator:
             doc = prop.get("description")
             if "const" in prop:  # a tag: set by the class itself
                 line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})] = {prop['const']!r}"
+            elif wire in known:  # a catch-all's tag: any value but the known ones
+                refused = ", ".join(repr(v) for v in known[wire])
+                line = f"    {py}: Annotated[{typ}, AfterValidator(not_one_of({refused})), Field(alias={wire!r})]"
             elif wire in required and not typ.startswith("Optional["):
                 line = f"    {py}: Annotated[{typ}, Field(alias={wire!r})]"
             else:
@@ -147,6 +151,8 @@ class Generator:
         head = [f"class {name}({base}):"]
         if doc:
             head.append("    " + repr(doc.strip()))
+        if known_tags(node):  # a catch-all keeps the fields it does not know, as upstream
+            head.append('    model_config = ConfigDict(populate_by_name=True, extra="allow")')
         if not body and not doc:
             body = ["    pass"]
         self.blocks.append("\n".join(head + body))
@@ -183,7 +189,10 @@ class Generator:
         out = []
         for index, arm in enumerate(arms):
             shapes = [
-                (f"{key}#{index}", {k: arm[k] for k in ("properties", "required") if k in arm})
+                (
+                    f"{key}#{index}",
+                    {k: arm[k] for k in ("properties", "required", "not") if k in arm},
+                )
             ]
             refs = [r["$ref"] for r in arm.get("allOf", []) if "$ref" in r]
             refs += [arm["$ref"]] if "$ref" in arm else []
@@ -307,7 +316,19 @@ def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "type": "object",
         "properties": {**a.get("properties", {}), **b.get("properties", {})},
         "required": list(dict.fromkeys([*a.get("required", []), *b.get("required", [])])),
+        **({"not": a.get("not") or b.get("not")} if "not" in a or "not" in b else {}),
     }
+
+
+def known_tags(node: dict[str, Any]) -> dict[str, list[Any]]:
+    """A catch-all variant's tag and the values it may not take (its `not` lists the
+    known variants by their constant tags): `{"mode": ["form", "url"]}`."""
+    found: dict[str, list[Any]] = {}
+    for arm in node.get("not", {}).get("anyOf", []):
+        for prop, spec in arm.get("properties", {}).items():
+            if "const" in spec:
+                found.setdefault(prop, []).append(spec["const"])
+    return found
 
 
 def main() -> int:

@@ -121,8 +121,14 @@ class RemoteConnection:
             env=env,
             principal=self.principal,
         )
-        log.info("connection %s: agent started (%s)", self.id, self.link.description)
-        self.link.transport.start_reading(self._on_data, self._on_eof)
+        self.attach_agent(self.link)
+
+    def attach_agent(self, link: AgentLink) -> None:
+        """Take `link` as the connection's agent (already started) and start reading it;
+        `start` does this, and so does a server that starts its agents its own way."""
+        self.link = link
+        log.info("connection %s: agent started (%s)", self.id, link.description)
+        link.transport.start_reading(self._on_data, self._on_eof)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

@@ -117,6 +117,10 @@ class ProtocolState(OnePass):
         self._cancelled_ids: dict[RequestId, bool] = {}  # their late answers are expected
         self._outgoing: list[bytes] = []
         self.extensions = extensions
+        # For the official SDK's API (the compat layer), which has neither: send without
+        # the capability gate, and send method names outside the method table.
+        self.gated: bool = True
+        self.any_method: bool = False
         self._initialize_params: Any = None  # client side: what our `initialize` said
         self._table_version = 0
         self._calls = None
@@ -412,9 +416,9 @@ class ProtocolState(OnePass):
     ) -> tuple[RequestId, bytes, PendingCall]:
         """A new call: its id, the frame to write and its PendingCall (CapabilityError)."""
         spec = self._requests_out.get(method)
-        if spec is None and not method.startswith("_"):
+        if spec is None and not method.startswith("_") and not self.any_method:
             raise CapabilityError(f"{method} is not a request the {self.role} can send")
-        if spec is not None and check_gate and method not in self._sendable:
+        if spec is not None and check_gate and self.gated and method not in self._sendable:
             self._check_gate(spec)
         rid = next(self._ids)
         session_id = getattr(params, "session_id", None)
@@ -435,9 +439,9 @@ class ProtocolState(OnePass):
     def notification(self, method: str, params: Any) -> bytes:
         """The frame of a notification (CapabilityError when it may not be sent now)."""
         spec = self._notifications_out.get(method)
-        if spec is None and not method.startswith("_"):
+        if spec is None and not method.startswith("_") and not self.any_method:
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
-        if spec is not None and method not in self._sendable:
+        if spec is not None and self.gated and method not in self._sendable:
             self._check_gate(spec)
         return self._frame(encode_notification(method, params))
 
