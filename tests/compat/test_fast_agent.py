@@ -3,11 +3,11 @@ on the official SDK) running unchanged on the `acp` layer: a text turn, and a to
 (permission, then the client's terminal), driven by `acpstack chat`, by the official
 TypeScript SDK's client (tests/interop's peer, installed on first use) and by acpx.
 
-Opt-in: fast-agent needs Python 3.12+ and a large install, so CI does not have it. Set
-ACPSTACK_FAST_AGENT to the `fast-agent` script of a venv where it is installed and
-`./run compat-install VENV` was run (docs/compat.md), and ACPSTACK_ACPX to an `acpx`
-(npm, 0.19.1) for its test. About 40 s; no network (the
-passthrough model echoes, or calls the tool named in the prompt)."""
+fast-agent (Python 3.12+) is installed on first use into a venv of its own under
+.cache/interop, with `./run compat-install` run on it (about 80 s, once), and acpx (npm,
+0.19.1) beside it; ACPSTACK_FAST_AGENT / ACPSTACK_ACPX name other installs. About 40 s
+then; no network once installed (the passthrough model echoes, or calls the tool named in
+the prompt)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,29 @@ from typing import Any
 
 import pytest
 
-FAST_AGENT = os.environ.get("ACPSTACK_FAST_AGENT", "")
 PASSTHROUGH = ["serve", "--transport", "acp", "--model", "passthrough", "-x"]
 TOOL_PROMPT = '***CALL_TOOL execute {"command": "echo hi-from-tool"}'
+pytestmark = pytest.mark.timeout(600)  # the first run installs fast-agent
 
-pytestmark = pytest.mark.skipif(
-    not FAST_AGENT, reason="set ACPSTACK_FAST_AGENT to a fast-agent on the layer"
-)
+
+def _fast_agent() -> str:
+    given = os.environ.get("ACPSTACK_FAST_AGENT")
+    if given:
+        return given
+    sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
+    from _foreign import fast_agent_script
+
+    return str(fast_agent_script())
+
+
+FAST_AGENT = ""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fast_agent() -> str:
+    global FAST_AGENT
+    FAST_AGENT = _fast_agent()
+    return FAST_AGENT
 
 
 def chat(cwd: Path, prompt: str, *agent_args: str) -> list[dict[str, Any]]:
@@ -106,11 +122,25 @@ def test_both_turns_driven_by_the_typescript_sdk_client(tmp_path: Path) -> None:
     assert len(finished) == 1
 
 
-@pytest.mark.skipif(not os.environ.get("ACPSTACK_ACPX"), reason="set ACPSTACK_ACPX to acpx")
+def _acpx() -> str:
+    given = os.environ.get("ACPSTACK_ACPX")
+    if given:
+        return given
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+    import _foreign
+
+    script = _foreign.acpx_script()
+    if script is None:
+        pytest.skip("node/npm not found")
+    return str(script)
+
+
 def test_both_turns_driven_by_acpx(tmp_path: Path) -> None:
+    acpx = _acpx()
+
     def exec_turn(prompt: str) -> list[dict[str, Any]]:
         done = subprocess.run(
-            [os.environ["ACPSTACK_ACPX"], "--agent", " ".join([FAST_AGENT, *PASSTHROUGH])]
+            [acpx, "--agent", " ".join([FAST_AGENT, *PASSTHROUGH])]
             + ["--approve-all", "--format", "json", "--timeout", "90", "exec", prompt],
             cwd=tmp_path,
             env={**os.environ, "HOME": str(tmp_path)},  # acpx keeps its sessions there

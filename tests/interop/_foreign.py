@@ -335,3 +335,74 @@ def prepare_all() -> dict[str, list[str] | None]:
 if __name__ == "__main__":
     for name, argv in prepare_all().items():
         print(f"{name}: {argv if argv is not None else 'unavailable (node/npm missing)'}")
+
+
+# --------------------------------------------------------------------------- fast-agent, acpx
+
+FAST_AGENT_REQUIREMENT = "fast-agent-mcp==0.10.48"  # its ACP server, on the official SDK
+FAST_AGENT_DIR = CACHE_DIR / "fast-agent-venv"
+ACPX_SPEC = "acpx@0.19.1"
+ACPX_DIR = CACHE_DIR / "acpx"
+
+
+def _python_312() -> str | None:
+    """A CPython 3.12 or newer (fast-agent needs it): pyenv's, or on PATH."""
+    candidates: list[str] = []
+    pyenv = shutil.which("pyenv")
+    if pyenv is not None:
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+        candidates += sorted(str(p) for p in Path(root).glob("versions/3.1[2-9]*/bin/python3"))
+    candidates += [p for p in (shutil.which(f"python3.{n}") for n in (12, 13, 14)) if p]
+    for python in candidates:
+        probe = subprocess.run(
+            [python, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.stdout.strip() == "True":
+            return python
+    return None
+
+
+def fast_agent_script() -> Path:
+    """fast-agent in a private venv (Python 3.12+) whose official SDK was replaced by
+    acpstack's `acp` layer (`./run compat-install`); installed on first use."""
+    script = FAST_AGENT_DIR / "bin" / "fast-agent"
+    stamp = FAST_AGENT_DIR / ".acpstack-installed"
+    if _stamp_ok(stamp, FAST_AGENT_REQUIREMENT) and script.exists():
+        return script
+    with _locked("fast-agent"):
+        if _stamp_ok(stamp, FAST_AGENT_REQUIREMENT) and script.exists():
+            return script
+        python = _python_312()
+        if python is None:
+            raise ForeignInstallError("fast-agent needs a CPython 3.12 or newer; none found")
+        if FAST_AGENT_DIR.exists():
+            shutil.rmtree(FAST_AGENT_DIR)
+        _run([python, "-m", "venv", str(FAST_AGENT_DIR)])
+        pip = [str(_venv_python(FAST_AGENT_DIR)), "-m", "pip", "install", "--quiet"]
+        _run([*pip, "--disable-pip-version-check", FAST_AGENT_REQUIREMENT])
+        _run([sys.executable, "tools/compat_install.py", str(FAST_AGENT_DIR)], cwd=REPO_ROOT)
+        stamp.write_text(FAST_AGENT_REQUIREMENT, encoding="utf-8")
+    return script
+
+
+def acpx_script() -> Path | None:
+    """acpx (npm) in a private dir, installed on first use; None without node/npm."""
+    if not node_available():
+        return None
+    script = ACPX_DIR / "node_modules" / ".bin" / "acpx"
+    stamp = ACPX_DIR / ".acpstack-installed"
+    if _stamp_ok(stamp, ACPX_SPEC) and script.exists():
+        return script
+    with _locked("acpx"):
+        if not (_stamp_ok(stamp, ACPX_SPEC) and script.exists()):
+            ACPX_DIR.mkdir(parents=True, exist_ok=True)
+            (ACPX_DIR / "package.json").write_text('{"private": true}\n', "utf-8")
+            npm = shutil.which("npm")
+            assert npm is not None
+            _run(
+                [npm, "install", "--no-audit", "--no-fund", "--save-exact", ACPX_SPEC], cwd=ACPX_DIR
+            )
+            stamp.write_text(ACPX_SPEC, encoding="utf-8")
+    return script
