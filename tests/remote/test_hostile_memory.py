@@ -1,10 +1,12 @@
 """Big bodies at once against `acpstack serve` (a real process on 127.0.0.1): its peak
-memory stays bounded by the bodies (less than five copies of each), and it stays healthy.
-A resource check relative to the same process, before and after.
+memory stays bounded by the bodies (less than two and a half copies of each), and it
+stays healthy. A resource check relative to the same process, before and after.
 
-Measured here (5 runs): 6 bodies of 16 MiB at once, peak +286 to +366 MiB, 3.0 to 3.8
-copies a body (the chunks and their join, the frame handed to the agent, its decoder's
-buffer, the decoded message). The issue's aim of fewer than three is not reached yet."""
+What one body may cost at most: the bytes received (read into one buffer, not chunks
+then joined; handed to the in-process agent as they are, its newline a separate chunk)
+and the message decoded from them: two copies. Half the bodies end in CRLF, which is
+stripped (one copy, the original dropped at once). Measured here (5 runs): 6 bodies of
+16 MiB at once, peak +128 to +146 MiB, 1.3 to 1.5 copies a body (before: 3.0 to 3.8)."""
 
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ async def test_concurrent_big_bodies_cost_a_bounded_number_of_copies() -> None:
         )
         before = peak_kib(served.proc.pid)
         answers = await asyncio.gather(
-            *(post(port, body, found.group(1).decode()) for _ in range(BODIES))
+            *(post(port, body + b"\r\n" * (i % 2), found.group(1).decode()) for i in range(BODIES))
         )
         grown_mib = (peak_kib(served.proc.pid) - before) / 1024
         assert all(a.startswith(b"HTTP/1.1 202") for a in answers), [a[:40] for a in answers]
@@ -71,5 +73,6 @@ async def test_concurrent_big_bodies_cost_a_bounded_number_of_copies() -> None:
             health = await http.get(f"http://127.0.0.1:{port}/healthz")
         assert health.status_code == 200
     body_mib = len(body) / 2**20
-    print(f"{BODIES} bodies of {body_mib:.1f} MiB: peak +{grown_mib:.0f} MiB")
-    assert grown_mib < BODIES * 5 * body_mib
+    copies = grown_mib / (BODIES * body_mib)
+    print(f"{BODIES} bodies of {body_mib:.1f} MiB: peak +{grown_mib:.0f} MiB, {copies:.2f} copies")
+    assert copies < 2.5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
@@ -77,7 +78,10 @@ async def read_body(
     (408) when it has not all come within `timeout` seconds."""
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise BodyRefused(413, f"a message may hold at most {limit} bytes")
-    parts: list[bytes] = []
+    # the chunks go into one growing buffer as they come (not a list joined at the end,
+    # which holds the body twice at once); `getvalue` then hands that buffer over without
+    # copying it (CPython's BytesIO shares it when nothing else does)
+    buffer = io.BytesIO()
     size = 0
     try:
         async with asyncio.timeout(timeout):
@@ -85,17 +89,19 @@ async def read_body(
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     return None
-                chunk = message.get("body", b"")
+                chunk: bytes = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
                     raise BodyRefused(413, f"a message may hold at most {limit} bytes")
-                parts.append(chunk)
-                if not message.get("more_body", False):
+                more = message.get("more_body", False)
+                if not more and size == len(chunk):
+                    return chunk  # the whole body in one chunk: taken as it is
+                buffer.write(chunk)
+                if not more:
                     break
     except TimeoutError:
         raise BodyRefused(408, f"the body did not come within {timeout:g} s") from None
-    # one copy at most: the chunks are dropped as soon as they are joined
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return buffer.getvalue()
 
 
 def start_message(status: int, headers: Headers) -> Message:

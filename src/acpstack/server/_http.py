@@ -93,6 +93,8 @@ async def handle_post(
     if problem is not None:
         await respond_json(send, 400, jsonrpc_error(None, INVALID_REQUEST, problem), headers=cors)
         return
+    # the body as it came is dropped here, so a re-encoded one is never held beside it
+    body = single_line(body)
     # `initialize`, or the `proxy/initialize` a conductor opens a connection to a proxy with
     if env.kind == "request" and env.method in HANDSHAKE_METHODS:
         if CONNECTION_HEADER.lower() in headers:
@@ -100,9 +102,9 @@ async def handle_post(
                 send, 400, f"{env.method} is not allowed on an existing connection", headers=cors
             )
             return
-        await app.initialize_http(single_line(body), env, send, cors, principal)
+        await app.initialize_http(body, env, send, cors, principal)
         return
-    status, text = await _deliver(app, headers, single_line(body), env, principal)
+    status, text = await _deliver(app, headers, body, env, principal)
     await respond(send, status, text, headers=cors)
 
 

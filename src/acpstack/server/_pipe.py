@@ -15,6 +15,10 @@ from collections import deque
 from acpstack.transports import DataCallback, EofCallback, Inbox
 
 HIGH_WATER = 1024 * 1024
+# held chunks up to this size in all are joined and handed over as one (a frame and its
+# newline make one whole line, which the reader decodes in one pass); above it each chunk
+# goes as it was written, so a big frame is never copied to add its newline
+JOIN_LIMIT = 64 * 1024
 
 
 class PipeEnd:
@@ -62,11 +66,14 @@ class PipeEnd:
         if self._paused:
             return
         if self._held:
-            data = b"".join(self._held) if len(self._held) > 1 else self._held[0]
+            held = list(self._held)
+            if len(held) > 1 and self._held_size <= JOIN_LIMIT:
+                held = [b"".join(held)]
             self._held.clear()
             self._held_size = 0
             self._wake_writers()
-            self._inbox.data(data)
+            for data in held:
+                self._inbox.data(data)
         if self._eof_pending and not self._held and not self._paused:
             self._inbox.eof()
 
