@@ -11,8 +11,9 @@ import asyncio
 import json
 import logging
 import re
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from _serving import load_scripted, running
@@ -176,7 +177,21 @@ async def test_401_and_413_close_the_connection_without_reading_the_body(
     assert await healthz(port) == 200
 
 
-async def test_deep_nesting_gets_400_not_500(server: tuple[AgentServer, int]) -> None:
+@pytest.fixture
+def python_recursion_limit() -> Iterator[None]:
+    """The interpreter's default recursion limit, which bounds how deep the decoder goes:
+    another test in this process (hypothesis) may have raised it."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+async def test_deep_nesting_gets_400_not_500(
+    server: tuple[AgentServer, int], python_recursion_limit: None
+) -> None:
     _, port = server
     depth = 8_000  # bodies under the 64 KiB limit, far past the recursion limit
     bodies = [
