@@ -72,6 +72,7 @@ UPDATE_KINDS: Mapping[str, UpdateKind] = {
         UpdateKind("terminal_output_chunk", None, "stable"),
     )
 }
+"""Every `sessionUpdate` tag of the schema (v1 and v2, stable and unstable) and its entry."""
 #: The kinds of the client's model of a session: what every consumer handles.
 MODEL_KINDS = frozenset(tag for tag, kind in UPDATE_KINDS.items() if kind.in_model)
 _MODEL_MODULES = ("acpstack.schema._generated_v1", "acpstack.schema._generated_v1_unstable")
