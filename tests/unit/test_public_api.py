@@ -97,6 +97,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "main",
     ],
     "acpstack.client": [
+        "UPDATE_KINDS",
         "AgentPeer",
         "AskElicitation",
         "AskUser",
@@ -124,6 +125,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "TerminalManager",
         "TerminalOutput",
         "ToolCallState",
+        "UpdateDispatch",
+        "UpdateKind",
         "Workspace",
         "connect_client",
         "connect_http",
@@ -133,6 +136,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "reattach_session",
         "reconnect",
         "spawn_agent",
+        "update_kind",
     ],
     "acpstack.conformance": [
         "GROUPS",

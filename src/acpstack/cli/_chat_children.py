@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
-from acpstack.client import SessionState
+from acpstack.client import SessionState, update_kind
 
 if TYPE_CHECKING:
     from acpstack.cli._render import View
 
-# Matched by type name, as `SessionState` does: the unstable types load only when used.
-SUBAGENT_UPDATES = ("SubagentUpdate",)
-MESSAGE_UPDATES = ("SessionMessage", "SessionMessageChunk")
+# The kinds shown here (see `acpstack.client.UPDATE_KINDS`).
+SUBAGENT_UPDATES = ("subagent_update",)
+MESSAGE_UPDATES = ("session_message", "session_message_chunk")
 #: Characters of a message shown in the live area while it streams (all of it once shown).
 LIVE_CHARS = 160
 STATE_ICONS = {"running": "◐", "idle": "●", "requires_action": "◆"}
@@ -97,12 +97,12 @@ class ChildSessions:
     def on_update(self, session_id: str, update: Any) -> bool:
         """Take one `session/update` (after the session's state applied it); True if it was
         a subagent or message update (shown here), False for any other kind."""
-        name = type(update).__name__
-        if name in SUBAGENT_UPDATES:
+        kind = update_kind(update)
+        if kind in SUBAGENT_UPDATES:
             self._finish_messages(session_id)
             self._child(session_id, update.session_id)
             return True
-        if name in MESSAGE_UPDATES:
+        if kind in MESSAGE_UPDATES:
             key = _key("message", session_id, update.message_id)
             self._finish_messages(session_id, keep=key)
             self._message(session_id, update.message_id, final=not self.in_turn)

@@ -6,7 +6,9 @@ call is one line, live while it runs and printed when it is done; a diff is show
 file content is not repeated (the agent quotes what matters). A view does the showing:
 `LiveView` on a terminal, `PlainView` on a pipe.
 
-Adding an update kind is local: write `_on_<kind>` and add it to `_handlers`.
+Adding an update kind is local: write `_on_<kind>` and add it to `_handlers`, which must
+name every kind of the table `acpstack.client.UPDATE_KINDS` (a kind added there and
+not here fails when a `Renderer` is made).
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from acpstack.cli._chat_children import ChildSessions, ViewSink
-from acpstack.client import ClientRuntime, SessionState, ToolCallState
-from acpstack.schema import UnknownSessionUpdate
+from acpstack.client import ClientRuntime, SessionState, ToolCallState, UpdateDispatch
 from acpstack.schema import v1 as acp
 
 STATUS_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✗"}
@@ -63,33 +64,34 @@ class Renderer:
         self._session_titles: dict[str, str | None] = {}  # the title last shown per session
         # Unstable: subagents and inter-session messages (see `_chat_children.py`).
         self.children = ChildSessions(self._state, ViewSink(view, rich=rich))
-        self._handlers: dict[type, Callable[[str, Any], None]] = {
-            acp.AgentMessageChunk: self._on_message,
-            acp.AgentThoughtChunk: self._on_thought,
-            acp.UserMessageChunk: self._on_user_message,
-            acp.ToolCall: self._on_tool_call,
-            acp.ToolCallUpdate: self._on_tool_call,
-            acp.Plan: self._on_plan,
-            acp.CurrentModeUpdate: self._on_mode,
-            acp.SessionInfoUpdate: self._on_session_info,
-            acp.AvailableCommandsUpdate: self._ignore,  # feeds completion and /help
-            acp.ConfigOptionUpdate: self._ignore,  # shown by /config
-            acp.UsageUpdate: self._ignore,  # shown by /usage and the result record
-            acp.Notice: self._on_notice,
-            acp.CompactionUpdate: self._on_compaction,
-            acp.CompactionSummaryChunk: self._ignore,  # the summary is the agent's business
-            UnknownSessionUpdate: self._on_unknown,
-        }
+        self._handlers: UpdateDispatch[Callable[[str, Any], None]] = UpdateDispatch(
+            {
+                "agent_message_chunk": self._on_message,
+                "agent_thought_chunk": self._on_thought,
+                "user_message_chunk": self._on_user_message,
+                "tool_call": self._on_tool_call,
+                "tool_call_update": self._on_tool_call,
+                "plan": self._on_plan,
+                "plan_update": self._on_unknown,  # unstable, not shown yet
+                "plan_removed": self._on_unknown,
+                "current_mode_update": self._on_mode,
+                "session_info_update": self._on_session_info,
+                "available_commands_update": self._ignore,  # feeds completion and /help
+                "config_option_update": self._ignore,  # shown by /config
+                "usage_update": self._ignore,  # shown by /usage and the result record
+                "notice": self._on_notice,
+                "compaction_update": self._on_compaction,
+                "compaction_summary_chunk": self._ignore,  # the summary is the agent's business
+                "subagent_update": self._ignore,  # shown by `self.children`
+                "session_message": self._ignore,  # shown by `self.children`
+                "session_message_chunk": self._ignore,  # shown by `self.children`
+            },
+            unknown=self._on_unknown,
+        )
 
     def on_update(self, session_id: str, update: Any) -> None:
-        if self.children.on_update(session_id, update):
-            return
-        for cls in type(update).__mro__:  # unstable variants subclass the stable ones
-            handler = self._handlers.get(cls)
-            if handler is not None:
-                handler(session_id, update)
-                return
-        self._on_unknown(session_id, update)
+        self.children.on_update(session_id, update)  # also ends a message it shows live
+        self._handlers.handler(update)(session_id, update)
 
     def begin_turn(self) -> None:
         self._last_plan = None  # a plan the agent sends again (e.g. asked for it) is shown

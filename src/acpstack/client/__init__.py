@@ -29,9 +29,11 @@ from acpstack.client._remote import (
 )
 from acpstack.client._runtime import ClientRuntime, ClientSession
 from acpstack.client._state import Message, SessionState, ToolCallState
+from acpstack.client._update_kinds import UPDATE_KINDS, UpdateDispatch, UpdateKind, update_kind
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
 __all__ = [
+    "UPDATE_KINDS",
     "AgentPeer",
     "AskElicitation",
     "AskUser",
@@ -59,6 +61,8 @@ __all__ = [
     "TerminalManager",
     "TerminalOutput",
     "ToolCallState",
+    "UpdateDispatch",
+    "UpdateKind",
     "Workspace",
     "connect_client",
     "connect_http",
@@ -68,4 +72,5 @@ __all__ = [
     "reattach_session",
     "reconnect",
     "spawn_agent",
+    "update_kind",
 ]

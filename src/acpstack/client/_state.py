@@ -11,7 +11,10 @@ Apply every `session/update` of one session in order with `SessionState.apply`.
 - Unstable: `subagent_update` patches `subagents[child id]` (title, description, state,
   ...: omitted = unchanged, null = cleared); `session_message` patches and
   `session_message_chunk` appends to `session_messages[message id]`.
-- Unknown update kinds are kept in `unknown_updates`, not dropped.
+- Unknown update kinds are kept in `unknown_updates`, not dropped (so are the unstable
+  `plan_update` and `plan_removed`, which this model does not hold).
+- Which method applies each kind: the table at the end, checked against every kind of
+  `_update_kinds.py`.
 - Protocol v2 (see `_v2_view.py`): `state` is the agent's foreground state (`idle`,
   `running`, `requires_action`, or a newer one: busy), `stop_reason` and `error` what the
   last idle reported; `agent_terminals` the agent's display terminals. A v1 agent's turn
@@ -20,16 +23,17 @@ Apply every `session/update` of one session in order with `SessionState.apply`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
+from acpstack.client._update_kinds import UPDATE_KINDS, UpdateDispatch
+from acpstack.client._update_kinds import Speaker as Speaker  # re-exported for `_v2_view.py`
 from acpstack.schema import UnknownSessionUpdate
 from acpstack.schema import v1 as acp
-
-Speaker = Literal["user", "agent", "thought"]
 
 
 @dataclass
@@ -120,12 +124,6 @@ class AgentTerminal:
 
 MAX_NOTICES = 100
 
-_CHUNK_SPEAKERS: dict[type, Speaker] = {
-    acp.UserMessageChunk: "user",
-    acp.AgentMessageChunk: "agent",
-    acp.AgentThoughtChunk: "thought",
-}
-
 
 @dataclass
 class SessionState:
@@ -160,40 +158,7 @@ class SessionState:
     def apply(self, update: acp.SessionUpdate | UnknownSessionUpdate) -> None:
         """Apply one `session/update` (see the module's doc for how each kind changes the
         state; an unknown kind is kept in `unknown_updates`)."""
-        speaker = _CHUNK_SPEAKERS.get(type(update))
-        if speaker is None and isinstance(update, acp.ContentChunk):  # an unstable subclass
-            speaker = next(v for k, v in _CHUNK_SPEAKERS.items() if isinstance(update, k))
-        if speaker is not None:
-            assert isinstance(update, acp.ContentChunk)
-            self._chunk(speaker, update)
-        elif isinstance(update, acp.ToolCall):
-            self._tool_call(update)
-        elif isinstance(update, acp.ToolCallUpdate):
-            self._tool_call_update(update)
-        elif isinstance(update, acp.Plan):
-            self.plan = list(update.entries)
-        elif isinstance(update, acp.AvailableCommandsUpdate):
-            self.available_commands = list(update.available_commands)
-        elif isinstance(update, acp.CurrentModeUpdate):
-            self.current_mode_id = update.current_mode_id
-        elif isinstance(update, acp.ConfigOptionUpdate):
-            self.config_options = list(update.config_options)
-        elif isinstance(update, acp.SessionInfoUpdate):
-            # Omitted = unchanged, null = cleared.
-            if update.title is not UNSET:
-                self.title = update.title
-            if update.updated_at is not UNSET:
-                self.updated_at = update.updated_at
-        elif isinstance(update, acp.UsageUpdate):
-            self.usage = update
-        elif isinstance(update, acp.Notice):
-            self.notices = [*self.notices[-(MAX_NOTICES - 1) :], update]
-        elif isinstance(update, acp.CompactionUpdate | acp.CompactionSummaryChunk):
-            self._compaction(update)
-        elif isinstance(update, UnknownSessionUpdate):
-            self.unknown_updates.append(update.data)
-        elif not self._unstable(update):  # a variant newer than this model
-            self.unknown_updates.append(msgspec.to_builtins(update))
+        _APPLY.handler(update)(self, update)
 
     def seed(
         self,
@@ -220,31 +185,34 @@ class SessionState:
         if update.error is not UNSET:
             state.error = update.error
 
-    def _unstable(self, update: Any) -> bool:
-        """Apply an update only unstable connections carry; False if it is none of them."""
-        name = type(update).__name__
-        if name not in ("SubagentUpdate", "SessionMessage", "SessionMessageChunk"):
-            return False
-        raw = msgspec.to_builtins(update)  # camelCase keys, exactly the fields present
-        raw.pop("sessionUpdate", None)
-        if name == "SubagentUpdate":
-            child = self.subagents.setdefault(update.session_id, SubagentState(update.session_id))
-            child.fields.update((k, v) for k, v in raw.items() if k != "sessionId")
-            return True
-        message = self.session_messages.get(update.message_id)
+    def _subagent(self, update: Any) -> None:
+        raw = _present_fields(update)
+        child = self.subagents.setdefault(update.session_id, SubagentState(update.session_id))
+        child.fields.update((k, v) for k, v in raw.items() if k != "sessionId")
+
+    def _session_message(self, update: Any) -> None:
+        raw = _present_fields(update)
+        message = self._message_state(update.message_id)
+        if "content" in raw:
+            message.content = list(update.content or [])
+        message.fields.update((k, v) for k, v in raw.items() if k not in ("content", "messageId"))
+
+    def _session_message_chunk(self, update: Any) -> None:
+        self._message_state(update.message_id).content.append(update.content)
+
+    def _message_state(self, message_id: str) -> SessionMessageState:
+        message = self.session_messages.get(message_id)
         if message is None:
-            message = self.session_messages[update.message_id] = SessionMessageState(
-                update.message_id
-            )
-        if name == "SessionMessageChunk":
-            message.content.append(update.content)
+            message = self.session_messages[message_id] = SessionMessageState(message_id)
+        return message
+
+    def _keep_unknown(self, update: Any) -> None:
+        """A kind this model does not hold (custom, newer, or one it leaves to the
+        application such as the unstable `plan_update`): kept as its JSON object."""
+        if isinstance(update, UnknownSessionUpdate):
+            self.unknown_updates.append(update.data)
         else:
-            if "content" in raw:
-                message.content = list(update.content or [])
-            message.fields.update(
-                (k, v) for k, v in raw.items() if k not in ("content", "messageId")
-            )
-        return True
+            self.unknown_updates.append(msgspec.to_builtins(update))
 
     def replace_message(
         self, speaker: Speaker, message_id: str, content: list[acp.ContentBlock]
@@ -303,3 +271,72 @@ class SessionState:
             state.raw_input = update.raw_input
         if update.raw_output is not UNSET:
             state.raw_output = update.raw_output
+
+    # -- one handler per kind (the table in `_update_kinds.py`) -------------------------------
+
+    def _plan(self, update: acp.Plan) -> None:
+        self.plan = list(update.entries)
+
+    def _available_commands(self, update: acp.AvailableCommandsUpdate) -> None:
+        self.available_commands = list(update.available_commands)
+
+    def _current_mode(self, update: acp.CurrentModeUpdate) -> None:
+        self.current_mode_id = update.current_mode_id
+
+    def _config_options(self, update: acp.ConfigOptionUpdate) -> None:
+        self.config_options = list(update.config_options)
+
+    def _session_info(self, update: acp.SessionInfoUpdate) -> None:
+        # Omitted = unchanged, null = cleared.
+        if update.title is not UNSET:
+            self.title = update.title
+        if update.updated_at is not UNSET:
+            self.updated_at = update.updated_at
+
+    def _usage(self, update: acp.UsageUpdate) -> None:
+        self.usage = update
+
+    def _notice(self, update: acp.Notice) -> None:
+        self.notices = [*self.notices[-(MAX_NOTICES - 1) :], update]
+
+
+def _present_fields(update: Any) -> dict[str, Any]:
+    """The update's fields that are present, by their camelCase names (tag left out)."""
+    raw: dict[str, Any] = msgspec.to_builtins(update)
+    raw.pop("sessionUpdate", None)
+    return raw
+
+
+def _chunk_of(speaker: Speaker) -> Callable[[SessionState, Any], None]:
+    def apply(state: SessionState, chunk: Any) -> None:
+        state._chunk(speaker, chunk)
+
+    return apply
+
+
+_APPLY: UpdateDispatch[Callable[[SessionState, Any], None]] = UpdateDispatch(
+    {
+        **{
+            tag: _chunk_of(kind.speaker)
+            for tag, kind in UPDATE_KINDS.items()
+            if kind.in_model and kind.speaker is not None
+        },
+        "tool_call": SessionState._tool_call,
+        "tool_call_update": SessionState._tool_call_update,
+        "plan": SessionState._plan,
+        "available_commands_update": SessionState._available_commands,
+        "current_mode_update": SessionState._current_mode,
+        "config_option_update": SessionState._config_options,
+        "session_info_update": SessionState._session_info,
+        "usage_update": SessionState._usage,
+        "notice": SessionState._notice,
+        "compaction_update": SessionState._compaction,
+        "compaction_summary_chunk": SessionState._compaction,
+        "plan_update": SessionState._keep_unknown,  # the application reads it (on_update)
+        "plan_removed": SessionState._keep_unknown,
+        "subagent_update": SessionState._subagent,
+        "session_message": SessionState._session_message,
+        "session_message_chunk": SessionState._session_message_chunk,
+    },
+    unknown=SessionState._keep_unknown,
+)
