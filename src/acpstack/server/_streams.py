@@ -15,7 +15,16 @@ SizeCallback = Callable[[int], None]
 
 
 class OutboundStream:
-    __slots__ = ("session_id", "_frames", "size", "attached", "closed", "_waiter", "_on_size")
+    __slots__ = (
+        "session_id",
+        "_frames",
+        "size",
+        "attached",
+        "closed",
+        "_waiter",
+        "_on_size",
+        "_listener",
+    )
 
     def __init__(self, session_id: str | None, on_size: SizeCallback) -> None:
         self.session_id: str | None = session_id
@@ -25,6 +34,7 @@ class OutboundStream:
         self.closed: bool = False
         self._waiter: asyncio.Future[None] | None = None
         self._on_size = on_size
+        self._listener: Callable[[], None] | None = None
 
     def push(self, frame: bytes) -> None:
         if self.closed:
@@ -80,7 +90,13 @@ class OutboundStream:
                 waiter.cancel()
         return bool(done)
 
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Call `listener` (too) whenever `wait` would wake: a receiver that needs no task."""
+        self._listener = listener
+
     def _wake(self) -> None:
+        if self._listener is not None:
+            self._listener()
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -24,6 +24,7 @@ from acpstack.server._asgi import Receive, Scope, Send, jsonrpc_error
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream
+from acpstack.server._websocket_direct import DirectChannel, direct_socket
 from acpstack.transports import peek_envelope, single_line
 from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
@@ -57,8 +58,14 @@ async def serve_websocket(
     )
     stream = connection.connection_stream
     stream.attach()
-    pump = asyncio.ensure_future(_pump(stream, send))
-    reader = asyncio.ensure_future(_read(app, connection, receive, stream))
+    direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
+    if direct is not None:
+        channel = DirectChannel(direct, receive, stream)
+        pump = asyncio.ensure_future(channel.pump())
+        reader = asyncio.ensure_future(_read(app, connection, channel.receive, stream))
+    else:
+        pump = asyncio.ensure_future(_pump(stream, send))
+        reader = asyncio.ensure_future(_read(app, connection, receive, stream))
     close_code = 1000  # the connection ended on our side (agent gone, DELETE, shutdown)
     try:
         await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)

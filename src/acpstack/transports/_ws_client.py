@@ -27,6 +27,7 @@ from acpstack.transports._envelope import single_line
 from acpstack.transports._extras import require_extra
 from acpstack.transports._plumbing import Inbox, WriteFlow
 from acpstack.transports._remote_base import CONNECTION_HEADER, RemoteError
+from acpstack.transports._ws_frames import RawFrame, WebSocketFrames
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder
 
 log = logging.getLogger("acpstack.remote")
@@ -98,6 +99,7 @@ class WebSocketClientTransport:
         self._handshake: asyncio.Future[Any] | None = None
         self._partial: list[bytes] | None = None  # a fragmented text message being assembled
         self._partial_size = 0
+        self._fast: WebSocketFrames | None = None  # whole text frames, without `websockets`
         self._ended = False
         self._reason: str | None = None
         self.connection_id: str | None = None
@@ -150,6 +152,8 @@ class WebSocketClientTransport:
             )
         store_cookies(self.cookies, self.url, response.headers.get_all("Set-Cookie"))
         self.connection_id = response.headers.get(CONNECTION_HEADER)
+        if not self._ws.reader.buffer:  # `websockets` is between frames: split them from here
+            self._fast = WebSocketFrames(client=True, max_size=self._max)
 
     def _protocol(self) -> Any:
         client: Any = require_extra("websockets.client")
@@ -166,18 +170,29 @@ class WebSocketClientTransport:
 
     def _bytes_received(self, data: bytes) -> None:
         ws = self._ws
-        ws.receive_data(data)
         messages: list[bytes] = []
-        for event in ws.events_received():
-            if self._handshake is not None and not self._handshake.done():
-                self._handshake.set_result(event)
-                continue
-            self._frame(event, messages)
+        if self._fast is None:
+            ws.receive_data(data)
+            self._events(messages)
+        else:
+            for frame in self._fast.split(data):
+                if type(frame) is RawFrame:
+                    ws.receive_data(frame)
+                    self._events(messages)
+                else:
+                    messages.append(single_line(frame))
         self._flush()  # pongs, the reply to a close
         if messages:
             self._inbox.data(b"\n".join(messages) + b"\n")
         if ws.close_rcvd is not None or ws.state.name == "CLOSED":
             self._end(f"the WebSocket closed ({_close_text(ws)})")
+
+    def _events(self, messages: list[bytes]) -> None:
+        for event in self._ws.events_received():
+            if self._handshake is not None and not self._handshake.done():
+                self._handshake.set_result(event)
+                continue
+            self._frame(event, messages)
 
     def _frame(self, frame: Any, out: list[bytes]) -> None:
         opcode = frame.opcode.name
@@ -244,9 +259,14 @@ class WebSocketClientTransport:
         connection ended."""
         if self._ended or self._ws is None:
             return
-        for frame in self._frames.feed(data):
-            if isinstance(frame, bytes):
-                self._ws.send_text(frame)
+        lines = [frame for frame in self._frames.feed(data) if isinstance(frame, bytes)]
+        ws = self._ws
+        if self._fast is not None and not ws.extensions and ws.state.name == "OPEN":
+            if lines and self._transport is not None and not self._transport.is_closing():
+                self._transport.write(self._fast.text_frames(lines))
+            return
+        for line in lines:
+            ws.send_text(line)
         self._flush()
 
     def _flush(self) -> None:
