@@ -18,6 +18,7 @@ from typing import Any
 
 from acpstack.server._app import AgentServer
 from acpstack.server._guard import guarded_protocol
+from acpstack.server._ws_protocol import direct_protocol
 from acpstack.transports import require_extra
 
 log = logging.getLogger("acpstack.server")
@@ -65,7 +66,7 @@ async def serve_remote(
         asgi if asgi is not None else app,
         http=_http_protocol(app),
         h11_max_incomplete_event_size=app.limits.max_header_bytes,
-        ws="websockets-sansio",
+        ws=_ws_protocol(),
         ws_max_size=app.limits.max_message_size,
         ws_per_message_deflate=False,
         lifespan="on",
@@ -103,6 +104,13 @@ def _http_protocol(app: AgentServer) -> Any:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     return guarded_protocol(HttpToolsProtocol, app.limits, app.guard)
+
+
+def _ws_protocol() -> Any:
+    """uvicorn's sans-IO WebSocket protocol with the hot path shortened (`_ws_protocol`)."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    return direct_protocol(WebSocketsSansIOProtocol)
 
 
 class _QuietHandshakeRefusals(logging.Filter):

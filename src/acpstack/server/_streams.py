@@ -43,6 +43,7 @@ class OutboundStream:
         "closed",
         "_waiter",
         "_on_size",
+        "_listener",
     )
 
     def __init__(
@@ -64,6 +65,7 @@ class OutboundStream:
         self.closed: bool = False
         self._waiter: asyncio.Future[None] | None = None
         self._on_size = on_size
+        self._listener: Callable[[], None] | None = None
 
     @property
     def position(self) -> int:
@@ -193,7 +195,18 @@ class OutboundStream:
                 waiter.cancel()
         return bool(done)
 
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Call `listener` (too) whenever `wait` would wake: a receiver that needs no task."""
+        self._listener = listener
+
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        """Stop calling `listener` (a receiver that took over meanwhile keeps its own)."""
+        if self._listener == listener:
+            self._listener = None
+
     def _wake(self) -> None:
+        if self._listener is not None:
+            self._listener()
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -33,6 +33,7 @@ from acpstack.server._asgi import Receive, Scope, Send, header_map, jsonrpc_erro
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream, ResumeRefused
+from acpstack.server._websocket_direct import DirectChannel, direct_socket
 from acpstack.transports import LAST_EVENT_HEADER, RECEIVED_HEADER, peek_envelope, single_line
 from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
@@ -69,30 +70,31 @@ async def serve_websocket(
         await _reject(scope, send, rejection)
         return
     if resumed is not None and last is not None:
-        connection = resumed
-        stream = connection.connection_stream
-        try:
-            stream.resume(int(last))
-        except ResumeRefused as exc:
-            await _reject(scope, send, Rejection(410, f"this connection cannot be resumed: {exc}"))
+        receiver = await _take_over(resumed, int(last))
+        if not receiver:
+            await _reject(scope, send, Rejection(410, "this connection cannot be resumed there"))
             return
-        receiver = stream.attach(takeover=True)
-        previous, connection.reader = connection.reader, None
-        if previous is not None:  # a dead socket's reader must count no more messages
-            await cancel_and_wait(previous)
-        log.info("connection %s: resumed after position %s", connection.id, last)
+        connection = resumed
     else:
         connection = app.new_connection(multiplex=True, principal=principal)
-        stream = connection.connection_stream
-        receiver = stream.attach()
+        receiver = connection.connection_stream.attach()
+    stream = connection.connection_stream
     accepted = [(b"acp-connection-id", connection.id.encode())]
     accepted += [(k.lower().encode(), v.encode()) for k, v in app.resumable]
     if resumed is not None:
         accepted.append((RECEIVED_HEADER.lower().encode(), str(connection.received).encode()))
     await send({"type": "websocket.accept", "headers": accepted})
-    pump = asyncio.ensure_future(_pump(stream, receiver, send))
+    direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
+    read_from: Receive
+    if direct is not None:
+        channel = DirectChannel(direct, receive, stream, receiver)
+        pump = asyncio.ensure_future(channel.pump())
+        read_from = channel.receive
+    else:
+        pump = asyncio.ensure_future(_pump(stream, receiver, send))
+        read_from = receive
     reader = connection.reader = asyncio.ensure_future(
-        _read(app, connection, receive, stream, started=resumed is not None)
+        _read(app, connection, read_from, stream, started=resumed is not None)
     )
     close_code = 1000  # the connection ended on our side (agent gone, DELETE, shutdown)
     keep = False  # the client went away without closing, or resumed elsewhere: keep it
@@ -122,6 +124,23 @@ async def serve_websocket(
     if close_code != 0:
         with contextlib.suppress(Exception):
             await send({"type": "websocket.close", "code": close_code})
+
+
+async def _take_over(connection: RemoteConnection, last: int) -> int:
+    """Rewind the connection's stream to after `last` and claim it for a new socket: the
+    receiver's number, or 0 when the stream cannot be resumed from there."""
+    stream = connection.connection_stream
+    try:
+        stream.resume(last)
+    except ResumeRefused as exc:
+        log.info("connection %s: not resumed: %s", connection.id, exc)
+        return 0
+    receiver = stream.attach(takeover=True)
+    previous, connection.reader = connection.reader, None
+    if previous is not None:  # a dead socket's reader must count no more messages
+        await cancel_and_wait(previous)
+    log.info("connection %s: resumed after position %s", connection.id, last)
+    return receiver
 
 
 def _connection_to_resume(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from acpstack.transports._streams import StreamTransport
     from acpstack.transports._subprocess import StderrCallback, SubprocessTransport
     from acpstack.transports._ws_client import WebSocketClientTransport
+    from acpstack.transports._ws_frames import RawFrame, WebSocketFrames
 
 # What a stdio agent does not use loads on first use: the subprocess, in-memory and
 # stream transports, the remote transports and their protocol pieces.
@@ -40,6 +41,8 @@ _LAZY = {
     "SubprocessTransport": "_subprocess",
     "HttpClientTransport": "_http_client",
     "WebSocketClientTransport": "_ws_client",
+    "WebSocketFrames": "_ws_frames",
+    "RawFrame": "_ws_frames",
     "Envelope": "_envelope",
     "peek_envelope": "_envelope",
     "single_line": "_envelope",
@@ -72,6 +75,7 @@ __all__ = [
     "Inbox",
     "MemoryTransport",
     "MissingExtraError",
+    "RawFrame",
     "RemoteError",
     "StderrCallback",
     "StdioError",
@@ -80,6 +84,7 @@ __all__ = [
     "SubprocessTransport",
     "Transport",
     "WebSocketClientTransport",
+    "WebSocketFrames",
     "memory_pair",
     "open_stdio_transport",
     "peek_envelope",

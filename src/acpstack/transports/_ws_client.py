@@ -43,6 +43,7 @@ from acpstack.transports._remote_base import (
     RESUMABLE_HEADER,
     RemoteError,
 )
+from acpstack.transports._ws_frames import RawFrame, WebSocketFrames
 from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, FrameDecoder
 
 log = logging.getLogger("acpstack.remote")
@@ -126,6 +127,7 @@ class WebSocketClientTransport:
         self._handshake: asyncio.Future[Any] | None = None
         self._partial: list[bytes] | None = None  # a fragmented text message being assembled
         self._partial_size = 0
+        self._fast: WebSocketFrames | None = None  # whole text frames, without `websockets`
         self._ended = False
         self._reason: str | None = None
         self.connection_id: str | None = None
@@ -170,6 +172,7 @@ class WebSocketClientTransport:
             request.headers["Cookie"] = cookie
         ws.send_request(request)
         self._ws, self._pipe, self._transport = ws, None, None
+        self._fast = None  # the handshake's answer goes through `websockets`
         parts = urlsplit(self.url)
         secure = parts.scheme == "wss"
         context = self._ssl or (ssl.create_default_context() if secure else None)
@@ -199,6 +202,10 @@ class WebSocketClientTransport:
                 response.status_code,
             )
         store_cookies(self.cookies, self.url, response.headers.get_all("Set-Cookie"))
+        # `websockets` is between frames: split them from here (cheaper than its parser)
+        self._fast = (
+            WebSocketFrames(client=True, max_size=self._max) if not ws.reader.buffer else None
+        )
         return response
 
     def _protocol(self) -> Any:
@@ -216,19 +223,30 @@ class WebSocketClientTransport:
 
     def _bytes_received(self, data: bytes) -> None:
         ws = self._ws
-        ws.receive_data(data)
         messages: list[bytes] = []
-        for event in ws.events_received():
-            if self._handshake is not None and not self._handshake.done():
-                self._handshake.set_result(event)
-                continue
-            self._frame(event, messages)
+        if self._fast is None:
+            ws.receive_data(data)
+            self._events(messages)
+        else:
+            for frame in self._fast.split(data):
+                if type(frame) is RawFrame:
+                    ws.receive_data(frame)
+                    self._events(messages)
+                else:
+                    messages.append(single_line(frame))
         self._flush()  # pongs, the reply to a close
         if messages:
             self._received += len(messages)
             self._inbox.data(b"\n".join(messages) + b"\n")
         if ws.close_rcvd is not None or ws.state.name == "CLOSED":
             self._lost(f"the WebSocket closed ({_close_text(ws)})")
+
+    def _events(self, messages: list[bytes]) -> None:
+        for event in self._ws.events_received():
+            if self._handshake is not None and not self._handshake.done():
+                self._handshake.set_result(event)
+                continue
+            self._frame(event, messages)
 
     def _frame(self, frame: Any, out: list[bytes]) -> None:
         opcode = frame.opcode.name
@@ -365,14 +383,19 @@ class WebSocketClientTransport:
         connection ended."""
         if self._ended or self._ws is None:
             return
-        resuming = self._resuming is not None
-        for frame in self._frames.feed(data):
-            if isinstance(frame, bytes):
-                self._keep(frame)
-                if not resuming:  # else it goes with the others once resumed
-                    self._ws.send_text(frame)
-        if not resuming:
-            self._flush()
+        lines = [frame for frame in self._frames.feed(data) if isinstance(frame, bytes)]
+        for line in lines:
+            self._keep(line)
+        if self._resuming is not None:
+            return  # they go with the others once resumed
+        ws = self._ws
+        if self._fast is not None and not ws.extensions and ws.state.name == "OPEN":
+            if lines and self._transport is not None and not self._transport.is_closing():
+                self._transport.write(self._fast.text_frames(lines))
+            return
+        for line in lines:
+            ws.send_text(line)
+        self._flush()
 
     def _keep(self, frame: bytes) -> None:
         self._sent_count += 1
