@@ -104,3 +104,16 @@ def test_the_sse_decoder_keeps_the_last_event_id() -> None:
     assert decoder.last_id == "8"
     decoder.reset()
     assert decoder.last_id == "8"
+
+
+def test_the_sse_decoder_counts_the_events_after_the_last_id() -> None:
+    decoder = SseDecoder(1024)
+    assert decoder.position() is None
+    assert decoder.feed(b"id: 7\ndata: a\n\ndata: b\n\ndata: c\n\n") == [b"a", b"b", b"c"]
+    assert decoder.position() == "9"  # c is position 9
+    assert decoder.feed(b"id: 10\ndata: d\n\n") == [b"d"]
+    assert decoder.position() == "10"
+    assert decoder.feed(b"data: e\n") == []  # not complete: not counted
+    assert decoder.position() == "10"
+    assert decoder.feed(b"\n") == [b"e"]
+    assert decoder.position() == "11"

@@ -254,13 +254,10 @@ def _resume(stream: OutboundStream, last: str) -> tuple[int, str] | None:
 
 
 def sse_events(first: int, frames: list[bytes]) -> bytes:
-    """Server-sent events for `frames`, numbered from `first`."""
-    return b"".join(
-        [
-            b"id: %d\ndata: %b\n\n" % (position, frame)
-            for position, frame in enumerate(frames, first)
-        ]
-    )
+    """Server-sent events for `frames`, positions `first` on. Only the first of them says
+    its id: the next ones are the positions after it (a client counts them), and the
+    stream saves a formatting per message."""
+    return b"id: %d\ndata: " % first + b"\n\ndata: ".join(frames) + b"\n\n"
 
 
 async def _stream_events(

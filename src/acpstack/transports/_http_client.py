@@ -382,7 +382,7 @@ class HttpClientTransport(MessageTransport):
         if session is not None:
             headers.append((SESSION_HEADER, session))
         if resuming:
-            headers.append((LAST_EVENT_HEADER, decoder.last_id or "0"))
+            headers.append((LAST_EVENT_HEADER, decoder.position() or "0"))
         ended, broken, was_open = "the server ended the stream", False, False
         stream = Http1Connection(
             self._endpoint,

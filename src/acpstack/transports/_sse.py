@@ -33,6 +33,9 @@ class SseDecoder:
         self._started = False
         self.last_id: str | None = None
         """The id of the last event that had one (None before any)."""
+        self.after_id: int = 0
+        """Events with data received after that one (a server may number only the first
+        event of each batch: the position of the last event is then `last_id + after_id`)."""
 
     def reset(self) -> None:
         """A new stream starts (a resumed one): forget a partial event; keep `last_id`."""
@@ -55,6 +58,7 @@ class SseDecoder:
         self._buf = rest
         out: list[bytes] = []
         last_id: bytes | None = None
+        after = self.after_id
         for block in blocks:
             if block.startswith(b"id: "):  # the common case: one id line, one data line
                 end = block.find(b"\n")
@@ -63,20 +67,32 @@ class SseDecoder:
                     and block.startswith(b"data: ", end + 1)
                     and b"\n" not in block[end + 1 :]
                 ):
-                    last_id = block[4:end]
+                    last_id, after = block[4:end], 0
                     out.append(block[end + 7 :])
                     continue
             elif block.startswith(b"data: ") and b"\n" not in block:
                 out.append(block[6:])  # one data line
+                after += 1
                 continue
             data, event_id = _event_data(block)
             if event_id is not None:
-                last_id = event_id
+                last_id, after = event_id, 0
+            elif data is not None:
+                after += 1
             if data is not None:
                 out.append(data)
         if last_id is not None:
             self.last_id = last_id.decode("utf-8", "replace")
+        self.after_id = after
         return out
+
+    def position(self) -> str | None:
+        """What to send as `Last-Event-ID` to resume after the last event received: the
+        last id, moved on by the events after it when ids are positions (numbers)."""
+        last = self.last_id
+        if last is None or not self.after_id:
+            return last
+        return str(int(last) + self.after_id) if last.isdigit() else last
 
     def _normalize(self, chunk: bytes) -> bytes:
         if self._cr_pending and chunk.startswith(b"\n"):
