@@ -46,7 +46,7 @@ class WebSocketFrames:
         self._held = bytearray()  # the start of a frame that has not fully arrived
         self._need = 0  # bytes the held frame needs in all (0: its header is incomplete)
         self._fragmented = False  # a fragmented message is going to the protocol
-        self.passthrough = False  # every byte goes to the protocol from now on
+        self.passthrough: bool = False  # every byte goes to the protocol from now on
         apply_mask: Callable[[bytes, bytes], bytes] = require_extra("websockets.frames").apply_mask
         self._mask = apply_mask
 
