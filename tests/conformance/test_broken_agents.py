@@ -269,7 +269,9 @@ async def test_a_slow_starting_agent_gets_verdicts_within_its_startup_allowance(
     options = CheckOptions(only=only, timeout=2.5, settle=0.2, eof_grace=1.5, startup_timeout=30)
     report = await check_agent(target, options)
     assert {k: v.value for k, v in verdicts(report).items()} == dict.fromkeys(only, "pass")
-    assert report.startup_seconds is not None and report.startup_seconds >= 3.5
+    # (the checker's clock starts once the process is spawned, a moment after the peer's
+    # own 3.5 s began: under load that moment is visible)
+    assert report.startup_seconds is not None and report.startup_seconds >= 3.0
     assert f"start-up {report.startup_seconds:.1f} s (start-up allowance 30 s)" in summary(report)
 
 
