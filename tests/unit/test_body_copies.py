@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from acpstack.server._asgi import BodyRefused, Message, Receive, read_body
@@ -72,3 +73,14 @@ async def test_the_pipe_hands_a_big_frame_over_without_copying_it() -> None:
 async def test_the_pipe_joins_small_frames_into_whole_lines() -> None:
     small = [b'{"id":1,"result":{}}', b'{"id":2,"result":{}}']
     assert await through_pipe(small) == [b"".join(f + b"\n" for f in small)]
+
+
+def test_a_pretty_printed_body_is_put_on_one_line_without_decoding_it() -> None:
+    from acpstack.transports import single_line
+
+    body = b'{\r\n  "jsonrpc": "2.0",\n  "method": "x",\n  "params": {"t": "a\\nb"}\n}\n'
+    line = single_line(body)
+    assert b"\n" not in line and b"\r" not in line
+    assert msgspec.json.decode(line) == msgspec.json.decode(body)  # the same message
+    with pytest.raises(msgspec.DecodeError):  # a raw line break inside a string stays refused
+        single_line(b'{"t": "a\nb"}')
