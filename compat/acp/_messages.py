@@ -14,6 +14,16 @@ __all__ = ["ByteTransportMessages"]
 _EOF = object()
 
 
+async def next_message(inbox: asyncio.Queue[Any]) -> dict[str, Any] | None:
+    """The next message of a stream's inbox; None once it ended (`_EOF` was put), for
+    this call and every later one."""
+    item = await inbox.get()
+    if item is _EOF:
+        inbox.put_nowait(_EOF)
+        return None
+    return item  # type: ignore[no-any-return]
+
+
 class ByteTransportMessages:
     def __init__(self, transport: ByteTransport) -> None:
         self.transport = transport
@@ -45,11 +55,7 @@ class ByteTransportMessages:
 
     async def receive(self) -> dict[str, Any] | None:
         self._start()
-        item = await self._inbox.get()
-        if item is _EOF:
-            self._inbox.put_nowait(_EOF)  # every later receive() sees the end too
-            return None
-        return item  # type: ignore[no-any-return]
+        return await next_message(self._inbox)
 
     async def close(self) -> None:
         if self._closed:

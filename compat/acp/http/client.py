@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from acp._messages import ByteTransportMessages
+from acp._messages import _EOF, ByteTransportMessages, next_message
 from acp._sse import parse_sse_stream
 from acp.http.protocol import (
     CONNECTION_ID_HEADER,
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from acp._transport import Transport
 
 __all__ = ["AcpHttpStatusError", "create_http_stream"]
-
-_EOF = object()
 
 
 class AcpHttpStatusError(RuntimeError):
@@ -120,11 +118,7 @@ class _HttpxStream:
                 self._inbox.put_nowait(_EOF)  # the connection's stream ended: so did we
 
     async def receive(self) -> dict[str, Any] | None:
-        item = await self._inbox.get()
-        if item is _EOF:
-            self._inbox.put_nowait(_EOF)
-            return None
-        return item  # type: ignore[no-any-return]
+        return await next_message(self._inbox)
 
     async def close(self) -> None:
         if self._closed:
