@@ -37,7 +37,7 @@ def chat(tmp_path: Path) -> Iterator[Tmux]:
         "PATH": os.environ["PATH"],
         "LOGIN_MARKER": str(tmp_path / "logged-in"),
     }
-    term = Tmux(tmp_path, width=120, height=40)
+    term = Tmux(tmp_path, width=250, height=40)
     term.start([*CHAT, "--", *AGENT], workspace, env)
     yield term
     term.close()
@@ -112,7 +112,7 @@ def test_a_profiles_default_args_are_replaced_by_the_logins(tmp_path: Path) -> N
         "PATH": os.environ["PATH"],
         "LOGIN_MARKER": str(tmp_path / "logged-in"),
     }
-    term = Tmux(tmp_path, width=160, height=40)
+    term = Tmux(tmp_path, width=250, height=40)
     try:
         term.start([*CHAT, "needs-login"], tmp_path, env)
         screen = term.wait_for("choose a method")
