@@ -5,7 +5,10 @@ layer above can share it."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(*tasks: asyncio.Future[Any], timeout: float | None = None) -> bool:
@@ -32,3 +35,23 @@ async def wait_ended(*tasks: asyncio.Future[Any], timeout: float | None = None) 
         if task.done() and not task.cancelled():
             task.exception()  # read: the owner ends the task, it does not report for it
     return all(task.done() for task in tasks)
+
+
+async def outlive_cancels(end: asyncio.Future[T], absorb: Callable[[], bool]) -> T:
+    """Wait for `end`, which must run to its end even when the waiting task is cancelled
+    for a reason `absorb()` accepts (the client's own cancel of a turn whose ending is
+    under way): such a cancellation is taken back and the wait goes on. Any other
+    cancellation ends `end` too and reaches the caller.
+
+    A cancel that lands after `end` finished but before the waiting task woke up is
+    absorbed the same way, and `end`'s outcome returned: the answer it carries is still
+    owed (raising there left the request unanswered)."""
+    while True:
+        try:
+            return await asyncio.shield(end)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if end.cancelled() or current is None or not absorb():
+                end.cancel()
+                raise
+            current.uncancel()

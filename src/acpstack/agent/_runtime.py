@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from acpstack._tasks import cancel_and_wait
+from acpstack._tasks import cancel_and_wait, outlive_cancels
 from acpstack._version import __version__
 from acpstack.agent._agent import Agent
 from acpstack.agent._leases import hold, let_go, refused_as_busy, session_busy
@@ -624,15 +624,7 @@ class SessionAgent(Agent):
         # even when the client's cancel lands in it; a cancel nobody asked for (shutdown)
         # still ends it.
         end = asyncio.ensure_future(self._end_turn(turn, stop, missing, failure))
-        while True:
-            try:
-                return await asyncio.shield(end)
-            except asyncio.CancelledError:
-                current = asyncio.current_task()
-                if end.done() or not session.cancel_requested or current is None:
-                    end.cancel()
-                    raise
-                current.uncancel()
+        return await outlive_cancels(end, lambda: session.cancel_requested)
 
     async def _end_turn(
         self,
