@@ -25,6 +25,8 @@ STORE = MemorySessionStore()
 
 
 RELEASE = asyncio.Event()  # ends the turns that wait for it ('hold')
+SLOW_RESUME: set[str] = set()  # sessions whose session/resume waits for RESUME_GATE
+RESUME_GATE = asyncio.Event()
 
 
 class HoldingAgent(SessionAgent):
@@ -33,6 +35,11 @@ class HoldingAgent(SessionAgent):
 
     def __init__(self) -> None:
         super().__init__(store=STORE)
+
+    async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
+        if params.session_id in SLOW_RESUME:
+            await RESUME_GATE.wait()
+        return await super().session_resume(params)
 
     async def prompt(self, turn: Turn) -> acp.StopReason:
         await turn.say(f"echo: {turn.text}")
@@ -219,8 +226,8 @@ async def test_with_reconnect_a_turn_that_began_is_lost_not_run_again() -> None:
             assert is_connection_lost(lost.value)  # sent again, and refused: it began
             assert "began" in lost.value.message
             assert (await runtime.prompt(sid, "after")).stop_reason == "end_turn"
-        assert [e.kind for e in events] == ["lost", "reconnected"]
-        assert events[1].sessions == [sid]
+        assert [e.kind for e in events] == ["lost", "reattached", "reconnected"]
+        assert events[1].sessions == events[2].sessions == [sid]
         assert seen.count("echo: wait") == 1  # never run twice
 
 
@@ -236,3 +243,106 @@ async def test_with_reconnect_a_prompt_the_server_never_began_is_answered() -> N
             await asyncio.wait_for(proxy.stream_opened.wait(), 10)
             proxy.cut_session_streams()
             assert (await asyncio.wait_for(turn, 20)).stop_reason == "end_turn"
+
+
+@contextlib.asynccontextmanager
+async def gated_resume(*sessions: str) -> AsyncIterator[None]:
+    global RESUME_GATE
+    RESUME_GATE = asyncio.Event()  # of this test's event loop
+    SLOW_RESUME.update(sessions)
+    try:
+        yield
+    finally:
+        RESUME_GATE.set()
+        SLOW_RESUME.difference_update(sessions)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[FailoverEvent] = []
+        self.changed = asyncio.Event()
+
+    def __call__(self, event: FailoverEvent) -> None:
+        self.seen.append(event)
+        self.changed.set()
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.seen]
+
+    async def wait_for(self, kind: str, sessions: list[str] | None = None) -> None:
+        async with asyncio.timeout(20):
+            while not any(
+                e.kind == kind and (sessions is None or e.sessions == sessions) for e in self.seen
+            ):
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def test_with_reconnect_a_session_that_is_back_goes_on_while_another_reattaches() -> None:
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime()
+        events = Events()
+        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
+            conn.transport.policy.on_event = events
+            await runtime.initialize()
+            quick = (await runtime.new_session("/tmp")).session_id
+            slow = (await runtime.new_session("/tmp")).session_id
+            assert (await runtime.prompt(quick, "one")).stop_reason == "end_turn"
+            assert (await runtime.prompt(slow, "one")).stop_reason == "end_turn"
+            async with gated_resume(slow):
+                proxy.cut_session_streams()
+                await events.wait_for("reattached", [quick])
+                # `slow` is still being reattached (its resume waits for the gate): the
+                # quick session's prompt goes out and is answered meanwhile.
+                answer = await asyncio.wait_for(runtime.prompt(quick, "two"), 20)
+                assert answer.stop_reason == "end_turn"
+                assert "reconnected" not in events.kinds() and not RESUME_GATE.is_set()
+            await events.wait_for("reconnected")
+            assert (await runtime.prompt(slow, "two")).stop_reason == "end_turn"
+        assert events.kinds() == ["lost", "reattached", "reattached", "reconnected"]
+        assert [e.sessions for e in events.seen[1:3]] == [[quick], [slow]]
+
+
+async def test_with_reconnect_a_prompt_sent_on_a_connection_that_broke_while_set_up_is_answered() -> (
+    None
+):
+    """A session that is back sends a prompt on the new connection; that connection breaks
+    before the other session is back: the prompt is in flight on a broken connection, so it
+    is sent again after the next reattach and, since it began, answered lost (never run
+    twice, never left unanswered)."""
+    global RELEASE
+    RELEASE = asyncio.Event()  # of this test's event loop
+    seen: list[str] = []
+    began = asyncio.Event()
+
+    def on_update(_sid: str, update: object) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            seen.append(update.content.text)
+            if update.content.text == "echo: hold":
+                began.set()
+
+    async with proxied() as (proxy, url):
+        runtime = ClientRuntime(on_update=on_update)
+        events = Events()
+        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
+            conn.transport.policy.on_event = events
+            await runtime.initialize()
+            quick = (await runtime.new_session("/tmp")).session_id
+            slow = (await runtime.new_session("/tmp")).session_id
+            assert (await runtime.prompt(slow, "one")).stop_reason == "end_turn"
+            async with gated_resume(slow):
+                proxy.cut_session_streams()
+                await events.wait_for("reattached", [quick])
+                held = asyncio.ensure_future(runtime.prompt(quick, "hold"))
+                await asyncio.wait_for(began.wait(), 20)
+                proxy.cut_session_streams()  # the connection being set up breaks
+                with pytest.raises(RequestError) as lost:
+                    await asyncio.wait_for(held, 20)
+            RELEASE.set()
+            assert is_connection_lost(lost.value)
+            await events.wait_for("reconnected")
+            assert (await runtime.prompt(quick, "after")).stop_reason == "end_turn"
+            assert (await runtime.prompt(slow, "after")).stop_reason == "end_turn"
+        assert seen.count("echo: hold") == 1

@@ -69,6 +69,7 @@ class Account:
     turns: list[Turn]
     servers_down: list[str]  # HAProxy's lines
     failovers: list[float]  # seconds from the break noticed to the sessions back
+    session_failovers: list[float]  # seconds from the break noticed to each session back
     since_kill: list[float]  # seconds from the SIGKILL to each connection's sessions back
     detection: list[float]  # seconds from the SIGKILL to each connection's break noticed
     asks: dict[str, list[float]]  # the failover's own requests: method -> seconds each
@@ -144,6 +145,8 @@ class Account:
             "failovers": len(self.failovers),
             "failover_median_s": _median(self.failovers),
             "failover_max_s": max(self.failovers, default=0.0),
+            "session_failover_median_s": _median(self.session_failovers),
+            "session_failover_max_s": max(self.session_failovers, default=0.0),
             "since_kill_median_s": _median(self.since_kill),
             "since_kill_max_s": max(self.since_kill, default=0.0),
             "detection_median_s": _median(self.detection),
@@ -203,6 +206,12 @@ class Account:
             f"{_median(self.since_kill):.2f} s, slowest {max(self.since_kill, default=0.0):.2f}"
             f" s; SIGKILL to break noticed: median {_median(self.detection):.2f} s; "
             f"{self.failed_attempts} reconnection attempt(s) failed"
+        )
+        lines.append(
+            f"    each session: {len(self.session_failovers)} reattached; break noticed to the "
+            f"session back (its messages going out again): median "
+            f"{_median(self.session_failovers):.2f} s, slowest "
+            f"{max(self.session_failovers, default=0.0):.2f} s"
         )
         for method, seconds in sorted(self.asks.items()):
             lines.append(
@@ -351,6 +360,7 @@ def judge(
         turns=turns,
         servers_down=servers_down,
         failovers=list(load.get("failovers", [])),
+        session_failovers=list(load.get("session_failovers", [])),
         since_kill=[],
         detection=[],
         asks={},

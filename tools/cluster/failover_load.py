@@ -168,6 +168,8 @@ class Load:
     connections: dict[int, ConnectionLog] = field(default_factory=dict)
     recorders: dict[str, Recorder] = field(default_factory=dict)  # session -> its client
     failovers: list[float] = field(default_factory=list)  # seconds from lost to reconnected
+    # seconds from lost to each session back (its messages go out again from then on)
+    session_failovers: list[float] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)  # session -> why not reattached
     events: dict[str, list[str]] = field(default_factory=dict)  # session -> its failovers
     done_turns: int = 0
@@ -207,6 +209,10 @@ class Load:
 
         def on_event(event: FailoverEvent) -> None:
             now = time.monotonic()
+            if event.kind == "reattached":  # one session back (one per session: not logged)
+                if broke_at:
+                    self.session_failovers.append(now - broke_at[-1])
+                return
             log.events.append([event.kind, round(now, 6), event.reason[:200], event.attempt])
             for sid in client.chunks:
                 self.events.setdefault(sid, []).append(str(event))
@@ -454,6 +460,7 @@ async def main(url: str, sessions: int, per_connection: int, turns: int, chunks:
             for index, log in load.connections.items()
         },
         "failovers": load.failovers,
+        "session_failovers": load.session_failovers,
         "not_reattached": load.missing,
         "counts": dict(load.counts),
         "problem_count": len(problems),

@@ -16,6 +16,8 @@ from acpstack.transports import MissingExtraError, RemoteError, Transport
 
 
 def _tell(event: FailoverEvent) -> None:
+    if event.kind == "reattached":
+        return  # one line per session would bury the one that says all are back
     sys.stderr.write(f"acpstack: {event}\n")
     sys.stderr.flush()
 

@@ -21,7 +21,9 @@ transport ends:
   replayed history kept from the client, which has it). A session that another server
   still holds (`session_busy`, e.g. until the load balancer noticed the dead one) is
   asked for again until `busy_timeout`;
-- what the runtime writes meanwhile waits, and goes out once the sessions are back.
+- what the runtime writes meanwhile waits: a session's messages (and its prompts sent
+  again) go out as soon as that session is back, while the others are still being
+  reattached; the rest (messages of no session) once every session is back.
 
 The agent's requests on a new connection reach the runtime with ids of their own
 (`acpstack-failover-<generation>-<id>`), so that a late answer to an old request can never
@@ -35,7 +37,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -87,6 +89,15 @@ class _Refused(Exception):
         return isinstance(data, dict) and data.get("reason") == SESSION_BUSY_REASON
 
 
+class _Out(NamedTuple):
+    """A message of the runtime's on its way out, with what decides when it may go."""
+
+    frame: bytes
+    session: str | None  # the session it is about (params.sessionId), if any
+    request_id: RequestId | None  # set for a request of ours
+    answer: bool  # an answer to a request of the current connection: it goes at once
+
+
 TransportFactory = Callable[[], Awaitable[Transport]]
 _UNKNOWN: Any = object()
 
@@ -127,8 +138,10 @@ class FailoverTransport:
         self._replaying: set[str] = set()  # sessions whose replayed history is not passed on
         self._private: dict[RequestId, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
-        self._held: list[bytes] = []
+        self._held: list[_Out] = []
         self._held_size = 0
+        self._back: set[str] = set()  # sessions reattached on the connection being set up
+        self._released: set[RequestId] = set()  # requests of ours written to that connection
         self._ready = asyncio.Event()
         self._ready.set()
         self._task: asyncio.Task[None] | None = None
@@ -154,13 +167,17 @@ class FailoverTransport:
     def write(self, data: bytes) -> None:
         """Send frames; while reconnecting they are held for the next connection."""
         for event in self._out.feed(data):
-            frame = self._outgoing(event) if isinstance(event, bytes) else None
-            if frame is not None:
-                if self._state == "open":
-                    self._current.write(frame + b"\n")
-                elif self._state == "reconnecting":
-                    self._held.append(frame)
-                    self._held_size += len(frame)
+            out = self._outgoing(event) if isinstance(event, bytes) else None
+            if out is None:
+                continue
+            if self._state == "open":
+                self._current.write(out.frame + b"\n")
+            elif self._state == "reconnecting":
+                if out.answer or out.session in self._back:
+                    self._write_now([out])
+                else:
+                    self._held.append(out)
+                    self._held_size += len(out.frame)
 
     async def drain(self) -> None:
         """Wait until the held and written frames are below the high-water mark."""
@@ -194,12 +211,13 @@ class FailoverTransport:
 
     # -- watching what goes out -----------------------------------------------------
 
-    def _outgoing(self, frame: bytes) -> bytes | None:
+    def _outgoing(self, frame: bytes) -> _Out | None:
         """Note what a message of the runtime's means; the message to send, or None."""
         try:
             env = peek_envelope(frame)
         except msgspec.DecodeError:
-            return frame
+            return _Out(frame, None, None, False)
+        session = env.session_id if isinstance(env.session_id, str) else None
         if env.kind == "response":
             # An answer to the agent goes only to the connection that asked, with its id.
             theirs = self._inbound.pop(env.id, _UNKNOWN)
@@ -207,12 +225,12 @@ class FailoverTransport:
                 log.debug("dropped an answer to a request of a connection that broke")
                 return None
             if theirs == env.id:
-                return frame
+                return _Out(frame, session, None, True)
             message = _decode(frame)
             message["id"] = theirs
-            return _encode(message)
+            return _Out(_encode(message), session, None, True)
         if env.kind != "request":
-            return frame
+            return _Out(frame, session, None, False)
         method = env.method or ""
         params: Any = None
         if method == "session/prompt" and isinstance(env.session_id, str):
@@ -227,7 +245,7 @@ class FailoverTransport:
         elif method in CLOSING and env.session_id is not None:
             self._sessions.pop(env.session_id, None)
         self._pending[env.id] = (method, params)
-        return frame
+        return _Out(frame, session, env.id, False)
 
     # -- what comes in -----------------------------------------------------------------
 
@@ -343,11 +361,16 @@ class FailoverTransport:
         # Owner: this transport; `close` ends it (and waits for the goodbyes).
         self._task = asyncio.get_running_loop().create_task(self._reconnect(reason))
 
-    def _fail_in_flight(self, reason: str) -> list[str]:
-        """Answer every request in flight either way: ours as lost, the agent's cancelled."""
+    def _fail_in_flight(self, reason: str, only: set[RequestId] | None = None) -> list[str]:
+        """Answer every request in flight either way: ours as lost, the agent's cancelled.
+        With `only`: just those of ours (the ones written to a connection that broke while
+        it was being set up; the others are still held, unsent)."""
         messages = []
         lost = []
-        for request_id, (method, _params) in self._pending.items():
+        for request_id in list(self._pending):
+            if only is not None and request_id not in only:
+                continue
+            method, _params = self._pending.pop(request_id)
             prompt = self._prompts.pop(request_id, None)
             if prompt is not None:
                 self._resend[request_id] = prompt  # sent again once its session is back
@@ -363,7 +386,6 @@ class FailoverTransport:
         for mine in self._inbound:
             cancel = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": mine}}
             messages.append(_encode(cancel))
-        self._pending.clear()
         self._inbound.clear()  # their answers are dropped: nobody is waiting for them
         self._in = FrameDecoder(self._max, "ndjson")
         if messages and self._on_data is not None:
@@ -384,6 +406,11 @@ class FailoverTransport:
             except (_Broken, _Refused, OSError, TimeoutError) as exc:
                 reason = str(exc) or type(exc).__name__
                 log.info("failover attempt %d failed: %s", attempt, reason)
+                # What went out on it for the sessions already back is in flight on a
+                # broken connection, as at a break: lost (prompts: sent again later).
+                released, self._released = self._released, set()
+                self._back.clear()
+                self._fail_in_flight(reason, only=released)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, policy.max_delay)
                 continue
@@ -402,6 +429,8 @@ class FailoverTransport:
         task.add_done_callback(self._goodbyes.discard)
 
     async def _attempt(self) -> dict[str, str]:
+        self._back.clear()
+        self._released.clear()
         transport = await self._connect()
         self.generation += 1
         self._current = transport
@@ -441,6 +470,7 @@ class FailoverTransport:
                 self._replaying.add(session_id)
             try:
                 await self._ask(method, {**params, "sessionId": session_id})
+                self._session_back(session_id)
                 return session_id, None
             except _Refused as exc:
                 if not exc.busy or asyncio.get_running_loop().time() + delay > deadline:
@@ -472,13 +502,35 @@ class FailoverTransport:
             raise _Refused(answer["error"])
         return answer.get("result")
 
+    def _session_back(self, session_id: str) -> None:
+        """One session is reattached: its prompts in flight at the break (sent again) and
+        what the runtime wrote for it meanwhile go out now, and what it writes next."""
+        self._back.add(session_id)
+        again = [_Out(f, session_id, rid, False) for rid, f in self._prompts_again(session_id)]
+        mine = [out for out in self._held if out.session == session_id]
+        if mine:
+            self._held = [out for out in self._held if out.session != session_id]
+            self._held_size -= sum(len(out.frame) for out in mine)
+        self._write_now([*again, *mine])
+        self._report(FailoverEvent("reattached", "", sessions=[session_id]))
+
+    def _write_now(self, outs: list[_Out]) -> None:
+        """Write to the connection being set up (its sessions' messages, answers to it)."""
+        if not outs:
+            return
+        self._released.update(o.request_id for o in outs if o.request_id is not None)
+        self._current.write(b"".join(out.frame + b"\n" for out in outs))
+
     def _resume_writing(self) -> None:
         held, self._held, self._held_size = self._held, [], 0
         self._state = "open"
+        self._back.clear()
+        self._released.clear()
         self._ready.set()
-        again = self._prompts_again()
+        again = [frame for _rid, frame in self._prompts_again()]
         if again or held:
-            self._current.write(b"".join(frame + b"\n" for frame in [*again, *held]))
+            frames = [*again, *(out.frame for out in held)]
+            self._current.write(b"".join(frame + b"\n" for frame in frames))
 
     def _fail_held_prompts(self, reason: str) -> None:
         """The prompts held to be sent again fail as lost: there is no connection for them."""
@@ -490,10 +542,15 @@ class FailoverTransport:
         if messages and self._on_data is not None:
             self._on_data(b"\n".join(messages) + b"\n")
 
-    def _prompts_again(self) -> list[bytes]:
-        """The prompts that were in flight, marked as sent again, for the sessions that
-        are back; those of sessions that are not fail as lost."""
-        resend, self._resend = self._resend, {}
+    def _prompts_again(self, session: str | None = None) -> list[tuple[RequestId, bytes]]:
+        """The prompts that were in flight (of `session`, or all), marked as sent again,
+        for the sessions that are back; those of sessions that are not fail as lost."""
+        if session is None:
+            resend, self._resend = self._resend, {}
+        else:
+            resend = {rid: p for rid, p in self._resend.items() if p[0] == session}
+            for rid in resend:
+                del self._resend[rid]
         frames, lost = [], []
         for request_id, (session_id, frame) in resend.items():
             if session_id not in self._sessions or not self._prompts_resumable:
@@ -509,7 +566,7 @@ class FailoverTransport:
             again = _marked_resent(frame)
             self._pending[request_id] = ("session/prompt", None)
             self._prompts[request_id] = (session_id, again)
-            frames.append(again)
+            frames.append((request_id, again))
         if lost and self._on_data is not None:
             self._on_data(b"\n".join(lost) + b"\n")
         return frames

@@ -15,9 +15,11 @@ SESSION_BUSY_REASON = "session_busy"  # data.reason of SESSION_BUSY (agent/_leas
 
 @dataclass
 class FailoverEvent:
-    """What happened: "lost" (the connection broke), "reconnected" or "failed" (gave up)."""
+    """What happened: "lost" (the connection broke), "reattached" (one session is back: what
+    the client writes for it goes out again, while other sessions may still be reattaching),
+    "reconnected" (every session that could be is back) or "failed" (gave up)."""
 
-    kind: Literal["lost", "reconnected", "failed"]
+    kind: Literal["lost", "reattached", "reconnected", "failed"]
     reason: str
     lost_requests: list[str] = field(default_factory=list)  # methods failed as lost
     sessions: list[str] = field(default_factory=list)  # reattached
@@ -30,6 +32,8 @@ class FailoverEvent:
                 f"; lost in flight: {', '.join(self.lost_requests)}" if self.lost_requests else ""
             )
             return f"the connection to the agent broke ({self.reason}){lost}; reconnecting"
+        if self.kind == "reattached":
+            return f"session {', '.join(self.sessions)} reattached"
         if self.kind == "failed":
             return f"could not reconnect to the agent: {self.reason}"
         text = f"reconnected to the agent; {len(self.sessions)} session(s) reattached"
