@@ -207,3 +207,28 @@ async def _change(agent: AgentPeer, sid: str, version: int, change: str) -> None
             session_id=sid, config_id="think", type="boolean", value=True
         )
         await agent.call("session/set_config_option", request)
+
+
+def test_a_dead_nodes_sessions_are_taken_over_side_by_side(postgres_url: str) -> None:
+    """After a node dies, the survivors take its sessions over concurrently (the resumes of
+    a failover): one takeover in progress does not make another look busy. Here a takeover
+    by a third node is held open (its transaction not yet committed) while this node
+    takes another of the dead node's sessions."""
+    import psycopg
+
+    from acpstack.agent import SessionRecord
+    from acpstack.agent._store._postgres import _ACQUIRE
+
+    with PostgresSessionStore(postgres_url) as dead, PostgresSessionStore(postgres_url) as alive:
+        for sid in ("s1", "s2"):
+            dead.create(SessionRecord(sid, "/tmp"))
+            dead.acquire(sid)
+        cut_off(dead, postgres_url)
+        with psycopg.connect(postgres_url) as third:  # a transaction, left open below
+            taken = third.execute(
+                _ACQUIRE, {"sid": "s1", "me": alive.key + 1, "name": "third"}
+            ).fetchone()
+            assert taken is not None  # the third node is taking s1 over, not committed yet
+            alive.acquire("s2")  # not refused as busy
+            assert alive.holder("s2") is not None
+            third.rollback()

@@ -139,3 +139,43 @@ async def test_one_writer_per_store_and_loop(tmp_path: Path) -> None:
     writer_for(store).close()
     writer_for(other).close()
     await asyncio.sleep(0)
+
+
+class GatedStore(MemorySessionStore):
+    """A store that serves several threads and whose batch commit waits for `gate`."""
+
+    blocking = True
+    concurrent_calls = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.committing = threading.Event()
+
+    def append_events(self, events: list[tuple[str, str, bytes]]) -> list[int | Exception]:
+        self.committing.set()
+        self.gate.wait(30)
+        return super().append_events(events)
+
+
+async def test_a_call_about_another_session_does_not_wait_for_the_batch() -> None:
+    """A session reattached after a failover is read while the writer is busy with the
+    events of other sessions; a call about a session with events queued waits for them."""
+    store = GatedStore()
+    for sid in ("busy", "idle"):
+        store.create(SessionRecord(sid, "/tmp"))
+    writer = StoreWriter(store)
+    ticket = writer.append("busy", "update", b"x")
+    await asyncio.to_thread(store.committing.wait, 30)  # the batch is committing, held
+    record = await asyncio.wait_for(writer.call_about("idle", store.get, "idle"), 30)
+    assert record is not None and record.session_id == "idle"
+    assert not ticket.done  # the batch is still held: the read did not wait for it
+    waiting = asyncio.ensure_future(writer.call_about("busy", store.get, "busy"))
+    plain = asyncio.ensure_future(writer.call(store.get, "idle"))
+    await asyncio.sleep(0)
+    assert not waiting.done() and not plain.done()
+    store.gate.set()
+    await ticket.batch.wait()
+    assert (await waiting) is not None and (await plain) is not None
+    assert [e.payload for e in store.events("busy")] == [b"x"]
+    writer.close()

@@ -38,7 +38,7 @@ async def hold(store: SessionStore, session_id: str) -> None:
     """Make the session live in this process (a shared store's lease), or SESSION_BUSY."""
     if isinstance(store, SessionLeases):
         try:
-            await writer_for(store).call(store.acquire, session_id)
+            await writer_for(store).call_about(session_id, store.acquire, session_id)
         except SessionBusy:
             raise session_busy(session_id) from None
         except KeyError:

@@ -276,6 +276,16 @@ class SessionAgent(Agent):
         except StoreUnavailable as exc:
             raise store_unavailable(exc) from None
 
+    async def _stored_about(
+        self, session_id: str, fn: Callable[..., T], *args: Any, **kwargs: Any
+    ) -> T:
+        """`_stored` for a call about one session (it waits only for that session's
+        events being written)."""
+        try:
+            return await writer_for(self.store).call_about(session_id, fn, *args, **kwargs)
+        except StoreUnavailable as exc:
+            raise store_unavailable(exc) from None
+
     def _session_of(self, record: SessionRecord) -> Session:
         """The live session of `record`, speaking the connection's protocol version."""
         if self.client.protocol_version == 2:
@@ -421,7 +431,7 @@ class SessionAgent(Agent):
     ) -> Session:
         check_absolute(cwd, "cwd")
         async with self._lifecycle.exclusive(session_id):
-            record = await self._stored(self.store.get, session_id)
+            record = await self._stored_about(session_id, self.store.get, session_id)
             if record is None or not self._owns(record):
                 raise self._not_found(session_id)
             # held before the old copy lets go: no other process slips in
@@ -438,7 +448,12 @@ class SessionAgent(Agent):
                 }
                 if system_prompt:
                     changes["meta"] = {**record.meta, SYSTEM_PROMPT: system_prompt}
-                record = await self._stored(self.store.update, session_id, **changes)
+                # A client reattaching after a failover sends what is stored: no write then
+                # (with PostgreSQL each write waits for the disk, per session reattached).
+                if any(getattr(record, key) != value for key, value in changes.items()):
+                    record = await self._stored_about(
+                        session_id, self.store.update, session_id, **changes
+                    )
             except BaseException:
                 await let_go(self.store, session_id)
                 raise

@@ -14,7 +14,10 @@ with the batches, so reads and settings never block the loop either. A store tha
 serve several threads at once says how many (`concurrent_calls`, PostgreSQL's pool): its
 calls then run side by side on threads of their own, each after the batches queued
 before it (so a call still sees every event appended before it), and a burst of them
-(the resumes after a failover) does not wait in one line.
+(the resumes after a failover) does not wait in one line. A call about one session
+(`call_about`) waits only for the batches holding events of that session: a session
+reattached after a failover (its events written by another process) is read at once,
+however busy the writer is with the others.
 
 A store that never blocks (`blocking = False`, such as `MemorySessionStore`) is called
 inline, with no thread and no batch: its tickets are done at once.
@@ -50,10 +53,11 @@ class Batch:
     """Events committed in one transaction; `results[i]` is the seq of event i or the
     exception that refused it, once `done`."""
 
-    __slots__ = ("events", "results", "done", "_waiter")
+    __slots__ = ("events", "sessions", "results", "done", "_waiter")
 
     def __init__(self) -> None:
         self.events: list[NewEvent] = []
+        self.sessions: set[str] = set()  # whose events it holds
         self.results: list[int | Exception] = []
         self.done = False
         self._waiter: asyncio.Future[None] | None = None
@@ -173,6 +177,7 @@ class StoreWriter:
         if batch is None:
             batch = self._open = Batch()
         batch.events.append((session_id, kind, payload))
+        batch.sessions.add(session_id)
         self.pending += 1
         if self._task is None:
             # Owned by the writer; it ends by itself once no batch is waiting.
@@ -188,6 +193,9 @@ class StoreWriter:
             queued = self._open or self._committing  # committed after every batch before it
             if queued is not None:
                 await queued.wait()
+        return await self._run_call(fn, *args, **kwargs)
+
+    async def _run_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._calls, lambda: fn(*args, **kwargs))
         try:
@@ -196,6 +204,18 @@ class StoreWriter:
             raise
         except Exception as exc:
             raise StoreUnavailable(exc) from exc
+
+    async def call_about(
+        self, session_id: str, fn: Callable[..., T], *args: Any, **kwargs: Any
+    ) -> T:
+        """`call` for a call about one session only: with a store that serves several
+        threads, it waits only for the queued batches holding events of `session_id`."""
+        if self._calls is not self._thread:
+            for queued in (self._committing, self._open):
+                if queued is not None and session_id in queued.sessions:
+                    await queued.wait()
+            return await self._run_call(fn, *args, **kwargs)
+        return await self.call(fn, *args, **kwargs)
 
     async def _commit_batches(self) -> None:
         loop = asyncio.get_running_loop()

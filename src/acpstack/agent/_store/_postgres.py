@@ -116,7 +116,7 @@ _ACQUIRE = """
 UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
 WHERE session_id = %(sid)s
   AND CASE WHEN owner IS NULL OR owner = %(me)s THEN true
-           ELSE pg_try_advisory_xact_lock(owner) END
+           ELSE pg_try_advisory_xact_lock_shared(owner) END
 RETURNING 1
 """
 _INSERT = (
@@ -385,7 +385,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         with self._conn() as conn, conn.transaction():
             row = conn.execute(
                 "SELECT owner, CASE WHEN owner IS NULL OR owner = %(me)s THEN true "
-                "ELSE pg_try_advisory_xact_lock(owner) END "
+                "ELSE pg_try_advisory_xact_lock_shared(owner) END "
                 "FROM acpstack_sessions WHERE session_id = %(sid)s FOR UPDATE",
                 self._args(session_id),
             ).fetchone()
