@@ -207,7 +207,13 @@ class HttpClientTransport(MessageTransport):
         if session is not None:
             if env.method in REATTACH_METHODS:
                 self._failed.discard(session)
-            state = await self._session_stream(session)
+            if env.method == "session/resume" and env.kind == "request":
+                # Its answer comes on the connection's stream while the session's is not
+                # open yet (nothing of the session comes before it, unlike a load's
+                # history): the session's stream opens beside the POST, not before it.
+                state = self._session_stream_now(session)
+            else:
+                state = await self._session_stream(session)
             if state == CONFLICT:
                 self._fail_request(
                     env,
@@ -317,6 +323,18 @@ class HttpClientTransport(MessageTransport):
             opened = self._open_session_stream(session)
             self._open_streams_ahead()
         return await asyncio.shield(opened)
+
+    def _session_stream_now(self, session: str) -> str:
+        """The session stream's state now, opening it if needed (without waiting)."""
+        if session in self._failed:
+            return CONFLICT
+        if session in self._unknown:
+            return UNKNOWN
+        opened = self._streams.get(session)
+        if opened is None:
+            opened = self._open_session_stream(session)
+            self._open_streams_ahead()
+        return opened.result() if opened.done() else UNKNOWN
 
     def _open_streams_ahead(self) -> None:
         """Open the streams of the sessions that the next queued messages name, so that
