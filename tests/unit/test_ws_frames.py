@@ -78,3 +78,30 @@ def test_frames_made_here_are_read_by_websockets() -> None:
                 payloads.append(done.value.data)
             parser = Frame.parse(reader.read_exact, mask=client, max_size=None, extensions=[])
         assert payloads == [b"a", b"b" * 300, b"c" * 70_000]
+
+
+def test_a_clients_frames_read_back_through_websockets_past_a_thousand_keys() -> None:
+    """The client's masking keys come from the OS's random source in blocks of 1,024: the
+    frames stay valid for `websockets` across the refills, and no key is all zeros more
+    often than chance (each is 4 fresh random bytes)."""
+    from websockets.streams import StreamReader
+
+    maker = WebSocketFrames(client=True, max_size=1 << 20)
+    messages = [b'{"n":%d}' % i for i in range(2500)]
+    data = maker.text_frames(messages[:1000]) + maker.text_frames(messages[1000:])
+    reader = StreamReader()
+    reader.feed_data(data)
+    parsed = []
+    keys = []
+    for _ in messages:
+        parser = Frame.parse(reader.read_exact, mask=True, max_size=None, extensions=[])
+        try:
+            next(parser)
+        except StopIteration as done:
+            parsed.append(done.value.data)
+    pos = 0
+    for message in messages:  # header 2 bytes (short payloads), key 4, payload
+        keys.append(data[pos + 2 : pos + 6])
+        pos += 6 + len(message)
+    assert parsed == messages
+    assert len(set(keys)) > 2400  # 4-byte random keys: a few repeats at most by chance
