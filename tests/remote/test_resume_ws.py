@@ -90,6 +90,8 @@ async def test_a_resume_the_server_cannot_serve_is_refused(served: tuple[AgentSe
         with pytest.raises(InvalidStatus) as refused:
             await connect(url, additional_headers={"Acp-Connection-Id": cid, "Last-Event-ID": last})
         assert refused.value.response.status_code == status
+        if status == 410:  # the client is told why, not only the status
+            assert b"cannot be resumed: " in refused.value.response.body
 
 
 @pytest.mark.parametrize("served", ["PersistentAgent"], indirect=True)

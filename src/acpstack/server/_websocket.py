@@ -70,9 +70,11 @@ async def serve_websocket(
         await _reject(scope, send, rejection)
         return
     if resumed is not None and last is not None:
-        receiver = await _take_over(resumed, int(last))
-        if not receiver:
-            await _reject(scope, send, Rejection(410, "this connection cannot be resumed there"))
+        try:
+            receiver = await _take_over(resumed, int(last))
+        except ResumeRefused as exc:
+            log.info("connection %s: not resumed: %s", resumed.id, exc)
+            await _reject(scope, send, Rejection(410, f"this connection cannot be resumed: {exc}"))
             return
         connection = resumed
     else:
@@ -128,13 +130,9 @@ async def serve_websocket(
 
 async def _take_over(connection: RemoteConnection, last: int) -> int:
     """Rewind the connection's stream to after `last` and claim it for a new socket: the
-    receiver's number, or 0 when the stream cannot be resumed from there."""
+    receiver's number (`ResumeRefused` when the stream cannot be resumed from there)."""
     stream = connection.connection_stream
-    try:
-        stream.resume(last)
-    except ResumeRefused as exc:
-        log.info("connection %s: not resumed: %s", connection.id, exc)
-        return 0
+    stream.resume(last)
     receiver = stream.attach(takeover=True)
     previous, connection.reader = connection.reader, None
     if previous is not None:  # a dead socket's reader must count no more messages
