@@ -83,11 +83,19 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=20)
     parser.add_argument("--chunk-delay", type=float, default=0.005, help="seconds between chunks")
     parser.add_argument("--kill-at", type=float, default=0.4)
-    parser.add_argument("--profile", choices=["http", "ws", "both"], default="both")
+    parser.add_argument(
+        "--profile",
+        choices=["http", "http-one-stream", "ws", "both", "all"],
+        default="both",
+        help="both: http and ws; all: the three (http-one-stream: HTTP with every message "
+        "on the connection's one event stream)",
+    )
     parser.add_argument("--runs", "--reps", type=int, default=1, help="runs of each profile")
     parser.add_argument("--account", action="store_true", help="print each run's account")
     args = parser.parse_args()
-    profiles = ["http", "ws"] if args.profile == "both" else [args.profile]
+    profiles = {"both": ["http", "ws"], "all": ["http", "http-one-stream", "ws"]}.get(
+        args.profile, [args.profile]
+    )
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in profiles}
     for _ in range(args.runs):
         for profile in profiles:

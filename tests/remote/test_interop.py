@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 from _serving import SCRIPTED, serve_process
 
-from acpstack.client import ClientRuntime, connect_remote
+from acpstack.client import ClientRuntime, connect_http, connect_remote
 from acpstack.schema import v1 as acp
+from acpstack.transports import HttpClientTransport
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 import _foreign  # noqa: E402
@@ -166,6 +167,26 @@ async def test_our_client_drives_a_foreign_server(
         await asyncio.wait_for(rec.first_chunk.wait(), 30)
         await rec.runtime.cancel(session)
         assert (await asyncio.wait_for(turn, 30)).stop_reason == "cancelled"
+
+
+@pytest.mark.parametrize(
+    "foreign_server",
+    [pytest.param("ts", marks=NEEDS_NODE, id="ts-server"), pytest.param("py", id="py-server")],
+    indirect=True,
+)
+async def test_asking_a_foreign_server_for_one_stream_falls_back_to_a_stream_per_session(
+    foreign_server: str,
+) -> None:
+    """`Acp-One-Stream` is acpstack's: a server that does not answer it gets the usual
+    stream per session, and the turn works as without asking."""
+    rec = Recorder()
+    async with connect_http(foreign_server, rec.runtime, one_stream=True) as conn:
+        await asyncio.wait_for(rec.runtime.initialize(), 30)
+        assert isinstance(conn.transport, HttpClientTransport)
+        assert conn.transport.one_stream is False
+        session = (await rec.runtime.new_session("/tmp")).session_id
+        result = await asyncio.wait_for(rec.runtime.prompt(session, "stream 20"), 30)
+        assert result.stop_reason == "end_turn" and len(rec.texts) == 20
 
 
 @pytest.mark.parametrize("profile", PROFILES)

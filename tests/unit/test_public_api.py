@@ -254,6 +254,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "CONNECTION_HEADER",
         "CONNECTION_LOST",
         "LAST_EVENT_HEADER",
+        "ONE_STREAM_HEADER",
         "RECEIVED_HEADER",
         "RESUMABLE_HEADER",
         "RETRY_HEADER",

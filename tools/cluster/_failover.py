@@ -46,9 +46,12 @@ def run_failover(
     started = time.monotonic()
     with Cluster(3, env=env) as cluster, tempfile.TemporaryFile("w+") as errors:
         setup = time.monotonic() - started
-        url = cluster.url if profile == "http" else "ws" + cluster.url[4:]
+        # "http-one-stream": HTTP with every message on the connection's one stream
+        url = cluster.url if profile.startswith("http") else "ws" + cluster.url[4:]
         argv = [sys.executable, str(LOAD), url, str(sessions), str(per_connection)]
         argv += [str(turns), str(chunks)]
+        if profile == "http-one-stream":
+            argv.append("--one-stream")
         driver = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True
         )

@@ -163,6 +163,7 @@ class Load:
     per_connection: int
     turns: int
     chunks: int
+    one_stream: bool = False  # HTTP: every message on the connection's one stream
     logs: dict[str, SessionLog] = field(default_factory=dict)
     records: list[TurnRecord] = field(default_factory=list)
     connections: dict[int, ConnectionLog] = field(default_factory=dict)
@@ -229,7 +230,11 @@ class Load:
 
         policy = Failover(on_event=on_event, busy_timeout=60)
         async with connect_remote(
-            self.url, client, reconnect=policy, timeout=REQUEST_TIMEOUT
+            self.url,
+            client,
+            reconnect=policy,
+            timeout=REQUEST_TIMEOUT,
+            one_stream=self.one_stream,
         ) as conn:
             self.transports.append(conn.transport)
             time_private_requests(conn.transport, log)
@@ -417,13 +422,15 @@ async def load_when_free(conn: Any, sid: str, patience: float = 60) -> None:
         await asyncio.sleep(1)  # a server's idle reaper, in another process: nothing to await
 
 
-async def main(url: str, sessions: int, per_connection: int, turns: int, chunks: int) -> int:
+async def main(
+    url: str, sessions: int, per_connection: int, turns: int, chunks: int, one_stream: bool = False
+) -> int:
     # What the failover does, on stderr (the test shows its tail when something fails).
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(relativeCreated)d %(name)s: %(message)s"))
     logging.getLogger("acpstack.client").addHandler(handler)
     logging.getLogger("acpstack.client").setLevel(logging.INFO)
-    load = Load(url, sessions, per_connection, turns, chunks)
+    load = Load(url, sessions, per_connection, turns, chunks, one_stream=one_stream)
     started = time.monotonic()
     problems: list[str] = []
     watch = asyncio.ensure_future(load.watch())
@@ -472,4 +479,4 @@ async def main(url: str, sessions: int, per_connection: int, turns: int, chunks:
 
 if __name__ == "__main__":
     url, numbers = sys.argv[1], [int(a) for a in sys.argv[2:6]]
-    sys.exit(run(main(url, *numbers)))
+    sys.exit(run(main(url, *numbers, one_stream="--one-stream" in sys.argv[6:])))

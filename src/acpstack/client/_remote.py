@@ -49,6 +49,7 @@ async def connect_http(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     reconnect: bool | Failover = False,
     resume_timeout: float = 15.0,
+    one_stream: bool = False,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (http:// or https://) over streamable HTTP.
 
@@ -57,7 +58,8 @@ async def connect_http(
     network breaks is resumed for up to `resume_timeout` seconds when the server can
     (nothing is lost, nothing runs twice; see docs/remote.md). With `reconnect`, a
     connection that cannot be resumed is replaced and its sessions reattached (what was
-    in flight fails as lost).
+    in flight fails as lost). `one_stream`: ask for every message on the connection's
+    one event stream instead of a stream per session (`HttpClientTransport`).
     """
     from acpstack.transports import HttpClientTransport  # loads h11: only when used
 
@@ -73,6 +75,7 @@ async def connect_http(
             timeout=timeout,
             max_message_size=max_message_size,
             resume_timeout=resume_timeout,
+            one_stream=one_stream,
         )
 
     transport = await _with_failover(open_transport, reconnect, max_message_size)
@@ -153,10 +156,12 @@ async def connect_remote(
 ) -> AsyncIterator[ClientConnection]:
     """`connect_http` for http(s):// URLs, `connect_websocket` for ws(s):// ones.
 
-    `verify` (HTTP) and `ssl_context` (WebSocket) may both be given as `ssl_context`."""
+    `verify` (HTTP) and `ssl_context` (WebSocket) may both be given as `ssl_context`;
+    `one_stream` is HTTP's (a WebSocket always has one)."""
     scheme = url.split(":", 1)[0].lower()
     if scheme in ("ws", "wss"):
         options.pop("verify", None)
+        options.pop("one_stream", None)
         async with connect_websocket(url, client, **options) as conn:
             yield conn
     elif scheme in ("http", "https"):

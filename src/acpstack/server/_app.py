@@ -47,7 +47,12 @@ from acpstack.server._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from acpstack.server._metrics import ServerStats, render
 from acpstack.server._security import ALLOWED_HEADERS, EXPOSED_HEADERS, ServerSecurity
 from acpstack.server._websocket import RefusalLog, serve_websocket
-from acpstack.transports import CONNECTION_HEADER, RESUMABLE_HEADER, Envelope
+from acpstack.transports import (
+    CONNECTION_HEADER,
+    ONE_STREAM_HEADER,
+    RESUMABLE_HEADER,
+    Envelope,
+)
 from acpstack.wire import INTERNAL_ERROR
 
 log = logging.getLogger("acpstack.server")
@@ -337,13 +342,22 @@ class AgentServer:
             self._reaper = None
 
     async def initialize_http(
-        self, frame: bytes, env: Envelope, send: Send, cors: Headers, principal: str | None
+        self,
+        frame: bytes,
+        env: Envelope,
+        send: Send,
+        cors: Headers,
+        principal: str | None,
+        *,
+        one_stream: bool = False,
     ) -> None:
-        """A new streamable HTTP connection: start its agent, answer with its initialize reply."""
+        """A new streamable HTTP connection: start its agent, answer with its initialize
+        reply. `one_stream`: the client asked for every message on the connection's stream
+        (`Acp-One-Stream: 1`), as over WebSocket, not a stream per session."""
         if not self.has_room():
             await respond(send, 503, "too many connections", headers=(*cors, ("Retry-After", "5")))
             return
-        connection = self.new_connection(multiplex=False, principal=principal)
+        connection = self.new_connection(multiplex=one_stream, principal=principal)
         try:
             await self.start_agent(connection)
             answer = await connection.initialize(frame, env.id)
@@ -363,8 +377,12 @@ class AgentServer:
                 headers=cors,
             )
             return
+        said: Headers = ((ONE_STREAM_HEADER, "1"),) if one_stream else ()
         await respond_json(
-            send, 200, answer, headers=(*cors, (CONNECTION_HEADER, connection.id), *self.resumable)
+            send,
+            200,
+            answer,
+            headers=(*cors, (CONNECTION_HEADER, connection.id), *self.resumable, *said),
         )
 
     @property

@@ -34,6 +34,7 @@ from acpstack.server._streams import OutboundStream, ResumeRefused
 from acpstack.transports import (
     CONNECTION_HEADER,
     LAST_EVENT_HEADER,
+    ONE_STREAM_HEADER,
     RETRY_HEADER,
     SSE_KEEPALIVE,
     Envelope,
@@ -102,7 +103,8 @@ async def handle_post(
                 send, 400, f"{env.method} is not allowed on an existing connection", headers=cors
             )
             return
-        await app.initialize_http(body, env, send, cors, principal)
+        one_stream = headers.get(ONE_STREAM_HEADER.lower()) == "1"
+        await app.initialize_http(body, env, send, cors, principal, one_stream=one_stream)
         return
     status, text = await _deliver(app, headers, body, env, principal)
     await respond(send, status, text, headers=cors)
@@ -210,6 +212,14 @@ async def handle_get(
         await respond(send, status, text, headers=cors)
         return
     session_id = headers.get("acp-session-id")
+    if session_id is not None and connection.multiplex:
+        await respond(
+            send,
+            400,
+            "this connection sends every session's messages on its one stream (Acp-One-Stream)",
+            headers=cors,
+        )
+        return
     stream = (
         connection.connection_stream
         if session_id is None

@@ -22,10 +22,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_PRINCIPAL = "default"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id, Acp-Resumable"
+EXPOSED_HEADERS = "Acp-Connection-Id, Acp-Session-Id, Acp-Resumable, Acp-One-Stream"
 ALLOWED_HEADERS = (
     "Content-Type, Authorization, X-Secret-Key, Acp-Connection-Id, Acp-Session-Id, "
-    "Acp-Protocol-Version, Last-Event-ID, Acp-Retry"
+    "Acp-Protocol-Version, Last-Event-ID, Acp-Retry, Acp-One-Stream"
 )
 
 

@@ -48,6 +48,7 @@ from acpstack.transports._remote_base import (
     CONNECTION_LOST,
     JSON_TYPE,
     LAST_EVENT_HEADER,
+    ONE_STREAM_HEADER,
     RESUMABLE_HEADER,
     RETRY_HEADER,
     SESSION_HEADER,
@@ -89,6 +90,10 @@ class HttpClientTransport(MessageTransport):
         max_message_size: The largest message accepted from the server, in bytes.
         resume_timeout: How long to keep trying to resume a broken stream or to send a
             POST again (when the server can resume); 0 never tries.
+        one_stream: Ask the server for every message on the connection's one event
+            stream instead of one stream per session (an acpstack extension,
+            `Acp-One-Stream`; a server that does not know it opens a stream per session
+            as usual). Fewer TCP connections: a failover of many sessions opens one.
 
     Raises:
         ValueError: `url` is not an http:// or https:// URL.
@@ -106,6 +111,7 @@ class HttpClientTransport(MessageTransport):
         timeout: float = 30.0,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         resume_timeout: float = 15.0,
+        one_stream: bool = False,
     ) -> None:
         super().__init__(max_message_size)
         self._h11: Any = require_extra("h11")
@@ -113,6 +119,10 @@ class HttpClientTransport(MessageTransport):
         self.resumable: bool = False
         """Whether the server said it can resume this connection (`Acp-Resumable: 1`)."""
         self.resumes: int = 0
+        self._ask_one_stream = one_stream
+        self.one_stream: bool = False
+        """Whether the server sends every message on the connection's one stream (it said
+        `Acp-One-Stream: 1`): no stream per session is opened then."""
         """How many times a stream broke and was resumed, or a POST was sent again."""
         self.url = url
         """The agent's endpoint, as given."""
@@ -186,7 +196,10 @@ class HttpClientTransport(MessageTransport):
                 "(or a conductor's `proxy/initialize`)",
             )
             return
-        response = await self._request("POST", [("Content-Type", JSON_TYPE)], message)
+        headers = [("Content-Type", JSON_TYPE)]
+        if self._ask_one_stream:
+            headers.append((ONE_STREAM_HEADER, "1"))
+        response = await self._request("POST", headers, message)
         if response.status != 200:
             self._finish(f"initialize failed: {_describe(response)}")
             return
@@ -196,6 +209,7 @@ class HttpClientTransport(MessageTransport):
             return
         self.connection_id = connection_id
         self.resumable = response.header(RESUMABLE_HEADER) == "1"
+        self.one_stream = self._ask_one_stream and response.header(ONE_STREAM_HEADER) == "1"
         self._spawn(self._read_stream(None, None))
         self._deliver([single_line(response.body)])
 
@@ -204,7 +218,7 @@ class HttpClientTransport(MessageTransport):
         if env.kind == "response":
             session = self._reply_sessions.pop(env.id, None)
         headers = [("Content-Type", JSON_TYPE), (CONNECTION_HEADER, self.connection_id or "")]
-        if session is not None:
+        if session is not None and not self.one_stream:
             if env.method in REATTACH_METHODS:
                 self._failed.discard(session)
             if env.method == "session/resume" and env.kind == "request":
@@ -339,6 +353,8 @@ class HttpClientTransport(MessageTransport):
     def _open_streams_ahead(self) -> None:
         """Open the streams of the sessions that the next queued messages name, so that
         they open side by side, not one per POST (a failover's many session/resume)."""
+        if self.one_stream:
+            return
         for message in itertools.islice(self._outbox, LOOK_AHEAD):
             try:
                 session = peek_envelope(message).session_id
@@ -475,13 +491,21 @@ class HttpClientTransport(MessageTransport):
                 continue  # the runtime answers it as a parse error
             if b"\n" in message:
                 messages[index] = single_line(message)
-            if env.kind == "request" and session is not None:
-                self._reply_sessions[env.id] = session
+            if env.kind == "request":
+                # its answer goes in order with the messages of its session (on one
+                # stream, the session its params name)
+                about = session
+                if about is None and self.one_stream:
+                    about = env.session_id
+                if isinstance(about, str):
+                    self._reply_sessions[env.id] = about
             elif env.kind == "response":
                 asked_about = self._session_requests.pop(env.id, None)
                 if asked_about is not None:
                     self._unknown.discard(asked_about)
                 new = env.result_session_id
+                if self.one_stream:
+                    continue
                 if new is not None and new not in self._streams and new not in self._failed:
                     self._unknown.discard(new)
                     self._open_session_stream(new)

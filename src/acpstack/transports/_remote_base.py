@@ -237,5 +237,10 @@ had received; the client sends the later ones again."""
 RETRY_HEADER = "Acp-Retry"
 """Set to "1" on a POST sent again after a broken connection: a request or answer whose
 id already arrived is dropped by the server."""
+ONE_STREAM_HEADER = "Acp-One-Stream"
+"""An acpstack extension of streamable HTTP: "1" on a client's `initialize` asks the server
+to send every message of the connection, whatever its session, on the connection's one
+event stream (as over WebSocket) instead of a stream per session; the server's answer
+says "1" when it does. A failover then opens one stream, not one per session."""
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
