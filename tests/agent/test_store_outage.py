@@ -12,6 +12,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -162,3 +163,27 @@ async def test_postgres_outage_fails_turns_clearly_and_recovers(
         await second.load_session(sid, str(tmp_path))
     assert second.texts[:100] == acknowledged
     assert second.texts[-30:] == [f"{i:08d} chunk" for i in range(30)]
+
+
+def test_the_store_works_again_as_soon_as_postgresql_is_back(own_postgres: Any) -> None:
+    """After an outage the connection pool retries with a growing back-off and lends
+    nothing until its next try, seconds after the server is back: a call then connects
+    by itself instead of failing (this made the first turn after an outage fail)."""
+    from acpstack.agent import PostgresSessionStore, SessionRecord
+
+    url = own_postgres.create_database("backoff")
+    with PostgresSessionStore(url, connect_timeout=2) as store:
+        store.create(SessionRecord("s", "/tmp"))
+        own_postgres.halt()
+        try:
+            # A 16 s outage: the pool's tries (about 1, 3, 7 and 15 s after the first
+            # failure) fail, and its next one is some 15 s after the server is back.
+            ends = time.monotonic() + 16
+            while time.monotonic() < ends:
+                with pytest.raises(Exception):  # noqa: B017 - PoolTimeout or OperationalError
+                    store.get("s")
+        finally:
+            own_postgres.resume()
+        record = store.get("s")
+        assert record is not None and record.session_id == "s"
+        assert store.append_event("s", "update", b'{"x":1}') == 1

@@ -166,8 +166,9 @@ async def test_a_turn_in_flight_is_lost_and_the_session_goes_on_elsewhere() -> N
         result = await runtime.prompt(sid, "again")
         assert result.stop_reason == "end_turn"
     assert len(servers.connections) == 2
-    assert [e.kind for e in events] == ["lost", "reconnected"]
-    assert events[0].lost_requests == [] and events[1].sessions == [sid]  # (sent again)
+    assert [e.kind for e in events] == ["lost", "reattached", "reconnected"]
+    assert events[0].lost_requests == [] and events[2].sessions == [sid]  # (sent again)
+    assert events[1].sessions == [sid]  # back, its prompt sent again at once
     assert texts(runtime, sid)[-1].endswith("begun againdone")
     stored = [e.payload for e in servers.store.events(sid)]
     assert any(b"begun hold" in p for p in stored)  # what the first agent had sent is kept
@@ -219,18 +220,21 @@ async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_
             assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
         finally:
             first.may_close.set()  # closing the failover transport waits for that goodbye
-    assert [e.kind for e in events] == ["lost", "reconnected"]
+    assert [e.kind for e in events] == ["lost", "reattached", "reconnected"]
 
 
-async def test_writes_made_while_reconnecting_go_out_after_the_sessions_are_back() -> None:
+async def test_writes_made_while_reconnecting_go_out_once_their_sessions_are_back() -> None:
     servers = Servers()
     async with failing_over(servers) as (runtime, events):
         sids = [await new_session(runtime) for _ in range(3)]
         await lose_a_held_turn(servers, runtime, sids[0])
-        # Sent at once, before the new connection exists: held, then sent in order.
+        # Sent at once, before the new connection exists: held, each sent once its
+        # session is back.
         results = await asyncio.gather(*(runtime.prompt(s, f"next {s}") for s in sids))
         assert [r.stop_reason for r in results] == ["end_turn"] * 3
-    assert sorted(events[1].sessions) == sorted(sids)
+    back = [e.sessions[0] for e in events if e.kind == "reattached"]
+    assert sorted(back) == sorted(sids)
+    assert events[-1].kind == "reconnected" and sorted(events[-1].sessions) == sorted(sids)
 
 
 async def test_an_agent_request_in_flight_is_cancelled_and_its_late_answer_dropped(

@@ -66,6 +66,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("acpstack.agent.store")
 
+# How long a call waits for a connection of the pool before it connects by itself (the
+# pool may be in its reconnect back-off after an outage, with the server back already).
+LEND_WAIT = 1.0
 INSTALL_HINT = 'in the acpstack checkout, pip install ".[postgres]" (or pip install "psycopg[binary,pool]>=3.2")'
 # Nothing to change by default: commits wait for the server's disk (see the module docstring).
 STORE_SETTINGS: dict[str, str] = {}
@@ -170,13 +173,16 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             **driver.conninfo.conninfo_to_dict(url),  # the URL's own settings win
         }
         self._presence_params = _with_settings(params, PRESENCE_SETTINGS)
+        self._store_params = _with_settings(params, STORE_SETTINGS)
+        self._lend_timeout = connect_timeout
+        self._pool_timeout: type[Exception] = pool_module.PoolTimeout
         self._pool: ConnectionPool[Any] | None = None
         # Connect once directly first: a failure says why (a pool would only time out).
         self._presence: psycopg.Connection[Any] | None = self._connect_presence()
         try:
             _pg_schema.migrate(self._presence)
             self._pool = pool_module.ConnectionPool(
-                kwargs={**_with_settings(params, STORE_SETTINGS), "autocommit": True},
+                kwargs={**self._store_params, "autocommit": True},
                 min_size=1,
                 max_size=pool_size,
                 open=True,
@@ -199,8 +205,24 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         pool = self._pool
         if pool is None:
             raise RuntimeError("session store is closed")
-        with pool.connection() as conn:
+        try:
+            conn = pool.getconn(timeout=min(LEND_WAIT, self._lend_timeout))
+        except self._pool_timeout:
+            # After an outage the pool retries with a growing back-off (seconds apart)
+            # and lends nothing meanwhile, though the server may be back: this call
+            # connects by itself (it fails at once if the server is still down).
+            direct: psycopg.Connection[Any] = self._psycopg.connect(
+                **self._store_params, autocommit=True
+            )
+            try:
+                yield direct
+            finally:
+                direct.close()
+            return
+        try:
             yield conn
+        finally:
+            pool.putconn(conn)
 
     def _connect_presence(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] = self._psycopg.connect(
