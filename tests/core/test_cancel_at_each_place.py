@@ -1,0 +1,175 @@
+"""A caller cancelled while it ends the tasks it owns sees CancelledError, at each place
+that used to swallow it (`suppress(CancelledError)` around `await task`), now
+`cancel_and_wait`. Each test lands the caller's cancellation while it is certainly still
+waiting for its task: the owned task is stubborn (cancelled, it waits for the test), or the
+caller is cancelled from inside the task's own ending. Nothing here waits on a clock.
+
+`Connection.aclose` and the turn's own stop reason are covered in test_cancel_and_wait.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from acpstack._tasks import wait_ended
+from acpstack.agent import MemorySessionStore, SessionAgent, connect_agent
+from acpstack.agent._turn import Turn
+from acpstack.schema import v1 as acp
+from acpstack.transports import StreamTransport, memory_pair
+
+pytestmark = pytest.mark.timeout(60)
+
+WAIT = 30  # generous: every wait here ends on an event
+
+
+class Stubborn:
+    """A coroutine that, once cancelled, ends only when `release` is set."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def run(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            await self.release.wait()
+            raise
+
+
+async def cancel_while_waiting(owner: asyncio.Task[Any], stubborn: Stubborn) -> None:
+    """Cancel `owner` once it is waiting for the stubborn task; it must end cancelled."""
+    await asyncio.wait_for(stubborn.cancelled.wait(), WAIT)
+    owner.cancel()
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(owner, WAIT)
+    finally:
+        stubborn.release.set()
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+
+
+class Lines:
+    """What a raw peer read, message by message, with a wait for an answer."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._arrived = asyncio.Event()
+        self._partial = b""
+
+    def data(self, data: bytes) -> None:
+        *complete, self._partial = (self._partial + data).split(b"\n")
+        self.messages.extend(json.loads(x) for x in complete if x.strip())
+        self._arrived.set()
+
+    async def answer(self, request_id: int) -> dict[str, Any]:
+        async with asyncio.timeout(WAIT):
+            while True:
+                for message in self.messages:
+                    if message.get("id") == request_id and "method" not in message:
+                        return message
+                self._arrived.clear()
+                await self._arrived.wait()
+
+
+@pytest.fixture
+async def tcp_pair() -> AsyncIterator[Callable[[], Any]]:
+    """Real sockets on 127.0.0.1: `connect()` gives (our StreamTransport, the server's
+    reader, the server's writer)."""
+    accepted: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accepted.put((reader, writer))
+
+    server = await asyncio.start_server(on_client, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    writers: list[asyncio.StreamWriter] = []
+
+    async def connect() -> tuple[StreamTransport, asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        theirs = await asyncio.wait_for(accepted.get(), WAIT)
+        writers.extend([writer, theirs[1]])
+        return StreamTransport(reader, writer), theirs[0], theirs[1]
+
+    try:
+        yield connect
+    finally:
+        for writer in writers:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+# -- transports ---------------------------------------------------------------------------
+
+
+async def test_stream_transport_close(tcp_pair: Callable[[], Any]) -> None:
+    """`StreamTransport.close` ends its reader task; the closer is cancelled in the very
+    moment that task ends (from its end-of-input callback)."""
+    transport, _, _ = await tcp_pair()
+    closing: asyncio.Task[None] | None = None
+    eof_seen = asyncio.Event()
+
+    def on_eof() -> None:
+        eof_seen.set()
+        if closing is not None:
+            closing.cancel()
+
+    transport.start_reading(lambda data: None, on_eof)
+    transport.pause_reading()  # the reader task waits to read: only `close` ends it
+    closing = asyncio.create_task(transport.close())
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(closing, WAIT)
+    assert eof_seen.is_set()
+
+
+# -- the agent: session/close waits for the turn it cancels ---------------------------------
+
+
+class StubbornTurns(SessionAgent):
+    def __init__(self, stubborn: Stubborn) -> None:
+        super().__init__(store=MemorySessionStore())
+        self.stubborn = stubborn
+
+    async def prompt(self, turn: Turn) -> acp.StopReason | None:
+        await self.stubborn.run()
+        return None
+
+
+async def test_session_close_waiting_for_its_turn_is_cancelled_by_the_client() -> None:
+    """`session/close` cancels the turn and waits for it; the client's `$/cancel_request`
+    for the close lands in that wait: the close is answered as cancelled, not carried on."""
+    stubborn = Stubborn()
+    agent_side, raw = memory_pair()
+    lines = Lines()
+    raw.start_reading(lines.data, lambda: None)
+    connection = connect_agent(StubbornTurns(stubborn), agent_side)
+    connection.start()
+    try:
+        raw.write(line({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}))
+        new = {"cwd": "/", "mcpServers": []}
+        raw.write(line({"id": 1, "method": "session/new", "params": new}))
+        sid = (await lines.answer(1))["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+        raw.write(line({"id": 2, "method": "session/prompt", "params": prompt}))
+        await asyncio.wait_for(stubborn.started.wait(), WAIT)
+        raw.write(line({"id": 3, "method": "session/close", "params": {"sessionId": sid}}))
+        await asyncio.wait_for(stubborn.cancelled.wait(), WAIT)
+        raw.write(line({"method": "$/cancel_request", "params": {"requestId": 3}}))
+        closed = await lines.answer(3)
+        stubborn.release.set()
+        assert closed.get("error", {}).get("code") == -32800, closed
+    finally:
+        stubborn.release.set()
+        await asyncio.wait_for(connection.aclose(), WAIT)
