@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from acpstack._tasks import wait_ended
 from acpstack.agent import MemorySessionStore, SessionAgent, connect_agent
 from acpstack.agent._turn import Turn
 from acpstack.schema import v1 as acp
@@ -173,3 +172,65 @@ async def test_session_close_waiting_for_its_turn_is_cancelled_by_the_client() -
     finally:
         stubborn.release.set()
         await asyncio.wait_for(connection.aclose(), WAIT)
+
+
+# -- the client: failover, MCP servers it hosts ---------------------------------------------
+
+
+async def test_failover_close_while_reconnecting(tcp_pair: Callable[[], Any]) -> None:
+    """`FailoverTransport.close` ends its reconnecting task (here: stuck in connecting)."""
+    from acpstack.client._failover import FailoverTransport
+
+    stubborn = Stubborn()
+
+    async def connect() -> Any:
+        await stubborn.run()
+
+    first, server_reader, server_writer = await tcp_pair()
+    failover = FailoverTransport(connect, first)
+    lines = Lines()
+    failover.start_reading(lines.data, lambda: None)
+    failover.write(line({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}))
+    await asyncio.wait_for(server_reader.readline(), WAIT)
+    server_writer.write(line({"id": 0, "result": {"protocolVersion": 1}}))
+    await lines.answer(0)
+    server_writer.close()  # the connection breaks: the transport reconnects
+    await asyncio.wait_for(stubborn.started.wait(), WAIT)
+    closing = asyncio.create_task(failover.close())
+    await cancel_while_waiting(closing, stubborn)
+    await asyncio.wait_for(failover.close(), WAIT)
+
+
+async def test_mcp_host_close_while_its_server_ends() -> None:
+    """`McpHost.aclose` ends each hosted server's task; the closer is cancelled while the
+    server is ending (from the server's own lifespan teardown)."""
+    from contextlib import asynccontextmanager
+
+    from mcp.server import Server
+
+    from acpstack.client._mcp_host import McpHost
+    from acpstack.schema import v1_unstable as acpu
+
+    closing: asyncio.Task[None] | None = None
+    torn_down = asyncio.Event()
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            torn_down.set()
+            if closing is not None:
+                closing.cancel()
+
+    host = McpHost()
+    declared = host.add("tools", Server("tools", lifespan=lifespan))
+    ping = acpu.MessageMcpRequest(server_id=declared.server_id, request_id="1", method="ping")
+    answered = await asyncio.wait_for(host.handle(ping), WAIT)  # starts the server's task
+    assert answered.result == {}, answered
+    closing = asyncio.create_task(host.aclose())
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(closing, WAIT)
+    assert torn_down.is_set()
+    closing = None
+    await asyncio.wait_for(host.aclose(), WAIT)
