@@ -234,3 +234,65 @@ async def test_mcp_host_close_while_its_server_ends() -> None:
     assert torn_down.is_set()
     closing = None
     await asyncio.wait_for(host.aclose(), WAIT)
+
+
+# -- the chat: the line being read when the chat ends ---------------------------------------
+
+
+async def test_chat_read_abandoned_when_the_chat_quits() -> None:
+    """The chat's read of the next line, cancelled once the chat quits (`_read_or_quit`).
+    The reader is a stand-in for the terminal (prompt_toolkit needs a real one): only its
+    `read_line` and the chat's `quit` event take part."""
+    from types import SimpleNamespace
+
+    from acpstack.cli._chat_interactive import _read_or_quit
+
+    stubborn = Stubborn()
+
+    async def read_line(prompt: str) -> str:
+        await stubborn.run()
+        return "never"
+
+    chat: Any = SimpleNamespace(input=SimpleNamespace(read_line=read_line), quit=asyncio.Event())
+    reading = asyncio.create_task(_read_or_quit(chat, "> "))
+    await asyncio.wait_for(stubborn.started.wait(), WAIT)
+    chat.quit.set()
+    await cancel_while_waiting(reading, stubborn)
+
+
+# -- the agent: MCP servers the client offers over ACP, MCP servers it runs ----------------
+
+
+async def test_mcp_over_acp_streams_closed_while_a_call_is_in_flight() -> None:
+    """`AcpMcpTransport.streams()` ends its pump on the way out; the task leaving the
+    context is cancelled while it waits for the pump (by the cancelled call's own ending).
+    The client is a stand-in for the ACP peer: only its `mcp/message` call takes part."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    from acpstack.agent._mcp_acp import AcpMcpTransport
+
+    calling = asyncio.Event()
+    leaving: asyncio.Task[None] | None = None
+
+    class Client:
+        async def mcp_message(self, params: Any, timeout: float | None = None) -> Any:
+            calling.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if leaving is not None:
+                    leaving.cancel()
+                raise
+
+    transport = AcpMcpTransport(Client(), "server-1")  # type: ignore[arg-type]
+
+    async def use_then_leave() -> None:
+        async with transport.streams() as (_, writes):
+            request = mcp_types.JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/list")
+            await writes.send(SessionMessage(request))
+            await asyncio.wait_for(calling.wait(), WAIT)
+
+    leaving = asyncio.create_task(use_then_leave())
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(leaving, WAIT)
