@@ -296,3 +296,43 @@ async def test_mcp_over_acp_streams_closed_while_a_call_is_in_flight() -> None:
     leaving = asyncio.create_task(use_then_leave())
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(leaving, WAIT)
+
+
+async def test_mcp_server_stopped_while_it_leaves() -> None:
+    """`McpConnections` stops a server that did not start in time and waits for its task
+    to leave its transport; the caller of `start` is cancelled in that wait. The server is
+    the SDK's own, in this process; its transport is slow to leave until the test says."""
+    from contextlib import asynccontextmanager
+
+    from mcp.client._memory import InMemoryTransport
+    from mcp.server import Server
+
+    from acpstack.agent._mcp import McpConnections
+
+    leaving = asyncio.Event()
+    release = asyncio.Event()
+
+    @asynccontextmanager
+    async def slow_to_leave() -> AsyncIterator[Any]:
+        async with InMemoryTransport(Server("tools")) as streams:
+            try:
+                yield streams
+            finally:
+                leaving.set()
+                await release.wait()
+
+    class SlowToLeave(McpConnections):
+        def _transport(self, config: Any) -> Any:
+            return slow_to_leave()
+
+    connections = SlowToLeave(connect_timeout=0)  # not started in time: stopped at once
+    config = acp.McpServerStdio(name="tools", command="unused", args=[], env=[])
+    starting = asyncio.create_task(connections.start([config]))
+    try:
+        await asyncio.wait_for(leaving.wait(), WAIT)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(starting, WAIT)
+    finally:
+        release.set()
+        await asyncio.wait_for(connections.aclose(), WAIT)
