@@ -133,6 +133,31 @@ async def test_stream_transport_close(tcp_pair: Callable[[], Any]) -> None:
     assert eof_seen.is_set()
 
 
+async def test_remote_transport_close_while_a_message_is_being_sent() -> None:
+    """`MessageTransport.close` (the base of the HTTP transport) cancels and awaits every
+    task it started; here a sender whose send of one message is stubborn. The subclass
+    gives only the two hooks the base asks of a transport (no server takes part)."""
+    from acpstack.transports._remote_base import MessageTransport
+
+    stubborn = Stubborn()
+
+    class StubbornSender(MessageTransport):
+        def _start_receiving(self) -> None:
+            pass
+
+        async def _send_one(self, message: bytes) -> None:
+            await stubborn.run()
+
+    transport = StubbornSender(1 << 20)
+    transport.start_reading(lambda data: None, lambda: None)
+    transport.write(line({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}))
+    await asyncio.wait_for(stubborn.started.wait(), WAIT)
+    closing = asyncio.create_task(transport.close())
+    await cancel_while_waiting(closing, stubborn)
+    await asyncio.wait_for(transport._stop_tasks(), WAIT)
+    assert not transport._tasks
+
+
 # -- the agent: session/close waits for the turn it cancels ---------------------------------
 
 
