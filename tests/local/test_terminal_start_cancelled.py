@@ -64,3 +64,35 @@ def _wait_for_file(path: Path) -> None:
     deadline = time.monotonic() + 20
     while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+async def test_cancelled_again_while_the_start_is_finished_still_ends_it(tmp_path: Path) -> None:
+    """The creator is cancelled a second time while it waits for the abandoned start to
+    finish: it ends cancelled at once, and the manager still ends the process group."""
+    PausingStart.running, PausingStart.go_on = asyncio.Event(), asyncio.Event()
+    manager = PausingStart()
+    script = f"sleep 300 & echo $! > {tmp_path}/child; echo $$ > {tmp_path}/shell; wait"
+    create = asyncio.create_task(manager.create("s", "sh", ["-c", script]))
+    await asyncio.wait_for(PausingStart.running.wait(), 20)
+    pids = set()
+    try:
+        for name in ("child", "shell"):
+            path = tmp_path / name
+            await asyncio.wait_for(asyncio.to_thread(_wait_for_file, path), 20)
+            pids.add(int(path.read_text()))
+        create.cancel()
+        await asyncio.sleep(0)  # the first cancellation lands while the start is paused
+        create.cancel()  # and the second while the creator waits for the start to finish
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(create, 20)
+        assert all(alive(pid) for pid in pids)  # the start is still paused
+        PausingStart.go_on.set()
+        await asyncio.wait_for(manager.aclose(), 20)  # waits for the abandoned start's end
+        await asyncio.to_thread(assert_ended, pids)
+        assert manager.terminal_ids("s") == []
+    finally:
+        PausingStart.go_on.set()
+        await manager.aclose()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, 9)

@@ -11,7 +11,10 @@ session of its own (``setsid sleep 1000 &``, daemons). Two tools close that gap:
   process table, not only from our children: it works without the subreaper and also
   finds escapees whose parent is still alive. Limits: a process can drop the variable
   (``env -u``, ``env -i``) before it escapes, and ``/proc/PID/environ`` shows the
-  environment a process was started with. Linux only (no ``/proc`` elsewhere).
+  environment a process was started with. A process in the middle of ``exec`` shows no
+  environment (nor arguments) for a moment, even after its parent saw the ``exec``
+  succeed: a sweep waits until such a process shows them. Linux only (no ``/proc``
+  elsewhere).
 * A child subreaper (Linux: ``prctl(PR_SET_CHILD_SUBREAPER)``). Orphaned descendants are
   re-parented to us instead of to init, so `end_orphans` can end and reap whatever is
   left at shutdown, with or without a marker. Being a subreaper is process-wide: orphans
@@ -53,7 +56,9 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 _ROUNDS = 8  # scans per sweep: ending a process can orphan (or start) others
 _KILL_WAIT_SECONDS = 5.0  # how long to wait for exits after SIGKILL
-_POLL_SECONDS = 0.02  # only without pidfds (Linux < 5.3)
+_POLL_SECONDS = 0.02  # only without pidfds (Linux < 5.3), and for processes in exec
+_EXEC_WAIT_SECONDS = 10.0  # how long a sweep waits for a process in exec to show its environ
+_PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread (never has an environment)
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -122,17 +127,78 @@ def marker_needle(value: str) -> bytes:
     return f"\0{MARKER_VARIABLE}={value}\0".encode()
 
 
-def _carries(pid: int, needle: bytes) -> bool:
+def _read(pid: int, name: str) -> bytes | None:
+    """`/proc/PID/<name>`; None when the process is gone or not ours to read."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:  # gone, or not ours to read
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _in_exec(pid: int) -> bool:
+    """Whether the process is between two programs: ``exec`` has given it the new
+    program's memory, whose arguments and environment are not set up yet, so /proc shows
+    neither (its parent may already have seen the ``exec`` succeed). Zombies and kernel
+    threads show neither too, for good."""
+    if _read(pid, "cmdline") != b"":
         return False
-    return needle in b"\0" + environ + b"\0"
+    stat = _read(pid, "stat")
+    if not stat:
+        return False
+    fields = stat.rsplit(b")", 1)[-1].split()
+    if len(fields) < 7 or fields[0] in (b"Z", b"X"):
+        return False
+    return not int(fields[6]) & _PF_KTHREAD
 
 
-def _marked(needle: bytes, exclude: Collection[int]) -> list[int]:
-    return [pid for pid in _process_ids() if pid not in exclude and _carries(pid, needle)]
+def _carries(pid: int, needle: bytes) -> bool | None:
+    """Whether the process's environment carries ``needle``; None while it is in the
+    middle of ``exec`` (ask again in a moment)."""
+    environ = _read(pid, "environ")
+    if environ == b"":
+        if _in_exec(pid):
+            return None
+        environ = _read(pid, "environ")  # again: its exec may have ended since the first read
+    return environ is not None and needle in b"\0" + environ + b"\0"
+
+
+def _marked(needle: bytes, exclude: Collection[int]) -> tuple[list[int], list[int]]:
+    """The processes that carry ``needle``, and those in exec that may carry it."""
+    marked, in_exec = [], []
+    for pid in _process_ids():
+        if pid not in exclude:
+            found = _carries(pid, needle)
+            if found is None:
+                in_exec.append(pid)
+            elif found:
+                marked.append(pid)
+    return marked, in_exec
+
+
+async def _after_exec(pids: list[int], needle: bytes) -> list[int]:
+    """Those of ``pids`` (processes in exec) that carry ``needle`` once their exec is over.
+    Exec takes microseconds, more on a loaded machine: asked again every 20 ms, for at most
+    `_EXEC_WAIT_SECONDS` (a process still in exec then is left alone, and logged)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _EXEC_WAIT_SECONDS
+    marked: list[int] = []
+    while pids:
+        await asyncio.sleep(_POLL_SECONDS)
+        waiting = []
+        for pid in pids:
+            found = _carries(pid, needle)
+            if found is None:
+                waiting.append(pid)
+            elif found:
+                marked.append(pid)
+        pids = waiting
+        if pids and loop.time() >= deadline:
+            logger.warning(
+                "pid(s) %s still in exec after %.0fs: not ended", pids, _EXEC_WAIT_SECONDS
+            )
+            break
+    return marked
 
 
 def _children(exclude: Collection[int]) -> list[int]:
@@ -268,11 +334,13 @@ async def end_marked(needle: bytes, *, exclude: Collection[int], grace: float) -
     tried = set(exclude)
     ended = 0
     for _ in range(_ROUNDS):
-        pids = await asyncio.to_thread(_marked, needle, frozenset(tried))
+        pids, in_exec = await asyncio.to_thread(_marked, needle, frozenset(tried))
+        if in_exec:  # e.g. an escapee whose parent returned from starting it, and exited
+            pids += await _after_exec(in_exec, needle)
         if not pids:
             break
         logger.info("ending %d process(es) that left their terminal: %s", len(pids), pids)
-        ended += await _end(pids, lambda pid: _carries(pid, needle), grace)
+        ended += await _end(pids, lambda pid: _carries(pid, needle) is True, grace)
         tried.update(pids)
     return ended
 

@@ -158,7 +158,8 @@ class TerminalManager:
         try:
             await asyncio.shield(start)
         except asyncio.CancelledError:
-            await self._abandon(start, terminal)
+            # Ours to finish, even when the creator is cancelled again while it waits.
+            await asyncio.shield(self._spawn(self._abandon(start, terminal)))
             raise
         finally:
             self._starting -= 1
@@ -224,11 +225,10 @@ class TerminalManager:
     async def _abandon(self, start: asyncio.Future[None], terminal: Terminal) -> None:
         """The caller was cancelled while the process was being started: it may run already
         (cancelling asyncio's start would kill its first process only, never its children).
-        Let the start finish, then end it like a released terminal: group and escapees."""
+        Let the start finish, then end it like a released terminal: group and escapees.
+        Runs as a task of the manager: `aclose` waits for it."""
         try:
-            await asyncio.shield(start)
-        except asyncio.CancelledError:  # cancelled again: the start goes on, unwatched
-            raise
+            await asyncio.shield(start)  # never cancel a start (its children would run on)
         except Exception:  # it did not start: nothing to end
             return
         self._terminals[terminal.id] = terminal
