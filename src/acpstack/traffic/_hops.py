@@ -38,6 +38,7 @@ class HopRecord:
 
     @property
     def receiver(self) -> str:
+        """Who the frame was written to."""
         return self.component if self.record.side == "client" else "conductor"
 
     def to_json(self) -> dict[str, Any]:
