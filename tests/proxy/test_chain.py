@@ -167,6 +167,35 @@ def test_record_keeps_each_hops_traffic_in_its_own_recording(project: Path) -> N
     assert len(prompt_in["params"]["prompt"]) == 1
     assert "Project rules" in prompt_out["params"]["prompt"][-1]["text"]
 
+    # One view of both hops: the prompt as it travelled, hop by hop, in time order.
+    shown = subprocess.run(
+        [*ACPSTACK, "inspect", "--hops", str(hops), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    view = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert {(r["hop"], r["component"]) for r in view} == {(0, "proxy 0"), (1, "agent")}
+    assert [r["ts"] for r in view] == sorted(r["ts"] for r in view)
+
+    def travel(method: str) -> list[tuple[int, str]]:
+        steps = []
+        for r in view:
+            message = r.get("message", {})
+            inner = message.get("params", {}).get("method")
+            if method in (message.get("method"), inner if message.get("method") else None):
+                steps.append((r["hop"], r["from"]))
+        return steps
+
+    assert travel("session/prompt")[:3] == [(0, "client"), (0, "agent"), (1, "client")]
+    table = subprocess.run(
+        [*ACPSTACK, "inspect", "--hops", str(hops)], capture_output=True, text=True, timeout=30
+    )
+    assert table.returncode == 0, table.stderr
+    assert "proxy 0 → conductor  request #" in table.stdout
+    assert "proxy/successor ⟨session/prompt⟩" in table.stdout
+
 
 def test_conduct_without_components_is_a_usage_error() -> None:
     done = subprocess.run([*ACPSTACK, "conduct"], capture_output=True, text=True, timeout=30)

@@ -1,4 +1,5 @@
-"""`acpstack inspect`: a transparent proxy that records (and shows live) an agent's traffic;
+"""`acpstack inspect`: a transparent proxy that records (and shows live) an agent's traffic
+(`--hops DIR`: the hops a proxy chain recorded, as one view);
 `acpstack replay`: replay a recording's client side and report where the answers differ.
 
 stdout belongs to the proxied protocol: everything these commands say goes to stderr
@@ -36,6 +37,13 @@ def add_parsers(sub: Any) -> None:
         help="no proxy: serve the page for a recording until Ctrl-C (with --web PORT)",
     )
     inspect.add_argument(
+        "--hops",
+        metavar="DIR",
+        help="no proxy: print the hops a chain recorded (acpstack conduct --record DIR) as "
+        "one view, in time order",
+    )
+    inspect.add_argument("--json", action="store_true", help="with --hops: JSON lines")
+    inspect.add_argument(
         "--unstable", action="store_true", help="check messages against the unstable schema"
     )
     with_agent_command(inspect, "the agent's command line, run behind the proxy")
@@ -62,6 +70,8 @@ def _say(line: str) -> None:
 def run_inspect(args: argparse.Namespace, agent_command: list[str] | None) -> int:
     from acpstack.traffic import RecordingError, inspect_agent, view_recording
 
+    if args.hops:
+        return _show_hops(Path(args.hops), as_json=args.json)
     if args.view:
         try:
             asyncio.run(
@@ -97,6 +107,22 @@ def run_inspect(args: argparse.Namespace, agent_command: list[str] | None) -> in
         return 127
     except KeyboardInterrupt:
         return 130
+
+
+def _show_hops(directory: Path, *, as_json: bool) -> int:
+    from acpstack.traffic import RecordingError, hop_lines, read_hops
+
+    try:
+        hops = read_hops(directory)
+    except (OSError, RecordingError, UnicodeDecodeError) as exc:
+        _say(f"cannot show the hops in {directory}: {exc}")
+        return 2
+    if as_json:
+        lines = [json.dumps(hop.to_json(), ensure_ascii=False) for hop in hops]
+    else:
+        lines = hop_lines(hops)
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
 
 
 def run_replay(args: argparse.Namespace, agent_command: list[str] | None) -> int:

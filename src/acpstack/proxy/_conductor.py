@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from acpstack.proxy._link import Link, Message, RequestId, loads, raw, unwrap
+from acpstack.proxy._link import Link, Message, Outbox, RequestId, envelope, loads, raw, unwrap
 from acpstack.proxy._mcp_bridge import McpBridge
 from acpstack.transports import Transport
 
@@ -98,6 +98,7 @@ class Conductor:
         self.components: list[Link] = []
         self.ended: ChainEnded | None = None
         self._done = asyncio.Event()
+        self._outbox = Outbox()  # one write per link for each read routed
         # (link, id of its request) -> (link we forwarded it on, id there): for cancellation.
         self._relayed: dict[tuple[int, RequestId], tuple[Link, RequestId]] = {}
         self.bridge: McpBridge = McpBridge(self)
@@ -133,8 +134,8 @@ class Conductor:
                     )
                 except (OSError, ValueError) as exc:
                     raise ChainEnded(f"cannot start {name}: {exc}") from None
-                self.components.append(Link(transport, name, self))
-            self.upstream = Link(upstream, "the client", self)
+                self.components.append(Link(transport, name, self, self._outbox))
+            self.upstream = Link(upstream, "the client", self, self._outbox)
             for link in (*self.components, self.upstream):
                 link.start()
             await self._done.wait()
@@ -264,7 +265,9 @@ class Conductor:
         if self.bridge.takes_notification(target, out_method, params):
             return
         if wrap:
-            target.notify(self.successor_name, self._deliver_params(out_method, params, True))
+            target.send_frame(envelope(self.successor_name, out_method, params))
+        elif out_method == message.method and params is message.params:
+            target.send_frame(link.frame + b"\n")  # unchanged: the bytes as they came
         else:
             target.notify(out_method, params)
 

@@ -4,6 +4,12 @@ A conductor routes messages it does not need to understand, so it never decodes 
 typed structs: only the envelope (`id`, `method`) is read, and `params`, `result` and
 `error` stay the exact bytes the sender wrote (`msgspec.Raw`), forwarded unchanged.
 Everything runs from the transport's callbacks, so messages leave in the order they came.
+
+Per message the costly part is not the JSON but the pipes: every write wakes the process
+that reads it. So the frames that one read of input produces are held per link (an
+`Outbox` shared by the links of one process) and written once that read is routed: one
+write per link and read, at once, with no end-of-turn callback. A message forwarded as it
+came is written as the bytes it came in; an envelope is put together around the raw params.
 """
 
 from __future__ import annotations
@@ -81,6 +87,34 @@ def error(code: int, message: str, data: Any = UNSET) -> Raw:
     return raw(body)
 
 
+def envelope(
+    method: str, inner_method: str, params: Raw | UnsetType, rid: RequestId | UnsetType = UNSET
+) -> bytes:
+    """The frame of a `method` (`proxy/successor`) message wrapping `inner_method` with
+    `params` as raw bytes, without decoding or copying them twice."""
+    head = b'{"jsonrpc":"2.0",'
+    if rid is not UNSET:
+        head += b'"id":' + _encode(rid) + b","
+    head += b'"method":' + _encode(method) + b',"params":{"method":' + _encode(inner_method)
+    if params is UNSET:
+        return head + b"}}\n"
+    return head + b',"params":' + bytes(params) + b"}}\n"
+
+
+class Outbox:
+    """The frames held while one read of input is routed, per link; `release` writes each
+    link's frames in one write."""
+
+    def __init__(self) -> None:
+        self.holding = 0
+        self.waiting: list[Link] = []
+
+    def release(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for link in waiting:
+            link.release()
+
+
 class LinkHandler(Protocol):
     def on_request(self, link: Link, message: Message, rid: RequestId) -> None: ...
 
@@ -94,7 +128,13 @@ class Link:
     peer's requests and notifications go to `handler`. `name` says which peer it is in
     logs and errors. Start it with `start`, end it with `aclose`."""
 
-    def __init__(self, transport: Transport, name: str, handler: LinkHandler) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        name: str,
+        handler: LinkHandler,
+        outbox: Outbox | None = None,
+    ) -> None:
         self.transport = transport
         self.name = name
         self.handler = handler
@@ -106,6 +146,10 @@ class Link:
         self._ending: asyncio.Task[None] | None = None
         # Frames go out in order, those of one event-loop turn in one write.
         self._writer = Writer(transport, asyncio.get_running_loop())
+        self._outbox = outbox if outbox is not None else Outbox()
+        self._held: list[bytes] = []
+        #: The frame being handled (without its newline), for forwarding it unchanged.
+        self.frame: bytes = b""
 
     def start(self) -> None:
         self.transport.start_reading(self._data, self._eof)
@@ -115,10 +159,29 @@ class Link:
     def send(self, message: Message) -> None:
         if not self.closed:
             message.jsonrpc = "2.0"
-            self._writer.send(_encode(message) + b"\n")
+            self.send_frame(_encode(message) + b"\n")
+
+    def send_frame(self, frame: bytes) -> None:
+        """Send an encoded message (ending in a newline)."""
+        if self.closed:
+            return
+        if self._outbox.holding:
+            if not self._held:
+                self._outbox.waiting.append(self)
+            self._held.append(frame)
+        else:
+            self._writer.send(frame)
+
+    def release(self) -> None:
+        """Write the frames held for this link now, in one write."""
+        held, self._held = self._held, []
+        if held and not self.closed:
+            self._writer.send(b"".join(held) if len(held) > 1 else held[0])
+            self._writer.flush()
 
     def flush(self) -> None:
-        """Write what waits for the end of the event-loop turn now."""
+        """Write what waits now."""
+        self.release()
         self._writer.flush()
 
     def request(self, method: str, params: Raw | UnsetType, on_reply: Reply) -> int:
@@ -170,9 +233,19 @@ class Link:
     # -- receiving --------------------------------------------------------------------
 
     def _data(self, data: bytes) -> None:
-        self._writer.at_once = True
-        for frame in self._decoder.feed(data):
-            self._frame(frame)
+        self._route(self._decoder.feed(data))
+
+    def _route(self, frames: list[bytes | Oversized | FramingError]) -> None:
+        """Handle `frames`; what they send leaves afterwards, one write per link."""
+        outbox = self._outbox
+        outbox.holding += 1
+        try:
+            for frame in frames:
+                self._frame(frame)
+        finally:
+            outbox.holding -= 1
+            if not outbox.holding:
+                outbox.release()
 
     def _frame(self, frame: bytes | Oversized | FramingError) -> None:
         if not isinstance(frame, bytes):
@@ -182,6 +255,7 @@ class Link:
             return
         try:
             message = _decode(frame)
+            self.frame = frame
         except msgspec.DecodeError as exc:
             self._refuse(frame, str(exc))
             return
@@ -217,8 +291,7 @@ class Link:
         self.send(Message(id=NULL_ID, error=error(code, f"{text}: {problem}")))
 
     def _eof(self) -> None:
-        for frame in self._decoder.feed_eof():
-            self._frame(frame)
+        self._route(self._decoder.feed_eof())
         if self._ending is None:
             self._ending = asyncio.get_running_loop().create_task(self._ended())
 
@@ -240,6 +313,6 @@ class Link:
 
     async def aclose(self) -> None:
         """Close the transport (which ends a subprocess) and fail what is pending."""
-        self._writer.flush()
+        self.flush()
         self._close("closed")
         await self.transport.close()

@@ -31,7 +31,16 @@ from typing import Any, TypeVar
 
 from msgspec import UNSET, Raw, UnsetType
 
-from acpstack.proxy._link import Link, Message, RequestId, error, loads, raw, unwrap
+from acpstack.proxy._link import (
+    Link,
+    Message,
+    RequestId,
+    envelope,
+    error,
+    loads,
+    raw,
+    unwrap,
+)
 from acpstack.transports import Transport
 from acpstack.wire import RequestError
 
@@ -142,13 +151,12 @@ class Proxy:
 
     # -- sending both ways ------------------------------------------------------------------
 
-    def _down(
-        self, method: str, params: Raw | UnsetType, *, notification: bool = False
-    ) -> tuple[str, Raw]:
+    def _down(self, method: str, params: Raw | UnsetType) -> tuple[str, Raw]:
+        """A request's method and params, wrapped for the successor."""
         inner: dict[str, Any] = {"method": method}
         if params is not UNSET:
             inner["params"] = params
-        return self.successor_notification if notification else self.successor_method, raw(inner)
+        return self.successor_method, raw(inner)
 
     async def _call(self, method: str, params: Any, *, down: bool) -> Any:
         assert self._link is not None
@@ -352,7 +360,7 @@ class Proxy:
                 self._in_order(lambda: link.notify(name, params))
         else:
             assert isinstance(method, str)
-            link.notify(*self._down(method, message.params, notification=True))
+            link.send_frame(envelope(self.successor_notification, method, message.params))
 
     async def _update(self, link: Link, params: Any) -> None:
         try:

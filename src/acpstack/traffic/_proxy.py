@@ -38,12 +38,15 @@ class _Pump:
         self.source.start_reading(self._data, self._eof)
 
     def _data(self, data: bytes) -> None:
+        # Stamped before it is passed on: the recordings of a chain's hops (one recorder
+        # per hop, one clock) then order a message hop after hop as it travelled.
+        now = time.time()
         self.sink.write(data)
         if self.sink.write_buffer_size() > HIGH_WATER and self._draining is None:
             self.source.pause_reading()
             # Owner: this direction; it ends once the sink drained (reading resumes).
             self._draining = asyncio.get_running_loop().create_task(self._drain())
-        self._observe(self.decoder.feed(data))
+        self._observe(self.decoder.feed(data), now)
 
     async def _drain(self) -> None:
         try:
@@ -53,17 +56,19 @@ class _Pump:
             self.source.resume_reading()
 
     def _eof(self) -> None:
-        self._observe(self.decoder.feed_eof())
+        self._observe(self.decoder.feed_eof(), time.time())
         self.done.set()
 
-    def _observe(self, events: Sequence[bytes | Oversized | FramingError]) -> None:
+    def _observe(self, events: Sequence[bytes | Oversized | FramingError], now: float) -> None:
+        """Hand `events` to the observers, each stamped `now` (when its last byte came)."""
         for event in events:
             if isinstance(event, Oversized):
-                record = frame_record(self.side, event.prefix, f"a frame of {event.size} bytes")
+                problem = f"a frame of {event.size} bytes"
+                record = frame_record(self.side, event.prefix, problem, now=now)
             elif isinstance(event, FramingError):
-                record = frame_record(self.side, b"", event.detail)
+                record = frame_record(self.side, b"", event.detail, now=now)
             else:
-                record = frame_record(self.side, event)
+                record = frame_record(self.side, event, now=now)
             self._emit(record)
 
     def _emit(self, record: Record) -> None:

@@ -87,9 +87,11 @@ def obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def frame_record(side: Side, frame: bytes, problem: str = "") -> Record:
-    """The record of one frame as it crossed the proxy."""
-    now = time.time()
+def frame_record(
+    side: Side, frame: bytes, problem: str = "", *, now: float | None = None
+) -> Record:
+    """The record of one frame as it crossed the proxy (at `now`, by default this moment)."""
+    now = time.time() if now is None else now
     if not problem:
         try:
             return Record(now, side, json.loads(frame))
