@@ -93,7 +93,8 @@ def test_ctrl_c_cancels_a_long_turn_and_the_chat_goes_on(chat: Tmux) -> None:
     chat.keys("Enter")
     chat.wait_for("choose 1-4")
     chat.keys("1")
-    chat.wait_for("sleep 60")
+    # "sleep 60" is on the screen from the start: wait for the command to be running
+    chat.wait_for("in progress")
     chat.keys("C-c")
     chat.wait_for("cancelling the turn")
     screen = chat.wait_for(lambda s: s.rstrip().endswith(">") and "turn ended: cancelled" in s)
