@@ -91,4 +91,5 @@ def test_readme_exit_codes_are_the_commands_own() -> None:
         str(_errors.EXIT_NO_SESSION): "no",
         str(_errors.EXIT_DENIED): "the",
         str(_errors.EXIT_INTERRUPTED): "interrupted",
+        str(_errors.EXIT_BROKEN_PIPE): "broken",
     }

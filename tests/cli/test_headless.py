@@ -253,3 +253,40 @@ def test_acpstack_agent_driven_by_the_python_sdk_client(ws: Path) -> None:
     turn = report["turns"][0]
     assert turn["error"] is None and turn["stopReason"] == "end_turn"
     assert len(report["permissionRequests"]) == 1 and report["fsWrites"] == []
+
+
+def test_demo_keeps_to_its_own_folder(tmp_path: Path) -> None:
+    # The user's directories (here: a home of the test's) stay as they were, and a model
+    # set up for `acpstack agent` does not turn the demo's offline agent into a model-backed
+    # one (the base URL would refuse: nothing listens on port 9 of 127.0.0.1).
+    home = tmp_path / "home"
+    user_dirs = {name: home / name for name in ("config", "state", "cache", "data")}
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(user_dirs["config"]),
+        XDG_STATE_HOME=str(user_dirs["state"]),
+        XDG_CACHE_HOME=str(user_dirs["cache"]),
+        XDG_DATA_HOME=str(user_dirs["data"]),
+        ACPSTACK_MODEL="a-model",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        OPENAI_API_KEY="not-a-key",
+        TMPDIR=str(tmp_path),
+    )
+    env.pop("ACPSTACK_STORE", None)
+    home.mkdir()
+    result = subprocess.run(
+        [*ACPSTACK, "demo"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert list(home.iterdir()) == []
+    match = re.search(r"a copy of a sample project is in (\S+)", result.stdout)
+    assert match
+    demo_home = Path(match.group(1)).parent / "home"
+    assert (demo_home / "sessions.sqlite3").is_file()

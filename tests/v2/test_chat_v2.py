@@ -119,3 +119,39 @@ def test_interactive_chat_with_a_v2_only_agent(ws: Path, tmp_path: Path) -> None
 
 def at_prompt(screen: str) -> bool:
     return screen.rstrip().endswith(">")
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_a_chat_over_url_reaches_a_v2_only_agent_behind_serve(
+    ws: Path, tmp_path: Path, scheme: str
+) -> None:
+    # The chat asks for 1 and the agent says it speaks only 2. Over streamable HTTP the
+    # second `initialize` must open a new remote connection: the first one's answer was an
+    # error, and the server refuses an `initialize` on an existing connection.
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "acpstack", "serve", "--port", "0", "--no-token", "--"]
+        + agents(tmp_path)["v2"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stderr is not None
+        urls = serve.stderr.readline().split(" on ")[1].split(" and ")
+        url = next(u.strip() for u in urls if u.startswith(scheme + "://"))
+        argv = [sys.executable, "-m", "acpstack", "chat", "--url", url, "-p", "/help", "-v"]
+        env = dict(os.environ, ACPSTACK_STORE=str(tmp_path / "chat-sessions.db"))
+        result = subprocess.run(
+            argv,
+            cwd=ws,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert "ACP protocol version 2 negotiated" in result.stderr
+    assert "scripted offline agent" in result.stdout

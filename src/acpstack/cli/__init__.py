@@ -22,7 +22,13 @@ from acpstack.cli import (
     _serve,
 )
 from acpstack.cli._args import VersionAction, split_agent_command
-from acpstack.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, missing_extra
+from acpstack.cli._errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CliError,
+    missing_extra,
+)
 
 
 def _add_tool_parsers(sub: Any) -> None:
@@ -70,7 +76,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run `acpstack` with `argv` (default: the process's arguments; an agent command may
     follow `--`); the exit code. A command's error, or an extra that is not installed,
-    is one line on stderr."""
+    is one line on stderr. When the reader of stdout goes away (`| head`), the command
+    ends quietly, as other command-line tools do."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here rather than at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for the closed pipe is dropped
+    instead of failing again (with a traceback) when the interpreter flushes it at exit."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return  # not a real file (a test's capture): nothing to flush at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: list[str] | None) -> int:
     args_list, agent_command = split_agent_command(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)

@@ -11,7 +11,9 @@ def add_parser(sub: Any) -> None:
         "demo",
         help="watch the client and the built-in agent work on a sample project",
         description="Copies a sample project to a temporary folder and lets the built-in "
-        "(offline) agent work on it through `acpstack chat`.",
+        "(offline) agent work on it through `acpstack chat`. The demo's config, state and "
+        "session store stay in that folder too (your own are neither read nor written), and "
+        "a model set for `acpstack agent` (ACPSTACK_MODEL) is not used.",
     )
     demo.add_argument(
         "--yes", action="store_true", help="approve the demo's permission requests without asking"

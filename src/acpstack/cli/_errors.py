@@ -10,6 +10,7 @@ EXIT_TIMEOUT = 3  # --timeout passed
 EXIT_NO_SESSION = 4  # no such session
 EXIT_DENIED = 5  # the agent asked for permission, and every request was denied or cancelled
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM and SIGHUP give 128 + the signal number
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`| head`): as a tool ended by SIGPIPE
 
 #: Optional dependencies by top-level module, and the extra that installs them.
 EXTRAS = {

@@ -207,6 +207,13 @@ class HttpClientTransport(MessageTransport):
         if not connection_id:
             self._finish(f"the server's answer to initialize has no {CONNECTION_HEADER} header")
             return
+        if _is_error(response.body):
+            # No version was agreed: the server's connection is let go, and the client's next
+            # `initialize` (say for the version the agent listed) opens a new one.
+            with contextlib.suppress(*self._errors):
+                await self._request("DELETE", [(CONNECTION_HEADER, connection_id)])
+            self._deliver([single_line(response.body)])
+            return
         self.connection_id = connection_id
         self.resumable = response.header(RESUMABLE_HEADER) == "1"
         self.one_stream = self._ask_one_stream and response.header(ONE_STREAM_HEADER) == "1"
@@ -544,6 +551,15 @@ class HttpClientTransport(MessageTransport):
 def _settle(opened: asyncio.Future[str] | None, state: str) -> None:
     if opened is not None and not opened.done():
         opened.set_result(state)
+
+
+def _is_error(body: bytes) -> bool:
+    """Whether `body` is a JSON-RPC error response."""
+    try:
+        message = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(message, dict) and "error" in message
 
 
 def _describe(response: Response) -> str:

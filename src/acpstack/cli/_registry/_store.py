@@ -4,8 +4,12 @@ A snapshot ships in the package (`registry.json` next to this file: the publishe
 of 2026-08-18, 39 agents, byte-identical to the public copy at
 shenkonghui/dsh-llm-acp@a0f24f0af0dda68365c2d7d9d71733be3b8a35bd:lib/types/registry.json; it
 predates the `extensions` key, read as none). No newer public copy was at hand when this
-was last checked (the registry repository's own history then ended in February 2026, with
-fewer agents), so the snapshot stays as it is until one is. `--update` fetches the
+was last checked (2026-11-28: the newest clone of the registry repository at hand ends at
+3de1678346d1b37b6c3f07de503043ebcbb9cbdb of 2026-02-07, with 11 agents; the repository keeps
+no built registry.json, only one agent.json per agent, and the later single files seen were
+not one consistent tree; its probe results of 2026-08-20 show a few newer versions, such as
+claude-acp 0.70.0 and codex-acp 1.6.0; other public copies found were this one or fragments),
+so the snapshot stays as it is until a whole newer one is. `--update` fetches the
 published registry and keeps it in the user cache; from then on that copy is used. When the
 fetch fails (offline, an error, not a registry), nothing is replaced.
 """
