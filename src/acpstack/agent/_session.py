@@ -117,7 +117,11 @@ class Session:
                 raise self._fail(exc) from None
             except Exception as exc:
                 raise self._fail(StoreUnavailable(exc)) from None
-            await self.deliver(payload, seq)
+            prefix = self._notification_prefix
+            if prefix and type(self) is Session:  # `deliver` inlined (a subclass may differ)
+                await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
+            else:
+                await self.deliver(payload, seq)
             return
         if not writer.inline and self._failure is None and writer.pending < writer.max_pending:
             # The hot path of a store with a writer thread: queued, delivered once stored.
