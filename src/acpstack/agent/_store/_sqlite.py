@@ -12,9 +12,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
-import msgspec
-
-from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
+from acpstack.agent._store._paging import (
+    RUN_KIND,
+    cut_page,
+    events_in_batches,
+    list_query,
+    pack_run,
+    unpack_runs,
+)
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -93,10 +98,8 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
 
 
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    # A row may hold a run of a session's consecutive events (one row per session and batch:
-    # one insert into the table and its index per batch, not per event). `seq` is the run's
-    # last seq, `n` how many events it holds; a run of one keeps its kind and payload as
-    # they are (so every row of an older file is already a run of one).
+    # A row may hold a run of a session's events (see `_paging.RUN_KIND`): `n` is how many;
+    # every row of an older file is a run of one.
     conn.execute("ALTER TABLE events ADD COLUMN n INTEGER NOT NULL DEFAULT 1")
 
 
@@ -108,10 +111,6 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
 }
-
-_RUN_KIND = ""  # the kind column of a row holding several events (no event has this kind)
-_pack_run = msgspec.msgpack.Encoder().encode
-_unpack_run = msgspec.msgpack.Decoder(list[tuple[str, bytes]]).decode
 
 
 class SqliteSessionStore(ClosingStore, SessionStore):
@@ -373,8 +372,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
                 if len(run) == 1:
                     rows.append((sid, first, run[0][1], run[0][2], now, 1))
                 else:
-                    packed = _pack_run([(kind, data) for _, kind, data in run])
-                    rows.append((sid, first + len(run) - 1, _RUN_KIND, packed, now, len(run)))
+                    packed = pack_run([(kind, data) for _, kind, data in run])
+                    rows.append((sid, first + len(run) - 1, RUN_KIND, packed, now, len(run)))
                 touched.append((now, sid))
             conn.executemany(
                 "INSERT INTO events (session_id, seq, kind, payload, created_at, n) "
@@ -402,7 +401,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
                 "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (session_id, last, EVENT_BATCH),
             )
-            return _unpack_runs(rows, last)
+            return unpack_runs(rows, last)
 
         return events_in_batches(fetch, after_seq)
 
@@ -475,21 +474,6 @@ _LAST_SEQ = (
     "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = :sid "
     "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = :sid"
 )
-
-
-def _unpack_runs(rows: list[tuple[Any, ...]], after_seq: int) -> list[tuple[Any, ...]]:
-    """Rows of the events table (runs, keyed by their last seq) as one row per event
-    with seq > `after_seq` (the first run may begin at or before it)."""
-    out: list[tuple[Any, ...]] = []
-    for last, kind, payload, created_at, n in rows:
-        if n == 1:
-            out.append((last, kind, payload, created_at))
-            continue
-        first = last - n + 1
-        for offset, (event_kind, data) in enumerate(_unpack_run(payload)):
-            if first + offset > after_seq:
-                out.append((first + offset, event_kind, data, created_at))
-    return out
 
 
 def _prepare_file(path: Path) -> None:
