@@ -32,6 +32,7 @@ from acpstack.agent._store import (
     open_store,
 )
 from acpstack.agent._store import _sqlite as sqlite_backend
+from acpstack.agent._store._records import EVENT_BATCH
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -658,29 +659,30 @@ def test_sqlite_migration_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         store.create(SessionRecord("old", "/x"))
     calls: list[int] = []
 
-    def migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    def migrate_next(conn: sqlite3.Connection) -> None:
         calls.append(1)
         conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
 
-    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 2, migrate_2_to_3)
+    current = SCHEMA_VERSION
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, current, migrate_next)
     with SqliteSessionStore(path) as store:
         assert store.get("old") is not None
     with SqliteSessionStore(path) as store:  # already migrated: hook not run again
-        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 3
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == current + 1
     assert calls == [1]
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("migration failed")
 
-    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 4)
-    monkeypatch.setitem(sqlite_backend.MIGRATIONS, 3, broken)
+    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", current + 2)
+    monkeypatch.setitem(sqlite_backend.MIGRATIONS, current + 1, broken)
     with pytest.raises(RuntimeError, match="migration failed"):
         SqliteSessionStore(path)
     conn = sqlite3.connect(path)
     try:  # rolled back as a whole
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == current + 1
         assert (
             conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchone()
             is None
@@ -902,7 +904,7 @@ def test_a_version_1_store_gains_the_archived_flag(tmp_path: Path) -> None:
         assert [r.session_id for r in store.list_sessions()[0]] == ["old"]
         store.update("old", archived=True)
     with SqliteSessionStore(path) as store:
-        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store._connection().execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert store.list_sessions() == ([], None)
         assert [r.session_id for r in store.list_sessions(archived="only")[0]] == ["old"]
 
@@ -926,3 +928,67 @@ def test_archived_sessions_leave_the_list_unless_asked_for(store: SessionStore) 
         store.list_sessions(archived="everything")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="archived must be a bool"):
         store.update("a", archived="yes")
+
+
+def test_a_version_2_store_keeps_its_events_and_appends_runs(tmp_path: Path) -> None:
+    # A file written before a row could hold a run of events: one row per event, no `n`.
+    path = tmp_path / "v2.sqlite3"
+    conn = sqlite3.connect(path)
+    sqlite_backend._migrate_0_to_1(conn)
+    sqlite_backend._migrate_1_to_2(conn)
+    conn.execute(
+        "INSERT INTO sessions VALUES ('old', '/w', '[]', '[]', NULL, '{}', NULL, "
+        "'2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', '{}', 0)"
+    )
+    for seq in (1, 2, 3):
+        conn.execute(
+            "INSERT INTO events VALUES ('old', ?, 'update', ?, '2025-01-01T00:00:00.000000Z')",
+            (seq, f"old-{seq}".encode()),
+        )
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with SqliteSessionStore(path) as store:
+        assert [(e.seq, e.payload) for e in store.events("old")] == [
+            (1, b"old-1"),
+            (2, b"old-2"),
+            (3, b"old-3"),
+        ]
+        # New events go after them, a batch of one session's events as one row.
+        batch = [("old", "update", f"new-{i}".encode()) for i in range(4, 9)]
+        assert store.append_events([*batch, ("old", "prompt", b"p")]) == [4, 5, 6, 7, 8, 9]
+        assert store.append_event("old", "update", b"one") == 10
+        store.fork("old", "copy")
+    with SqliteSessionStore(path) as store:
+        conn2 = store._connection()
+        assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        rows = conn2.execute("SELECT seq, n FROM events WHERE session_id = 'old' ORDER BY seq")
+        assert rows.fetchall() == [(1, 1), (2, 1), (3, 1), (9, 6), (10, 1)]
+        for sid in ("old", "copy"):
+            events = list(store.events(sid))
+            assert [e.seq for e in events] == list(range(1, 11))
+            assert [e.kind for e in events][7:] == ["update", "prompt", "update"]
+            assert events[5].payload == b"new-6" and events[8].payload == b"p"
+        # Reading from the middle of a run starts at the right event.
+        assert [e.seq for e in store.events("old", after_seq=6)] == [7, 8, 9, 10]
+        assert [e.payload for e in store.events("old", after_seq=8)] == [b"p", b"one"]
+
+
+def test_reads_cross_many_runs_in_order(tmp_path: Path) -> None:
+    with SqliteSessionStore(tmp_path / "s.sqlite3") as store:
+        store.create(SessionRecord("a", "/w"))
+        store.create(SessionRecord("b", "/w"))
+        expected: dict[str, list[bytes]] = {"a": [], "b": []}
+        for round_ in range(EVENT_BATCH + 7):  # more rows (runs of 3) than one read takes
+            batch = [
+                (sid, "update", f"{sid}{round_}-{i}".encode()) for i in range(3) for sid in "ab"
+            ]
+            store.append_events(batch)
+            for sid, _, payload in batch:
+                expected[sid].append(payload)
+        for sid in "ab":
+            events = list(store.events(sid))
+            assert [e.payload for e in events] == expected[sid]
+            assert [e.seq for e in events] == list(range(1, len(expected[sid]) + 1))
+            middle = len(expected[sid]) // 2 + 1
+            assert [e.seq for e in store.events(sid, after_seq=middle)][0] == middle + 1

@@ -167,29 +167,64 @@ def test_migration_hook_runs_once_and_all_or_nothing(
         store.create(SessionRecord("old", "/x"))
     calls: list[int] = []
 
-    def migrate_1_to_2(conn: Any) -> None:
+    def migrate_next(conn: Any) -> None:
         calls.append(1)
         conn.execute("ALTER TABLE acpstack_sessions ADD COLUMN extra text")
 
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema.MIGRATIONS, 1, migrate_1_to_2)
+    current = schema.SCHEMA_VERSION
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(schema.MIGRATIONS, current, migrate_next)
     with PostgresSessionStore(postgres_url) as store:
         assert store.get("old") is not None
     with PostgresSessionStore(postgres_url):  # already migrated: not run again
         pass
     assert calls == [1]
-    assert sql(postgres_url, "SELECT version FROM acpstack_schema") == [(2,)]
+    assert sql(postgres_url, "SELECT version FROM acpstack_schema") == [(current + 1,)]
 
     def broken(conn: Any) -> None:
         conn.execute("CREATE TABLE half_done (x int)")
         raise RuntimeError("migration failed")
 
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(schema.MIGRATIONS, 2, broken)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 2)
+    monkeypatch.setitem(schema.MIGRATIONS, current + 1, broken)
     with pytest.raises(RuntimeError, match="migration failed"):
         PostgresSessionStore(postgres_url)
-    assert sql(postgres_url, "SELECT version FROM acpstack_schema") == [(2,)]  # rolled back
+    rolled_back = [(current + 1,)]
+    assert sql(postgres_url, "SELECT version FROM acpstack_schema") == rolled_back
     assert sql(postgres_url, "SELECT to_regclass('half_done')") == [(None,)]
+
+
+def test_a_version_1_database_keeps_its_events_and_appends_runs(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A database made before a row could hold a run of events: one row per event, no `n`.
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 1)
+    with PostgresSessionStore(postgres_url) as store:
+        store.create(SessionRecord("old", "/w"))
+        for seq in (1, 2, 3):
+            assert store.append_event("old", "update", f"old-{seq}".encode()) == seq
+    assert sql(postgres_url, "SELECT count(*) FROM acpstack_events") == [(3,)]
+    monkeypatch.undo()
+    with PostgresSessionStore(postgres_url) as store:
+        assert [(e.seq, e.payload) for e in store.events("old")] == [
+            (1, b"old-1"),
+            (2, b"old-2"),
+            (3, b"old-3"),
+        ]
+        batch = [("old", "update", f"new-{i}".encode()) for i in range(4, 9)]
+        results = store.append_events([*batch, ("old", "prompt", b"p"), ("nobody", "update", b"x")])
+        assert results[:6] == [4, 5, 6, 7, 8, 9] and isinstance(results[6], KeyError)
+        assert store.append_event("old", "update", b"one") == 10
+        store.fork("old", "copy")
+        for sid in ("old", "copy"):
+            events = list(store.events(sid))
+            assert [e.seq for e in events] == list(range(1, 11))
+            assert [e.kind for e in events][7:] == ["update", "prompt", "update"]
+            assert events[5].payload == b"new-6" and events[8].payload == b"p"
+        assert [e.payload for e in store.events("old", after_seq=8)] == [b"p", b"one"]
+    assert sql(postgres_url, "SELECT version FROM acpstack_schema") == [(schema.SCHEMA_VERSION,)]
+    runs = "SELECT seq, n FROM acpstack_events WHERE session_id = 'old' ORDER BY seq"
+    assert sql(postgres_url, runs) == [(1, 1), (2, 1), (3, 1), (9, 6), (10, 1)]
 
 
 def test_processes_starting_at_once_migrate_once(postgres_url: str) -> None:

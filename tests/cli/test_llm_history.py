@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 import pytest
 
 from acpstack import spawn_agent
+from acpstack.agent import SqliteSessionStore
 from acpstack.cli._llm_history import INTERRUPTED, LLM_EVENT, estimate_tokens, fit, units
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1_unstable as acpu
@@ -32,12 +31,8 @@ def say(text: str) -> list[tuple[Any, ...]]:
 
 
 def stored_messages(store: Path, session_id: str) -> list[dict[str, Any]]:
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        rows = db.execute(
-            "SELECT payload FROM events WHERE session_id = ? AND kind = ? ORDER BY seq",
-            (session_id, LLM_EVENT),
-        ).fetchall()
-    return [json.loads(row[0]) for row in rows]
+    with SqliteSessionStore(store) as db:  # (a row may hold several events)
+        return [json.loads(e.payload) for e in db.events(session_id) if e.kind == LLM_EVENT]
 
 
 def call(call_id: str) -> dict[str, Any]:

@@ -80,7 +80,9 @@ def run_failover(
                 driver.stdout.close()
         errors.seek(0)
         stderr_tail = errors.read()[-12000:]
-        events = int(cluster.postgres.psql("SELECT count(*) FROM acpstack_events", "acpstack"))
+        events = int(
+            cluster.postgres.psql("SELECT coalesce(sum(n), 0) FROM acpstack_events", "acpstack")
+        )
         account = judge(
             result,
             cluster.turns_begun(),

@@ -35,7 +35,7 @@ from acpstack.agent._store import (
     StoreUnavailable,
 )
 from acpstack.agent._store._records import EVENT_BATCH
-from acpstack.agent._writer import StoreWriter, Ticket, writer_for
+from acpstack.agent._writer import Batch, StoreWriter, writer_for
 from acpstack.schema import v1 as acp
 from acpstack.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, RequestError
 
@@ -91,8 +91,9 @@ class Session:
     # Free for the author's own per-session data.
     state: dict[str, Any] = field(default_factory=dict)
     _writer: StoreWriter | None = field(default=None, init=False, repr=False)
-    # Events waiting for their batch: (ticket, the update to deliver or None), in order.
-    _outbox: deque[tuple[Ticket, bytes | None]] = field(
+    # Events waiting for their batch: (batch, index there, the update to deliver or
+    # None), in order.
+    _outbox: deque[tuple[Batch, int, bytes | None]] = field(
         default_factory=deque, init=False, repr=False
     )
     _delivery: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
@@ -116,7 +117,21 @@ class Session:
                 raise self._fail(exc) from None
             except Exception as exc:
                 raise self._fail(StoreUnavailable(exc)) from None
-            await self.deliver(payload, seq)
+            prefix = self._notification_prefix
+            if prefix and type(self) is Session:  # `deliver` inlined (a subclass may differ)
+                await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
+            else:
+                await self.deliver(payload, seq)
+            return
+        if not writer.inline and self._failure is None and writer.pending < writer.max_pending:
+            # The hot path of a store with a writer thread: queued, delivered once stored.
+            outbox = self._outbox
+            outbox.append((*writer.queue(self.session_id, UPDATE, payload), payload))
+            if self._delivery is None:
+                # Owned by the session: ended by `aclose`.
+                self._delivery = asyncio.get_running_loop().create_task(self._deliver_stored())
+            elif len(outbox) % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let the writer and the delivery run (see `log`)
             return
         await self.log(UPDATE, payload, deliver=True)
 
@@ -144,18 +159,18 @@ class Session:
         if self._failure is not None:
             raise self._failure
         writer = self._get_writer()
-        if writer.inline and not self._outbox:  # a store that never blocks: at once
+        if writer.inline:  # a store that never blocks: at once
             try:
-                return writer.append_now(self.session_id, kind, payload)
+                seq = writer.append_now(self.session_id, kind, payload)
             except (KeyError, SessionBusy, StoreUnavailable) as exc:
                 raise self._fail(exc) from None
-        ticket = writer.append(self.session_id, kind, payload)
-        if ticket.done and not self._outbox:
-            result = ticket.result
-            if isinstance(result, Exception):
-                raise self._fail(result)
-            return result
-        self._outbox.append((ticket, payload if deliver else None))
+            if not self._outbox:
+                return seq
+            batch, index = Batch(), 0  # stored, delivered after what waits before it
+            batch.finish([seq])
+        else:
+            batch, index = writer.queue(self.session_id, kind, payload)
+        self._outbox.append((batch, index, payload if deliver else None))
         if self._delivery is None:
             # Owned by the session: ended by `aclose`.
             self._delivery = asyncio.get_running_loop().create_task(self._deliver_stored())
@@ -180,10 +195,10 @@ class Session:
         outbox = self._outbox
         try:
             while outbox:
-                ticket, payload = outbox[0]
-                if not ticket.done:
-                    await ticket.batch.wait()
-                result = ticket.result
+                batch, index, payload = outbox[0]
+                if not batch.done:
+                    await batch.wait()
+                result = batch.results[index]
                 if isinstance(result, Exception):
                     self._fail(result)
                     return

@@ -173,16 +173,22 @@ class StoreWriter:
                 return _done_ticket(self.append_now(session_id, kind, payload))
             except (KeyError, SessionBusy, StoreUnavailable) as exc:
                 return _done_ticket(exc)
+        return Ticket(*self.queue(session_id, kind, payload))
+
+    def queue(self, session_id: str, kind: str, payload: bytes) -> tuple[Batch, int]:
+        """`append` for a writer with a thread, without making a `Ticket` (the hot path of
+        a streaming turn): the batch the event is in and its index there."""
         batch = self._open
         if batch is None:
             batch = self._open = Batch()
-        batch.events.append((session_id, kind, payload))
+        events = batch.events
+        events.append((session_id, kind, payload))
         batch.sessions.add(session_id)
         self.pending += 1
         if self._task is None:
             # Owned by the writer; it ends by itself once no batch is waiting.
             self._task = asyncio.get_running_loop().create_task(self._commit_batches())
-        return Ticket(batch, len(batch.events) - 1)
+        return batch, len(events) - 1
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the loop, in order with the batches (inline for a store

@@ -104,24 +104,24 @@ class MemorySessionStore(ClosingStore, SessionStore):
         unknown session)."""
         if type(payload) is not bytes or type(kind) is not str or not kind:
             payload = check_event_args(kind, payload)
+        now = time.time_ns() // 1000
         with self._lock:
-            if self._closed:
-                raise RuntimeError("session store is closed")
             log = self._events.get(session_id)
             if log is None:
+                self._check_open()  # (closing empties `_events`)
                 raise KeyError(session_id)
             # A hot path (every update of a streaming turn): times are kept as integer
             # microseconds, made text when read; the row's updated_at catches up then.
             last = self._last.get(session_id)
             if last is None:
                 last = micros_of(self._rows[session_id].updated_at)
-            now = time.time_ns() // 1000
             if now <= last:
                 now = last + 1
             self._last[session_id] = now
-            log.append((len(log) + 1, kind, payload, now))
+            seq = len(log) + 1
+            log.append((seq, kind, payload, now))
             self._stale.add(session_id)
-            return len(log)
+            return seq
 
     def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
         """Append events of any sessions at once (see `SessionStore.append_events`)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import msgspec
+
 from acpstack.agent._store._records import EVENT_BATCH, ArchiveFilter, SessionRecord, StoredEvent
 from acpstack.agent._store._rows import decode_cursor, encode_cursor
 
@@ -81,3 +83,28 @@ def events_in_batches(
         if len(rows) < EVENT_BATCH:
             return
         last = rows[-1][0]
+
+
+# A row of the events table may hold a run of a session's consecutive events (one row per
+# session and batch: one insert into the table and its index per batch, not per event).
+# Its `seq` is the run's last seq and `n` how many events it holds; a run of one keeps
+# its kind and payload as they are, a longer one has the kind `RUN_KIND` (no event has
+# it) and its events as a msgpack array of [kind, payload] pairs.
+RUN_KIND = ""
+pack_run: Callable[[list[tuple[str, bytes]]], bytes] = msgspec.msgpack.Encoder().encode
+_unpack_run = msgspec.msgpack.Decoder(list[tuple[str, bytes]]).decode
+
+
+def unpack_runs(rows: Sequence[Sequence[Any]], after_seq: int) -> list[EventRow]:
+    """Rows (seq, kind, payload, created_at, n) of runs, keyed by their last seq, as one
+    row per event with seq > `after_seq` (the first run may begin at or before it)."""
+    out: list[EventRow] = []
+    for last, kind, payload, created_at, n in rows:
+        if n == 1:
+            out.append((last, kind, payload, created_at))
+            continue
+        first = last - n + 1
+        for offset, (event_kind, data) in enumerate(_unpack_run(payload)):
+            if first + offset > after_seq:
+                out.append((first + offset, event_kind, data, created_at))
+    return out

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpstack.agent.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # The advisory lock that serialises migrations ("acpstack" as a number).
 MIGRATION_LOCK = int.from_bytes(b"acpstack", "big") & (2**63 - 1)
 
@@ -71,8 +71,17 @@ def _migrate_0_to_1(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _migrate_1_to_2(conn: psycopg.Connection[Any]) -> None:
+    # A row may hold a run of a session's events (see `_paging.RUN_KIND`): `n` is how many,
+    # `seq` the run's last; every row of an older database is a run of one.
+    conn.execute("ALTER TABLE acpstack_events ADD COLUMN n integer NOT NULL DEFAULT 1")
+
+
 # MIGRATIONS[v] upgrades the schema from version v to v + 1.
-MIGRATIONS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {0: _migrate_0_to_1}
+MIGRATIONS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {
+    0: _migrate_0_to_1,
+    1: _migrate_1_to_2,
+}
 
 
 def migrate(conn: psycopg.Connection[Any]) -> None:

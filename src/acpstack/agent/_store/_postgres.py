@@ -34,7 +34,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from acpstack.agent._store import _pg_schema
-from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
+from acpstack.agent._store._paging import (
+    RUN_KIND,
+    cut_page,
+    events_in_batches,
+    list_query,
+    pack_run,
+    unpack_runs,
+)
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -112,8 +119,10 @@ WHERE s.session_id = v.sid AND (s.owner = %(me)s OR (s.owner IS NULL AND NOT v.h
 RETURNING s.session_id, s.last_seq, s.updated_at
 """
 _INSERT_EVENTS = """
-INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at)
-SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[], %s::timestamptz[])
+INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at, n)
+SELECT * FROM unnest(
+    %s::text[], %s::bigint[], %s::text[], %s::bytea[], %s::timestamptz[], %s::integer[]
+)
 """
 _ACQUIRE = """
 UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
@@ -326,36 +335,44 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
     def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
         """Append events of any sessions in one transaction of two statements (see
         `SessionStore.append_events`): each session's row takes its seqs and one new
-        `updated_at`, fenced by this node's lease, then every event is inserted."""
-        checked = [(sid, kind, check_event_args(kind, payload)) for sid, kind, payload in events]
-        counts: dict[str, int] = {}
-        for sid, _, _ in checked:
-            counts[sid] = counts.get(sid, 0) + 1
-        sids = list(counts)
+        `updated_at`, fenced by this node's lease, then each session's events are
+        inserted as one row (a run, see `_paging.RUN_KIND`)."""
+        by_session: dict[str, list[tuple[int, str, bytes]]] = {}  # sid -> (index, kind, data)
+        for index, (sid, kind, payload) in enumerate(events):
+            if type(payload) is not bytes or type(kind) is not str or not kind:
+                payload = check_event_args(kind, payload)
+            run = by_session.get(sid)
+            if run is None:
+                run = by_session[sid] = []
+            run.append((index, kind, payload))
+        sids = list(by_session)
+        results: list[int | Exception] = [0] * len(events)
         with self._conn() as conn, conn.transaction():
             taken = conn.execute(
                 _APPEND_MANY,
                 {
                     "sids": sids,
-                    "counts": [counts[sid] for sid in sids],
+                    "counts": [len(by_session[sid]) for sid in sids],
                     "held": [sid in self._held for sid in sids],
                     "me": self.key,
                     "now": datetime.now(UTC),
                 },
             ).fetchall()
-            # session -> (its first new seq, the time of its events)
-            first = {sid: (last - counts[sid] + 1, at) for sid, last, at in taken}
-            refused = {sid: self._refusal(conn, sid) for sid in sids if sid not in first}
-            results: list[int | Exception] = []
-            rows: list[tuple[str, int, str, bytes, datetime]] = []
-            for sid, kind, data in checked:
-                if sid in refused:
-                    results.append(refused[sid])
-                    continue
-                seq, at = first[sid]
-                first[sid] = (seq + 1, at)
-                rows.append((sid, seq, kind, data, at))
-                results.append(seq)
+            rows: list[tuple[str, int, str, bytes, datetime, int]] = []
+            for sid, last, at in taken:
+                run = by_session.pop(sid)
+                first = last - len(run) + 1
+                for offset, (index, _, _) in enumerate(run):
+                    results[index] = first + offset
+                if len(run) == 1:
+                    rows.append((sid, last, run[0][1], run[0][2], at, 1))
+                else:
+                    packed = pack_run([(kind, data) for _, kind, data in run])
+                    rows.append((sid, last, RUN_KIND, packed, at, len(run)))
+            for sid, run in by_session.items():  # not taken: unknown, or another node's
+                refusal = self._refusal(conn, sid)
+                for index, _, _ in run:
+                    results[index] = refusal
             if rows:
                 columns = list(zip(*rows, strict=True))
                 conn.execute(_INSERT_EVENTS, [list(column) for column in columns])
@@ -371,12 +388,13 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
     def _iter_events(self, session_id: str, after_seq: int) -> Iterator[StoredEvent]:
         def fetch(last: int) -> list[Any]:
             with self._conn() as conn:
-                return conn.execute(
-                    f"SELECT seq, kind, payload, {_ts('created_at')} FROM acpstack_events "
+                rows = conn.execute(
+                    f"SELECT seq, kind, payload, {_ts('created_at')}, n FROM acpstack_events "
                     "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
                     (session_id, last, EVENT_BATCH),
                     prepare=True,
                 ).fetchall()
+            return unpack_runs(rows, last)
 
         return events_in_batches(fetch, after_seq)
 
@@ -441,8 +459,8 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             self._insert(conn, new, row[-1])
             # Events keep their seq, kind, payload and original created_at.
             conn.execute(
-                "INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at) "
-                "SELECT %s, seq, kind, payload, created_at FROM acpstack_events "
+                "INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at, n) "
+                "SELECT %s, seq, kind, payload, created_at, n FROM acpstack_events "
                 "WHERE session_id = %s",
                 (new_id, source_id),
             )

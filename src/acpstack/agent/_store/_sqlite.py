@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
-from acpstack.agent._store._paging import cut_page, events_in_batches, list_query
+from acpstack.agent._store._paging import (
+    RUN_KIND,
+    cut_page,
+    events_in_batches,
+    list_query,
+    pack_run,
+    unpack_runs,
+)
 from acpstack.agent._store._records import (
     EVENT_BATCH,
     ArchiveFilter,
@@ -44,7 +51,7 @@ logger = logging.getLogger("acpstack.agent.store")
 _BUSY_TIMEOUT_S = 5.0
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
@@ -90,12 +97,19 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
 
 
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    # A row may hold a run of a session's events (see `_paging.RUN_KIND`): `n` is how many;
+    # every row of an older file is a run of one.
+    conn.execute("ALTER TABLE events ADD COLUMN n INTEGER NOT NULL DEFAULT 1")
+
+
 # MIGRATIONS[v] upgrades a database from user_version v to v + 1. Each runs inside the
 # same BEGIN IMMEDIATE transaction that then sets the new user_version, so an upgrade is
 # all-or-nothing and two processes opening an old file at once migrate it only once.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _migrate_0_to_1,
     1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
 }
 
 
@@ -313,11 +327,7 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         with self._write() as conn:
             # seq is computed under the write lock, so concurrent appenders (threads or
             # processes) serialise here and can never pick the same seq.
-            row = conn.execute(
-                "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = :sid "
-                "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = :sid",
-                {"sid": session_id},
-            ).fetchone()
+            row = conn.execute(_LAST_SEQ, {"sid": session_id}).fetchone()
             if row is None:
                 raise KeyError(session_id)
             updated_at, last_seq = row
@@ -335,39 +345,42 @@ class SqliteSessionStore(ClosingStore, SessionStore):
 
     def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
         """Append events of any sessions in one transaction (see `SessionStore`): each
-        session's `updated_at` is bumped once, its events share that time."""
-        checked = [(sid, kind, check_event_args(kind, payload)) for sid, kind, payload in events]
-        results: list[int | Exception] = []
+        session's `updated_at` is bumped once, its events share that time and are written
+        as one row (a run, see `_migrate_2_to_3`)."""
+        by_session: dict[str, list[tuple[int, str, bytes]]] = {}  # sid -> (index, kind, data)
+        for index, (sid, kind, payload) in enumerate(events):
+            if type(payload) is not bytes or type(kind) is not str or not kind:
+                payload = check_event_args(kind, payload)
+            run = by_session.get(sid)
+            if run is None:
+                run = by_session[sid] = []
+            run.append((index, kind, payload))
+        results: list[int | Exception] = [0] * len(events)
         with self._write() as conn:
-            # session -> (next seq, time of its events), or None for an unknown session
-            sessions: dict[str, tuple[int, str] | None] = {}
-            rows: list[tuple[str, int, str, bytes, str]] = []
-            for sid, kind, data in checked:
-                if sid not in sessions:
-                    found = conn.execute(
-                        "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE "
-                        "session_id = :sid ORDER BY seq DESC LIMIT 1), 0) FROM sessions "
-                        "WHERE session_id = :sid",
-                        {"sid": sid},
-                    ).fetchone()
-                    sessions[sid] = None if found is None else (found[1] + 1, bump(found[0]))
-                state = sessions[sid]
-                if state is None:
-                    results.append(KeyError(sid))
+            rows: list[tuple[str, int, str, bytes, str, int]] = []
+            touched: list[tuple[str, str]] = []
+            for sid, run in by_session.items():
+                found = conn.execute(_LAST_SEQ, {"sid": sid}).fetchone()
+                if found is None:
+                    for index, _, _ in run:
+                        results[index] = KeyError(sid)
                     continue
-                seq, now = state
-                rows.append((sid, seq, kind, data, now))
-                results.append(seq)
-                sessions[sid] = (seq + 1, now)
+                first = found[1] + 1
+                now = bump(found[0])
+                for offset, (index, _, _) in enumerate(run):
+                    results[index] = first + offset
+                if len(run) == 1:
+                    rows.append((sid, first, run[0][1], run[0][2], now, 1))
+                else:
+                    packed = pack_run([(kind, data) for _, kind, data in run])
+                    rows.append((sid, first + len(run) - 1, RUN_KIND, packed, now, len(run)))
+                touched.append((now, sid))
             conn.executemany(
-                "INSERT INTO events (session_id, seq, kind, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO events (session_id, seq, kind, payload, created_at, n) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            conn.executemany(
-                "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
-                [(state[1], sid) for sid, state in sessions.items() if state is not None],
-            )
+            conn.executemany("UPDATE sessions SET updated_at = ? WHERE session_id = ?", touched)
         return results
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
@@ -383,11 +396,12 @@ class SqliteSessionStore(ClosingStore, SessionStore):
         # caller consumes events, so it may append/update meanwhile. Events appended
         # during iteration may or may not be included; none is seen twice.
         def fetch(last: int) -> list[tuple[Any, ...]]:
-            return self._read_all(
-                "SELECT seq, kind, payload, created_at FROM events "
+            rows = self._read_all(
+                "SELECT seq, kind, payload, created_at, n FROM events "
                 "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (session_id, last, EVENT_BATCH),
             )
+            return unpack_runs(rows, last)
 
         return events_in_batches(fetch, after_seq)
 
@@ -432,8 +446,8 @@ class SqliteSessionStore(ClosingStore, SessionStore):
             self._insert_record(conn, new)
             # Events keep their seq, kind, payload and original created_at.
             conn.execute(
-                "INSERT INTO events (session_id, seq, kind, payload, created_at) "
-                "SELECT ?, seq, kind, payload, created_at FROM events "
+                "INSERT INTO events (session_id, seq, kind, payload, created_at, n) "
+                "SELECT ?, seq, kind, payload, created_at, n FROM events "
                 "WHERE session_id = ? ORDER BY seq",
                 (new_id, source_id),
             )
@@ -453,6 +467,13 @@ class SqliteSessionStore(ClosingStore, SessionStore):
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<SqliteSessionStore {self.path!r} ({state})>"
+
+
+# A session's row and the seq of its newest event (the last of the newest run).
+_LAST_SEQ = (
+    "SELECT updated_at, COALESCE((SELECT seq FROM events WHERE session_id = :sid "
+    "ORDER BY seq DESC LIMIT 1), 0) FROM sessions WHERE session_id = :sid"
+)
 
 
 def _prepare_file(path: Path) -> None:
