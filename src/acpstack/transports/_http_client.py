@@ -335,18 +335,20 @@ class HttpClientTransport(MessageTransport):
     # -- streams ---------------------------------------------------------------------------
 
     async def _session_stream(self, session: str) -> str:
-        if session in self._failed:
-            return CONFLICT
-        if session in self._unknown:
-            return UNKNOWN
-        opened = self._streams.get(session)
-        if opened is None:
-            opened = self._open_session_stream(session)
-            self._open_streams_ahead()
-        return await asyncio.shield(opened)
+        """The session stream's state once it opened (opening it if needed)."""
+        opened = self._stream_opening(session)
+        return opened if isinstance(opened, str) else await asyncio.shield(opened)
 
     def _session_stream_now(self, session: str) -> str:
         """The session stream's state now, opening it if needed (without waiting)."""
+        opened = self._stream_opening(session)
+        if isinstance(opened, str):
+            return opened
+        return opened.result() if opened.done() else UNKNOWN
+
+    def _stream_opening(self, session: str) -> str | asyncio.Future[str]:
+        """A state the session's stream cannot open in, or its opening (started now if
+        it was not)."""
         if session in self._failed:
             return CONFLICT
         if session in self._unknown:
@@ -355,7 +357,7 @@ class HttpClientTransport(MessageTransport):
         if opened is None:
             opened = self._open_session_stream(session)
             self._open_streams_ahead()
-        return opened.result() if opened.done() else UNKNOWN
+        return opened
 
     def _open_streams_ahead(self) -> None:
         """Open the streams of the sessions that the next queued messages name, so that
