@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,34 +20,8 @@ from acpstack.agent._turn import Turn
 from acpstack.schema import v1 as acp
 from acpstack.transports import memory_pair
 
-WAIT = 30  # generous: every wait here ends on an event
-
-
-class Stubborn:
-    """A coroutine that, once cancelled, ends only when `release` is set."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.cancelled = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def run(self) -> None:
-        self.started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            await self.release.wait()
-            raise
-
-
-async def cancel_while_waiting(owner: asyncio.Task[Any], stubborn: Stubborn) -> None:
-    """Cancel `owner` once it is waiting for the stubborn task, and see CancelledError."""
-    await asyncio.wait_for(stubborn.cancelled.wait(), WAIT)
-    owner.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(owner, WAIT)
-    stubborn.release.set()
+sys.path.insert(0, str(Path(__file__).parent))
+from tests_core_clients import WAIT, Stubborn, cancel_while_waiting  # noqa: E402
 
 
 async def test_the_owner_cancelled_while_it_waits_sees_cancelled_error() -> None:

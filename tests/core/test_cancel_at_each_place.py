@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,38 +23,10 @@ from acpstack.agent._turn import Turn
 from acpstack.schema import v1 as acp
 from acpstack.transports import StreamTransport, memory_pair
 
+sys.path.insert(0, str(Path(__file__).parent))
+from tests_core_clients import WAIT, Stubborn, cancel_while_waiting  # noqa: E402
+
 pytestmark = pytest.mark.timeout(60)
-
-WAIT = 30  # generous: every wait here ends on an event
-
-
-class Stubborn:
-    """A coroutine that, once cancelled, ends only when `release` is set."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.cancelled = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def run(self) -> None:
-        self.started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            await self.release.wait()
-            raise
-
-
-async def cancel_while_waiting(owner: asyncio.Task[Any], stubborn: Stubborn) -> None:
-    """Cancel `owner` once it is waiting for the stubborn task; it must end cancelled."""
-    await asyncio.wait_for(stubborn.cancelled.wait(), WAIT)
-    owner.cancel()
-    try:
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(owner, WAIT)
-    finally:
-        stubborn.release.set()
 
 
 def line(message: dict[str, Any]) -> bytes:
