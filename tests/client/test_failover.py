@@ -35,6 +35,8 @@ class Gates:
     def __init__(self) -> None:
         self.holding = asyncio.Event()  # a turn is running and waits
         self.asked = asyncio.Event()  # the client got the agent's permission request
+        self.deaf = asyncio.Event()  # the client hears nothing more (the test set it)
+        self.unheard = asyncio.Event()  # the agent sent (and stored) what went unheard
 
 
 class GatedAgent(SessionAgent):
@@ -46,6 +48,15 @@ class GatedAgent(SessionAgent):
         await turn.say(f"begun {turn.text}")
         if turn.text == "hold":
             self.gates.holding.set()
+            await asyncio.Event().wait()  # until the connection goes
+        if turn.text == "unheard":
+            await turn.say("heard")
+            self.gates.holding.set()
+            await self.gates.deaf.wait()
+            for n in range(5):
+                await turn.say(f" unheard-{n}")
+            await turn.session.flush()  # stored and written to the (deaf) client
+            self.gates.unheard.set()
             await asyncio.Event().wait()  # until the connection goes
         if turn.text == "ask":
             tool = await turn.start_tool("a tool", kind="edit")
@@ -173,6 +184,55 @@ async def test_a_turn_in_flight_is_lost_and_the_session_goes_on_elsewhere() -> N
     stored = [e.payload for e in servers.store.events(sid)]
     assert any(b"begun hold" in p for p in stored)  # what the first agent had sent is kept
     assert sum(b'"text":"again"' in p for p in stored) == 1
+
+
+class Deaf:
+    """A client transport that stops passing on what it reads once `deaf` is set (what the
+    server wrote is lost on its way, as in a socket buffer of a server that dies)."""
+
+    def __init__(self, inner: Transport, deaf: asyncio.Event) -> None:
+        self.inner = inner
+        self.deaf = deaf
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def start_reading(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        self.inner.start_reading(lambda data: None if self.deaf.is_set() else on_data(data), on_eof)
+
+
+async def test_what_the_client_missed_of_a_lost_turn_is_sent_by_the_next_server() -> None:
+    servers = Servers()
+    heard = asyncio.Event()
+    runtime = ClientRuntime(
+        on_update=lambda _sid, update: heard.set() if "heard" in str(update) else None
+    )
+    events: list[FailoverEvent] = []
+    first = Deaf(await servers.connect(), servers.gates.deaf)
+    transport = FailoverTransport(
+        servers.connect, first, Failover(on_event=events.append, first_delay=0.001)
+    )
+    async with connect_client(runtime, transport).connection:
+        await runtime.initialize()
+        sid = await new_session(runtime)
+        await runtime.prompt(sid, "hello")
+        running = asyncio.ensure_future(runtime.prompt(sid, "unheard"))
+        await servers.gates.holding.wait()
+        await heard.wait()
+        servers.gates.deaf.set()
+        await servers.gates.unheard.wait()
+        await servers.kill()
+        with pytest.raises(RequestError) as lost:
+            await running
+        assert is_connection_lost(lost.value) and "operationId" in lost.value.data
+        # The new server sent the five updates the first one had stored but the client
+        # never got, once each and in order, before the prompt was answered as lost.
+        assert texts(runtime, sid)[-1] == "begun unheardheard" + "".join(
+            f" unheard-{n}" for n in range(5)
+        )
+        assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
+        assert texts(runtime, sid)[-1] == "begun againdone"
+    assert [e.kind for e in events] == ["lost", "reattached", "reconnected"]
 
 
 class SlowGoodbye:

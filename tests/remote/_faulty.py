@@ -21,6 +21,7 @@ class FaultyProxy:
         self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._armed: tuple[Direction, int] | None = None  # reset after this many more bytes
         self.fired = asyncio.Event()
+        self._deaf: set[asyncio.StreamWriter] = set()  # clients that get nothing more
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -34,6 +35,12 @@ class FaultyProxy:
 
     def disarm(self) -> None:
         self._armed = None
+
+    def deafen(self) -> None:
+        """From now on drop what the server sends on the connections open now (it is lost
+        on its way, as in the socket buffers of a server about to die); new connections,
+        and what the clients send, still pass."""
+        self._deaf.update(client for client, _server in self._links)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -51,6 +58,7 @@ class FaultyProxy:
             )
         finally:
             self._links.discard(link)
+            self._deaf.discard(writer)
             for w in link:
                 w.transport.abort()
 
@@ -68,6 +76,8 @@ class FaultyProxy:
                         self._reset_all()
                         return
                     self._armed = (direction, armed[1] - len(data))
+                if writer in self._deaf:
+                    continue
                 writer.write(data)
                 await writer.drain()
         finally:

@@ -46,6 +46,8 @@ from acpstack.agent._lifecycle import SessionLocks
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._requests import check_absolute, dirs, plain, select_values
 from acpstack.agent._session import (
+    AFTER_KEY,
+    CURSORS_KEY,
     OPERATION_KEY,
     OPERATIONS_CAPABILITY,
     RESENT_KEY,
@@ -158,6 +160,8 @@ class SessionAgent(Agent):
         self.system_prompt_modes: tuple[str, ...] = tuple(system_prompt_modes)
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
+        # The client asked for delivery cursors (`CURSORS_KEY` in initialize's `_meta`).
+        self.cursors = False
 
     # -- what the author implements ------------------------------------------------------
 
@@ -188,6 +192,7 @@ class SessionAgent(Agent):
             if isinstance(params.client_capabilities, acp.ClientCapabilities)
             else None
         )
+        self.cursors = isinstance(params.meta, dict) and params.meta.get(CURSORS_KEY) is True
         store = self.store
         session_caps = acp.SessionCapabilities(
             resume=acp.SessionResumeCapabilities(),
@@ -205,8 +210,9 @@ class SessionAgent(Agent):
                 http=self.use_mcp and self.mcp_http, sse=self.use_mcp and self.mcp_sse
             ),
             session_capabilities=session_caps,
-            # a prompt sent again after a failover runs only if no process began it
-            meta={OPERATIONS_CAPABILITY: True},
+            # a prompt sent again after a failover runs only if no process began it; a
+            # client that asks gets each update's seq and resumes after the last it has
+            meta={OPERATIONS_CAPABILITY: True, CURSORS_KEY: True},
         )
         if self.auth_methods:
             caps.auth = acp.AgentAuthCapabilities(logout=acp.LogoutCapabilities())
@@ -292,7 +298,9 @@ class SessionAgent(Agent):
             from acpstack.agent._v2_session import V2Session
 
             return V2Session.from_record(record, self.client, self.store)
-        return Session.from_record(record, self.client, self.store)
+        session = Session.from_record(record, self.client, self.store)
+        session.stamp_seq = self.cursors
+        return session
 
     async def session_load(self, params: acp.LoadSessionRequest) -> acp.LoadSessionResponse:
         """`session/load`: reopen a stored session with the request's roots and MCP servers,
@@ -311,8 +319,11 @@ class SessionAgent(Agent):
         )
 
     async def session_resume(self, params: acp.ResumeSessionRequest) -> acp.ResumeSessionResponse:
-        """`session/resume`: reopen a stored session like `session/load`, without the replay."""
+        """`session/resume`: reopen a stored session like `session/load`, without the replay;
+        with a delivery cursor (`_meta["acpstack/after"]`), the updates recorded after it
+        are sent first (what the client missed when its server went away)."""
         self._require_auth()
+        after = _cursor_of(params.meta)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         session = await self._reopen(
             params.session_id,
@@ -321,6 +332,8 @@ class SessionAgent(Agent):
             servers,
             self.system_prompt_of(params),
         )
+        if after is not None:
+            await session.catch_up(after)
         return acp.ResumeSessionResponse(
             modes=self._mode_state(session), config_options=self._config_options(session)
         )
@@ -1261,3 +1274,15 @@ async def _missing_capability(
     await turn.fail_unfinished(message)
     await turn.say(f"\n\nI could not finish this: {message}\n")
     return "end_turn"
+
+
+def _cursor_of(meta: Any) -> int | None:
+    """The delivery cursor of a `session/resume` (`_meta["acpstack/after"]`), if any."""
+    if not isinstance(meta, dict) or AFTER_KEY not in meta:
+        return None
+    after = meta[AFTER_KEY]
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise RequestError.invalid_params(
+            {"_meta": {AFTER_KEY: after}}, f"{AFTER_KEY} must be a position (an integer >= 0)"
+        )
+    return after

@@ -55,6 +55,14 @@ OPERATION_KEY = "acpstack/operationId"
 RESENT_KEY = "acpstack/resent"
 # `agentCapabilities._meta` key of an agent that honours both (`SessionAgent`)
 OPERATIONS_CAPABILITY = "acpstack/operationIds"
+# Delivery cursors: a client that asks for them (`_meta["acpstack/cursors"]: true` on
+# `initialize`, in the agent's capabilities' `_meta` too) gets each `session/update` with
+# its position in the session's history (`params._meta["acpstack/seq"]`), and after a
+# failover asks `session/resume` to send what it missed (`_meta["acpstack/after"]`).
+CURSORS_KEY = "acpstack/cursors"
+SEQ_KEY = "acpstack/seq"
+AFTER_KEY = "acpstack/after"
+_SEQ_META = b',"_meta":{"' + SEQ_KEY.encode() + b'":'
 
 _encode = msgspec.json.Encoder().encode
 _Raw = msgspec.Raw
@@ -99,6 +107,8 @@ class Session:
     _delivery: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _failure: Exception | None = field(default=None, init=False, repr=False)
     _notification_prefix: bytes = field(default=b"", init=False, repr=False)
+    # Each update goes out with its seq (`SEQ_KEY`): the client asked for cursors.
+    stamp_seq: bool = field(default=False, repr=False)
 
     @property
     def roots(self) -> list[str]:
@@ -118,7 +128,8 @@ class Session:
             except Exception as exc:
                 raise self._fail(StoreUnavailable(exc)) from None
             prefix = self._notification_prefix
-            if prefix and type(self) is Session:  # `deliver` inlined (a subclass may differ)
+            # `deliver` inlined (a subclass may differ; a stamped update ends differently)
+            if prefix and type(self) is Session and not self.stamp_seq:
                 await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
             else:
                 await self.deliver(payload, seq)
@@ -189,6 +200,10 @@ class Session:
             prefix = self._notification_prefix = (
                 b'{"sessionId":' + _encode(self.session_id) + b',"update":'
             )
+        if self.stamp_seq:
+            end = b"%s%d}}" % (_SEQ_META, seq)
+            await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
+            return
         await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
 
     async def _deliver_stored(self) -> None:
@@ -312,6 +327,16 @@ class Session:
                 continue
             await self.deliver(event.payload, event.seq)
             count += 1
+        return count
+
+    async def catch_up(self, after_seq: int) -> int:
+        """Send the updates recorded after `after_seq` (what a client that had everything
+        up to there missed: prompts are not streamed live, so not here either), in order."""
+        count = 0
+        async for event in self.history(after_seq):
+            if event.kind == UPDATE:
+                await self.deliver(event.payload, event.seq)
+                count += 1
         return count
 
     async def save(self) -> None:

@@ -68,6 +68,13 @@ OPERATION_KEY = "acpstack/operationId"
 RESENT_KEY = "acpstack/resent"
 OPERATIONS_CAPABILITY = "acpstack/operationIds"  # the agent honours both
 OPERATION_ID = "operationId"  # in `error.data` of a prompt refused because it began
+# Delivery cursors (the agent side's names: acpstack.agent._session): asked for on
+# `initialize`, offered in the agent's capabilities; each update's seq in its `_meta`;
+# `session/resume` after a failover asks for what came after the last one received.
+CURSORS_KEY = "acpstack/cursors"
+SEQ_MARK = b'"acpstack/seq":'
+AFTER_KEY = "acpstack/after"
+SEQ_TAIL = 64  # the seq is the last thing in a stamped update's frame
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
@@ -133,6 +140,8 @@ class FailoverTransport:
         self._prompts: dict[RequestId, tuple[str, bytes]] = {}  # prompts in flight: session, frame
         self._resend: dict[RequestId, tuple[str, bytes]] = {}  # to send again once reattached
         self._prompts_resumable = False  # the new connection's agent honours operation ids
+        self._cursors = False  # the current connection's agent stamps updates with their seq
+        self._seen: dict[str, int] = {}  # open sessions -> the seq of the last update received
         self._inbound: dict[RequestId, RequestId] = {}  # the agent's in flight: ours -> theirs
         self._sessions: dict[str, dict[str, Any]] = {}  # open sessions -> how to reattach
         self._replaying: set[str] = set()  # sessions whose replayed history is not passed on
@@ -236,7 +245,9 @@ class FailoverTransport:
         if method == "session/prompt" and isinstance(env.session_id, str):
             frame = _with_operation_id(frame)
             self._prompts[env.id] = (env.session_id, frame)
-        if method == "initialize" or method == "authenticate" or method in OPENING:
+        if method == "initialize":
+            frame, params = _asking_for_cursors(frame)
+        elif method == "authenticate" or method in OPENING:
             params = _decode(frame).get("params")
         elif method in REATTACHING:
             params = _decode(frame).get("params")
@@ -244,6 +255,7 @@ class FailoverTransport:
                 self._sessions[env.session_id] = _reattach_params(params)
         elif method in CLOSING and env.session_id is not None:
             self._sessions.pop(env.session_id, None)
+            self._seen.pop(env.session_id, None)
         self._pending[env.id] = (method, params)
         return _Out(frame, session, env.id, False)
 
@@ -303,6 +315,10 @@ class FailoverTransport:
             return _encode(message)
         if env.session_id in self._replaying:
             return None  # a session/load replay: the client has this history already
+        if self._cursors and env.session_id is not None and env.method == "session/update":
+            seq = _seq_of(frame)
+            if seq is not None:
+                self._seen[env.session_id] = seq
         return frame
 
     def _answered(self, request_id: RequestId, new_session: str | None, frame: bytes) -> None:
@@ -316,11 +332,13 @@ class FailoverTransport:
         elif method in ("initialize", "authenticate") and "error" not in _decode(frame):
             if method == "initialize":
                 self._initialized = params
+                self._cursors = _offers_cursors(_decode(frame).get("result"))
             else:
                 self._authenticated = params
         elif method in REATTACHING and "error" in _decode(frame):
             session = params.get("sessionId") if isinstance(params, dict) else None
             self._sessions.pop(str(session), None)
+            self._seen.pop(str(session), None)
 
     def _transport_lost(self, request_id: RequestId, frame: bytes) -> bool:
         """The remote transport failed one of our requests because a stream broke: the
@@ -439,6 +457,7 @@ class FailoverTransport:
         caps = (answer or {}).get("agentCapabilities") or {}
         meta = caps.get("_meta") if isinstance(caps, dict) else None
         self._prompts_resumable = isinstance(meta, dict) and meta.get(OPERATIONS_CAPABILITY) is True
+        self._cursors = _offers_cursors(answer)
         if self._authenticated is not None:
             await self._ask("authenticate", self._authenticated)
         tasks = [
@@ -453,6 +472,7 @@ class FailoverTransport:
         missing = {sid: why for sid, why in results if why is not None}
         for sid in missing:
             self._sessions.pop(sid, None)
+            self._seen.pop(sid, None)
         return missing
 
     async def _reattach(
@@ -463,6 +483,9 @@ class FailoverTransport:
         if not resume and caps.get("loadSession") is not True:
             return session_id, "the agent can neither resume nor load sessions"
         method = "session/resume" if resume else "session/load"
+        if resume and self._cursors and session_id in self._seen:
+            # the new server sends what the updates received were followed by, first
+            params = {**params, "_meta": {AFTER_KEY: self._seen[session_id]}}
         deadline = asyncio.get_running_loop().time() + self.policy.busy_timeout
         delay = self.policy.first_delay
         while True:
@@ -620,6 +643,32 @@ def _with_operation_id(frame: bytes) -> bytes:
     meta[OPERATION_KEY] = uuid.uuid4().hex
     params["_meta"] = meta
     return _encode(message)
+
+
+def _asking_for_cursors(frame: bytes) -> tuple[bytes, Any]:
+    """The initialize request asking for delivery cursors (`_meta`), and its params."""
+    message = _decode(frame)
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return frame, params
+    meta = params.get("_meta")
+    params["_meta"] = {**(meta if isinstance(meta, dict) else {}), CURSORS_KEY: True}
+    return _encode(message), params
+
+
+def _offers_cursors(result: Any) -> bool:
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    meta = caps.get("_meta") if isinstance(caps, dict) else None
+    return isinstance(meta, dict) and meta.get(CURSORS_KEY) is True
+
+
+def _seq_of(frame: bytes) -> int | None:
+    """The seq a stamped `session/update` carries (at its end), or None."""
+    at = frame.rfind(SEQ_MARK, max(0, len(frame) - SEQ_TAIL))
+    if at < 0:
+        return None
+    digits = frame[at + len(SEQ_MARK) :].split(b"}", 1)[0]
+    return int(digits) if digits.isdigit() else None
 
 
 def _marked_resent(frame: bytes) -> bytes:

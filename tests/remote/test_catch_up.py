@@ -1,0 +1,104 @@
+"""Delivery cursors across servers, with real parts: two `acpstack serve` processes on one
+SQLite file, a client (`connect_remote(..., reconnect=True)`) reaching them through a TCP
+proxy on 127.0.0.1. Part way through a turn the proxy drops what the first server sends
+(lost in its socket buffers), the first server is SIGKILLed, and the proxy leads to the
+second: the turn is lost (it was running on the dead server), but every update the dead
+server had stored reaches the client from the second one, once and in order."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _faulty import FaultyProxy
+from _serving import serve_process
+
+from acpstack.client import ClientRuntime, connect_remote, is_connection_lost
+from acpstack.schema import v1 as acp
+from acpstack.wire import RequestError
+from tools.cluster._cluster import STREAM_AGENT
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def stored_chunks(path: Path) -> int:
+    """How many events the store file holds (all of them the one session's)."""
+    with sqlite3.connect(path) as db:
+        return int(db.execute("select coalesce(sum(n), 0) from events").fetchone()[0])
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Wait (polling what another process writes) until `predicate()` holds."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"not within {timeout} s: {what}") from None
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_the_updates_a_dead_server_stored_reach_the_client_from_the_next(
+    scheme: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "sessions.db"
+    env = {"ACPSTACK_STORE": str(store), "ACPSTACK_CHUNK_DELAY": "0.01"}
+    received: list[str] = []
+
+    def on_update(_sid: str, update: object) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            received.append(update.content.text)
+
+    runtime = ClientRuntime(on_update=on_update)
+    with (
+        serve_process("--agent", STREAM_AGENT, env=env) as first,
+        serve_process("--agent", STREAM_AGENT, env=env) as second,
+    ):
+        proxy = FaultyProxy(first.port)
+        port = await proxy.start()
+        url = f"{scheme}://127.0.0.1:{port}/acp"
+        try:
+            async with connect_remote(url, runtime, reconnect=True):
+                await runtime.initialize()
+                sid = (await runtime.new_session("/tmp")).session_id
+                await runtime.prompt(sid, "turn 1 chunks 3")
+                turn = asyncio.ensure_future(runtime.prompt(sid, "turn 2 chunks 400"))
+                await until(lambda: len(received) >= 10, "ten chunks of turn 2")
+                proxy.deafen()
+                heard = len(received)
+                # what the client will not hear: at least 20 more chunks stored
+                before = stored_chunks(store)
+                await until(lambda: stored_chunks(store) >= before + 20, "20 chunks unheard")
+                os.kill(first.proc.pid, signal.SIGKILL)
+                proxy.target_port = second.port  # the load balancer's next choice
+                with pytest.raises(RequestError) as lost:
+                    await turn
+                assert is_connection_lost(lost.value), lost.value
+                # Every chunk the dead server stored, once, in order: what the client had
+                # heard, then what it missed, sent by the second server.
+                turn_2 = [t for t in received if t.startswith("2.")]
+                assert len(received) > heard + 19
+                assert turn_2 == [f"2.{n:03d}\n" for n in range(len(turn_2))]
+                assert len(turn_2) == stored_in_turn_2(store, sid)
+                await runtime.prompt(sid, "turn 3 chunks 3")
+                assert received[-4:] == ["3.000\n", "3.001\n", "3.002\n", received[-1]]
+                assert received[-1].startswith("3.end")
+        finally:
+            await proxy.aclose()
+
+
+def stored_in_turn_2(path: Path, session_id: str) -> int:
+    from acpstack.agent import open_store
+
+    store = open_store(path)
+    try:
+        return sum(b'"2.' in e.payload for e in store.events(session_id))
+    finally:
+        store.close()
