@@ -21,6 +21,7 @@ import msgspec
 import pytest
 
 from acpstack import Client, ConnectionClosed, RequestError, spawn_agent
+from acpstack.agent import SqliteSessionStore
 from acpstack.client import ClientRuntime
 from acpstack.client._connect import ClientConnection
 from acpstack.schema import v1 as acp
@@ -157,6 +158,38 @@ async def test_resume_does_not_replay_and_the_session_goes_on(tmp_path: Path) ->
     async with agent(db, third):
         await third.load_session(sid, str(tmp_path))
         assert third.texts(sid)[-1] == "echo: after resume" and len(third.texts(sid)) == 6
+
+
+async def test_resume_with_a_cursor_sends_what_came_after_it(tmp_path: Path) -> None:
+    """The delivery cursor a failing-over client sends (`_meta["acpstack/after"]`): the
+    recorded updates after it, in order, before the answer; no prompts; a bad cursor is
+    -32602 and the session is not taken."""
+    db = tmp_path / "s.db"
+    first = Recorder()
+    async with agent(db, first):
+        sid = (await first.new_session(str(tmp_path))).session_id
+        await first.prompt(sid, "burst 5")
+    store = SqliteSessionStore(db)
+    seqs = [e.seq for e in store.events(sid) if e.kind == "update"]
+    store.close()
+    second = Recorder()
+    async with agent(db, second) as conn:
+        for bad in (-1, "3", True, 1.5, None):
+            with pytest.raises(RequestError) as refused:
+                await conn.agent.session_resume(
+                    acp.ResumeSessionRequest(
+                        session_id=sid, cwd=str(tmp_path), meta={"acpstack/after": bad}
+                    )
+                )
+            assert refused.value.code == -32602, bad
+        await conn.agent.session_resume(
+            acp.ResumeSessionRequest(
+                session_id=sid, cwd=str(tmp_path), meta={"acpstack/after": seqs[-3]}
+            )
+        )
+        assert second.texts(sid) == first.texts(sid)[-2:]  # the last two, once each
+        await second.prompt(sid, "after")
+        assert second.texts(sid)[-1] == "echo: after"
 
 
 async def test_list_pages_over_1000_sessions_newest_first(tmp_path: Path) -> None:
