@@ -128,9 +128,9 @@ class Session:
             except Exception as exc:
                 raise self._fail(StoreUnavailable(exc)) from None
             prefix = self._notification_prefix
-            # `deliver` inlined (a subclass may differ; a stamped update ends differently)
-            if prefix and type(self) is Session and not self.stamp_seq:
-                await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
+            if prefix and type(self) is Session:  # `deliver` inlined (a subclass may differ)
+                end = b"%s%d}}" % (_SEQ_META, seq) if self.stamp_seq else b"}"
+                await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
             else:
                 await self.deliver(payload, seq)
             return
@@ -200,11 +200,8 @@ class Session:
             prefix = self._notification_prefix = (
                 b'{"sessionId":' + _encode(self.session_id) + b',"update":'
             )
-        if self.stamp_seq:
-            end = b"%s%d}}" % (_SEQ_META, seq)
-            await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
-            return
-        await self.client.connection.notify("session/update", _Raw(prefix + payload + b"}"))
+        end = b"%s%d}}" % (_SEQ_META, seq) if self.stamp_seq else b"}"
+        await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
 
     async def _deliver_stored(self) -> None:
         outbox = self._outbox

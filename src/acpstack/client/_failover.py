@@ -72,7 +72,7 @@ OPERATION_ID = "operationId"  # in `error.data` of a prompt refused because it b
 # `initialize`, offered in the agent's capabilities; each update's seq in its `_meta`;
 # `session/resume` after a failover asks for what came after the last one received.
 CURSORS_KEY = "acpstack/cursors"
-SEQ_MARK = b'"acpstack/seq":'
+SEQ_STAMP = b',"_meta":{"acpstack/seq":'  # as the agent side writes it
 AFTER_KEY = "acpstack/after"
 SEQ_TAIL = 64  # the seq is the last thing in a stamped update's frame
 
@@ -316,9 +316,9 @@ class FailoverTransport:
         if env.session_id in self._replaying:
             return None  # a session/load replay: the client has this history already
         if self._cursors and env.session_id is not None and env.method == "session/update":
-            seq = _seq_of(frame)
-            if seq is not None:
-                self._seen[env.session_id] = seq
+            stamped = _seq_of(frame)
+            if stamped is not None:
+                self._seen[env.session_id], frame = stamped
         return frame
 
     def _answered(self, request_id: RequestId, new_session: str | None, frame: bytes) -> None:
@@ -662,13 +662,19 @@ def _offers_cursors(result: Any) -> bool:
     return isinstance(meta, dict) and meta.get(CURSORS_KEY) is True
 
 
-def _seq_of(frame: bytes) -> int | None:
-    """The seq a stamped `session/update` carries (at its end), or None."""
-    at = frame.rfind(SEQ_MARK, max(0, len(frame) - SEQ_TAIL))
+def _seq_of(frame: bytes) -> tuple[int, bytes] | None:
+    """The seq a stamped `session/update` carries (its params' `_meta`, the last thing in
+    it), and the frame without that `_meta` (the cursor is the transport's business, and
+    the runtime decodes less); None when the frame has no stamp."""
+    at = frame.rfind(SEQ_STAMP, len(frame) - SEQ_TAIL)
     if at < 0:
         return None
-    digits = frame[at + len(SEQ_MARK) :].split(b"}", 1)[0]
-    return int(digits) if digits.isdigit() else None
+    digits_at = at + len(SEQ_STAMP)
+    end = frame.find(b"}", digits_at)
+    digits = frame[digits_at:end]
+    if end < 0 or not digits.isdigit():
+        return None
+    return int(digits), frame[:at] + frame[end + 1 :]
 
 
 def _marked_resent(frame: bytes) -> bytes:
