@@ -83,6 +83,10 @@ class FaultyProxy:
         finally:
             writer.transport.abort()
 
+    def reset_all(self) -> None:
+        """Reset every connection through the proxy now."""
+        self._reset_all()
+
     def _reset_all(self) -> None:
         self._armed = None
         self.resets += 1

@@ -14,12 +14,21 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 from _faulty import FaultyProxy
-from _serving import serve_process
+from _serving import running, serve_process
 
-from acpstack.client import ClientRuntime, connect_remote, is_connection_lost
+from acpstack.agent import MemorySessionStore, SessionAgent, Turn
+from acpstack.client import (
+    ClientRuntime,
+    Failover,
+    FailoverEvent,
+    connect_remote,
+    is_connection_lost,
+)
 from acpstack.schema import v1 as acp
+from acpstack.server import AgentServer, ServerLimits
 from acpstack.wire import RequestError
 from tools.cluster._cluster import STREAM_AGENT
 
@@ -102,3 +111,70 @@ def stored_in_turn_2(path: Path, session_id: str) -> int:
         return sum(b'"2.' in e.payload for e in store.events(session_id))
     finally:
         store.close()
+
+
+class Streamer(SessionAgent):
+    """'stream N': N chunks "000".. , each after a short pause (a model producing text)."""
+
+    async def prompt(self, turn: Turn) -> acp.StopReason:
+        for n in range(int(turn.text.split()[1])):
+            await turn.say(f"{n:03d}")
+            await asyncio.sleep(0.002)
+        return "end_turn"
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_past_the_replay_buffer_the_recorded_updates_still_arrive(scheme: str) -> None:
+    """The server lives, but more was lost on the way than its replay buffer holds: the
+    resume is refused (410), the client fails over to a new connection (on the same
+    server), and what it missed comes from the store."""
+    store = MemorySessionStore()
+    received: list[str] = []
+
+    def on_update(_sid: str, update: object) -> None:
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+            update.content, acp.TextContent
+        ):
+            received.append(update.content.text)
+
+    events: list[FailoverEvent] = []
+    runtime = ClientRuntime(on_update=on_update)
+    server = AgentServer(lambda: Streamer(store=store), limits=ServerLimits(replay_bytes=1024))
+    async with running(server) as url:
+        proxy = FaultyProxy(int(url.rsplit(":", 1)[1].split("/")[0]))
+        port = await proxy.start()
+        try:
+            policy = Failover(on_event=events.append, first_delay=0.01)
+            async with connect_remote(
+                f"{scheme}://127.0.0.1:{port}/acp", runtime, reconnect=policy
+            ):
+                await runtime.initialize()
+                sid = (await runtime.new_session("/tmp")).session_id
+                turn = asyncio.ensure_future(runtime.prompt(sid, "stream 300"))
+                await until(lambda: len(received) >= 10, "ten chunks")
+                proxy.deafen()
+                heard = len(received)
+                # 60 chunks (over 1 KiB of frames) written into the void
+                await until(lambda: len(stored_texts(store, sid)) >= heard + 60, "60 more")
+                proxy.reset_all()
+                with pytest.raises(RequestError) as lost:
+                    await turn  # it ran on the connection that was given up: not known
+                assert is_connection_lost(lost.value), lost.value
+                # Everything the turn recorded, once, in order: the whole turn when it ran
+                # to its end (over WebSocket the old connection is let go of once its turn
+                # ended), its first part when the client's goodbye to the old connection
+                # (an HTTP DELETE) cancelled it first.
+                stored = stored_texts(store, sid)
+                assert len(stored) >= heard + 60
+                assert received == stored == [f"{n:03d}" for n in range(len(stored))]
+                assert (await runtime.prompt(sid, "stream 2")).stop_reason == "end_turn"
+        finally:
+            await proxy.aclose()
+    assert [e.kind for e in events][:1] == ["lost"], events
+
+
+def stored_texts(store: MemorySessionStore, session_id: str) -> list[str]:
+    chunks = (
+        msgspec.json.decode(e.payload) for e in store.events(session_id) if e.kind == "update"
+    )
+    return [c["content"]["text"] for c in chunks if c.get("sessionUpdate") == "agent_message_chunk"]
