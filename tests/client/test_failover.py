@@ -445,3 +445,53 @@ async def test_a_connection_that_never_initialized_just_ends() -> None:
         with pytest.raises(ConnectionClosed):
             await runtime.initialize()
     assert events == [] and len(servers.connections) == 1
+
+
+async def test_over_v2_the_sessions_are_resumed_and_a_running_turn_fails_as_lost() -> None:
+    """Protocol v2: `session/resume` is baseline (no capability to look for); a prompt is
+    answered at once and its turn ends with an idle state, which a dead server never
+    sends: the turn that was running fails as lost, not as an `end_turn`."""
+    servers = Servers()
+    events: list[FailoverEvent] = []
+    runtime = ClientRuntime(protocol_version=2)
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        assert conn.connection.protocol_version == 2
+        sid = await new_session(runtime)
+        assert (await runtime.prompt(sid, "hello")).stop_reason == "end_turn"
+        lost = await lose_a_held_turn(servers, runtime, sid)
+        assert is_connection_lost(lost.value), lost.value
+        assert "outcome is unknown" in lost.value.message
+        assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
+        assert texts(runtime, sid)[-1] == "begun againdone"
+    assert [e.kind for e in events] == ["lost", "reattached", "reconnected"]
+    assert events[-1].sessions == [sid] and events[-1].missing == {}
+
+
+class LoginAgent(GatedAgent):
+    """Sessions only after a login (each new agent, i.e. each new connection, asks again)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(auth_methods=[acp.AuthMethodAgent(id="key", name="Key")], **kwargs)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_the_login_is_made_again_on_the_new_connection(version: int) -> None:
+    """`authenticate` (v1) or `auth/login` (v2) that worked is sent again after
+    `initialize`, before the sessions are resumed (which a new agent refuses before it)."""
+    servers = Servers(LoginAgent)
+    events: list[FailoverEvent] = []
+
+    async def choose(methods: list[Any]) -> str:
+        return "key"
+
+    runtime = ClientRuntime(protocol_version=version, choose_auth_method=choose)
+    conn = await failover_client(servers, runtime, events)
+    async with conn.connection:
+        await runtime.initialize()
+        sid = await new_session(runtime)  # refused, logged in, made
+        await servers.kill()
+        assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
+    back = [e for e in events if e.kind == "reconnected"]
+    assert back and back[0].sessions == [sid] and back[0].missing == {}

@@ -16,11 +16,16 @@ transport ends:
   one the dead server never began is not lost;
 - the agent's requests in flight (permission, files, terminals) are cancelled in the
   client (`$/cancel_request`), and their answers are dropped;
-- a new transport is made, `initialize` (and `authenticate`) are replayed, and each
-  session is resumed (`session/resume`; `session/load` when the agent cannot resume, its
-  replayed history kept from the client, which has it). A session that another server
-  still holds (`session_busy`, e.g. until the load balancer noticed the dead one) is
-  asked for again until `busy_timeout`;
+- over protocol v2, where a prompt is answered at once and its turn ends with an idle
+  state update, a turn that was running fails as lost (an idle state with stop reason
+  `error` and the `connection_lost` error is passed to the runtime);
+- a new transport is made, `initialize` (and the login: `authenticate`, v2's
+  `auth/login`) are replayed, and each session is resumed (`session/resume`, baseline on
+  v2; `session/load` when a v1 agent cannot resume, its replayed history kept from the
+  client, which has it), with a delivery cursor when the agent offers them (what the
+  client missed is sent first). A session that another server still holds
+  (`session_busy`, e.g. until the load balancer noticed the dead one) is asked for again
+  until `busy_timeout`;
 - what the runtime writes meanwhile waits: a session's messages (and its prompts sent
   again) go out as soon as that session is back, while the others are still being
   reattached; the rest (messages of no session) once every session is back.
@@ -59,6 +64,7 @@ from acpstack.wire import DEFAULT_MAX_MESSAGE_SIZE, INTERNAL_ERROR, FrameDecoder
 log = logging.getLogger("acpstack.client")
 
 OPENING = frozenset({"session/new", "session/fork", "unstable_session/fork"})
+LOGINS = frozenset({"authenticate", "auth/login"})  # v1's, v2's
 REATTACHING = frozenset({"session/load", "session/resume"})
 CLOSING = frozenset({"session/close", "session/delete"})
 HELD_HIGH_WATER = 1024 * 1024
@@ -75,6 +81,7 @@ CURSORS_KEY = "acpstack/cursors"
 SEQ_STAMP = b',"_meta":{"acpstack/seq":'  # as the agent side writes it
 AFTER_KEY = "acpstack/after"
 SEQ_TAIL = 64  # the seq is the last thing in a stamped update's frame
+STATE_UPDATE = b'"state_update"'  # a v2 foreground state report (running, idle, ...)
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
@@ -135,13 +142,15 @@ class FailoverTransport:
         self._ended_generation = -1  # the last generation whose transport ended (or broke)
         self._break_reason: str | None = None  # set while a batch shows the connection broke
         self._initialized: Any = None  # the params of the initialize that worked
-        self._authenticated: Any = None
+        self._authenticated: tuple[str, Any] | None = None  # the login that worked
         self._pending: dict[RequestId, tuple[str, Any]] = {}  # ours in flight: method, params
         self._prompts: dict[RequestId, tuple[str, bytes]] = {}  # prompts in flight: session, frame
         self._resend: dict[RequestId, tuple[str, bytes]] = {}  # to send again once reattached
         self._prompts_resumable = False  # the new connection's agent honours operation ids
         self._cursors = False  # the current connection's agent stamps updates with their seq
         self._seen: dict[str, int] = {}  # open sessions -> the seq of the last update received
+        self._v2 = False  # protocol v2: a prompt is answered at once, its turn ends with idle
+        self._v2_turns: set[str] = set()  # v2 sessions whose turn runs (its idle not seen yet)
         self._inbound: dict[RequestId, RequestId] = {}  # the agent's in flight: ours -> theirs
         self._sessions: dict[str, dict[str, Any]] = {}  # open sessions -> how to reattach
         self._replaying: set[str] = set()  # sessions whose replayed history is not passed on
@@ -247,7 +256,7 @@ class FailoverTransport:
             self._prompts[env.id] = (env.session_id, frame)
         if method == "initialize":
             frame, params = _asking_for_cursors(frame)
-        elif method == "authenticate" or method in OPENING:
+        elif method in LOGINS or method in OPENING:
             params = _decode(frame).get("params")
         elif method in REATTACHING:
             params = _decode(frame).get("params")
@@ -315,11 +324,24 @@ class FailoverTransport:
             return _encode(message)
         if env.session_id in self._replaying:
             return None  # a session/load replay: the client has this history already
+        if self._v2 and env.session_id is not None and STATE_UPDATE in frame:
+            self._follow_v2_turn(env.session_id, frame)
         if self._cursors and env.session_id is not None and env.method == "session/update":
             stamped = _seq_of(frame)
             if stamped is not None:
                 self._seen[env.session_id], frame = stamped
         return frame
+
+    def _follow_v2_turn(self, session_id: str, frame: bytes) -> None:
+        """Note whether a v2 session's turn runs (`running`, `requires_action`) or ended
+        (`idle`): a prompt waits for that idle, which a dead server never sends."""
+        update = (_decode(frame).get("params") or {}).get("update")
+        if not isinstance(update, dict) or update.get("sessionUpdate") != "state_update":
+            return
+        if update.get("state") == "idle":
+            self._v2_turns.discard(session_id)
+        elif update.get("state") in ("running", "requires_action"):
+            self._v2_turns.add(session_id)
 
     def _answered(self, request_id: RequestId, new_session: str | None, frame: bytes) -> None:
         self._prompts.pop(request_id, None)
@@ -329,12 +351,14 @@ class FailoverTransport:
         method, params = sent
         if method in OPENING and new_session is not None and isinstance(params, dict):
             self._sessions[new_session] = _reattach_params(params)
-        elif method in ("initialize", "authenticate") and "error" not in _decode(frame):
+        elif (method == "initialize" or method in LOGINS) and "error" not in _decode(frame):
             if method == "initialize":
                 self._initialized = params
-                self._cursors = _offers_cursors(_decode(frame).get("result"))
+                result = _decode(frame).get("result")
+                self._cursors = _offers_cursors(result)
+                self._v2 = isinstance(result, dict) and result.get("protocolVersion") == 2
             else:
-                self._authenticated = params
+                self._authenticated = (method, params)
         elif method in REATTACHING and "error" in _decode(frame):
             session = params.get("sessionId") if isinstance(params, dict) else None
             self._sessions.pop(str(session), None)
@@ -401,6 +425,9 @@ class FailoverTransport:
                 "data": {"reason": CONNECTION_LOST, "method": method},
             }
             messages.append(_encode({"jsonrpc": "2.0", "id": request_id, "error": error}))
+        if only is None:  # the connection broke: the v2 turns running on it are lost
+            messages += [_v2_turn_lost(sid, reason) for sid in sorted(self._v2_turns)]
+            self._v2_turns.clear()
         for mine in self._inbound:
             cancel = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": mine}}
             messages.append(_encode(cancel))
@@ -454,14 +481,15 @@ class FailoverTransport:
         self._current = transport
         self._attach(transport)
         answer = await self._ask("initialize", self._initialized)
-        caps = (answer or {}).get("agentCapabilities") or {}
-        meta = caps.get("_meta") if isinstance(caps, dict) else None
+        meta = _capabilities(answer).get("_meta")
         self._prompts_resumable = isinstance(meta, dict) and meta.get(OPERATIONS_CAPABILITY) is True
         self._cursors = _offers_cursors(answer)
+        self._v2 = isinstance(answer, dict) and answer.get("protocolVersion") == 2
         if self._authenticated is not None:
-            await self._ask("authenticate", self._authenticated)
+            await self._ask(*self._authenticated)
+        method = _reattach_method(answer)
         tasks = [
-            asyncio.ensure_future(self._reattach(sid, params, caps))
+            asyncio.ensure_future(self._reattach(sid, params, method))
             for sid, params in list(self._sessions.items())
         ]
         try:
@@ -476,13 +504,12 @@ class FailoverTransport:
         return missing
 
     async def _reattach(
-        self, session_id: str, params: dict[str, Any], caps: dict[str, Any]
+        self, session_id: str, params: dict[str, Any], method: str | None
     ) -> tuple[str, str | None]:
         """Resume (or load) one session; retry while another server still holds it."""
-        resume = isinstance((caps.get("sessionCapabilities") or {}).get("resume"), dict)
-        if not resume and caps.get("loadSession") is not True:
+        if method is None:
             return session_id, "the agent can neither resume nor load sessions"
-        method = "session/resume" if resume else "session/load"
+        resume = method == "session/resume"
         if resume and self._cursors and session_id in self._seen:
             # the new server sends what the updates received were followed by, first
             params = {**params, "_meta": {AFTER_KEY: self._seen[session_id]}}
@@ -621,6 +648,25 @@ async def _close_quietly(transport: Transport) -> None:
         log.debug("closing a broken connection failed: %s", exc)
 
 
+def _v2_turn_lost(session_id: str, reason: str) -> bytes:
+    """The end of a v2 turn that was running where the connection broke: an idle state
+    with stop reason `error`, the error saying the turn is lost (its outcome unknown)."""
+    error = {
+        "code": INTERNAL_ERROR,
+        "message": f"the connection to the agent broke while a turn was running ({reason}); "
+        "its outcome is unknown, the client is reconnecting",
+        "data": {"reason": CONNECTION_LOST, "method": "session/prompt"},
+    }
+    update = {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "stopReason": "error",
+        "error": error,
+    }
+    params = {"sessionId": session_id, "update": update}
+    return _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
 def _lost_error(reason: str) -> dict[str, Any]:
     return {
         "code": INTERNAL_ERROR,
@@ -656,9 +702,29 @@ def _asking_for_cursors(frame: bytes) -> tuple[bytes, Any]:
     return _encode(message), params
 
 
+def _capabilities(result: Any) -> dict[str, Any]:
+    """The agent's capabilities in an initialize answer (v1's `agentCapabilities`, v2's
+    `capabilities`), or {}."""
+    if not isinstance(result, dict):
+        return {}
+    caps = result.get("capabilities" if result.get("protocolVersion") == 2 else "agentCapabilities")
+    return caps if isinstance(caps, dict) else {}
+
+
+def _reattach_method(result: Any) -> str | None:
+    """How the new connection's agent takes a session back: `session/resume` (v1 when it
+    advertises it; always on v2, where it is baseline, without replaying), `session/load`
+    (v1 without resume), or None."""
+    if isinstance(result, dict) and result.get("protocolVersion") == 2:
+        return "session/resume"
+    caps = _capabilities(result)
+    if isinstance((caps.get("sessionCapabilities") or {}).get("resume"), dict):
+        return "session/resume"
+    return "session/load" if caps.get("loadSession") is True else None
+
+
 def _offers_cursors(result: Any) -> bool:
-    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
-    meta = caps.get("_meta") if isinstance(caps, dict) else None
+    meta = _capabilities(result).get("_meta")
     return isinstance(meta, dict) and meta.get(CURSORS_KEY) is True
 
 
