@@ -297,8 +297,9 @@ class SessionAgent(Agent):
         if self.client.protocol_version == 2:
             from acpstack.agent._v2_session import V2Session
 
-            return V2Session.from_record(record, self.client, self.store)
-        session = Session.from_record(record, self.client, self.store)
+            session: Session = V2Session.from_record(record, self.client, self.store)
+        else:
+            session = Session.from_record(record, self.client, self.store)
         session.stamp_seq = self.cursors
         return session
 
@@ -749,6 +750,7 @@ class SessionAgent(Agent):
         (prompt content, MCP, additional directories, delete as the store allows)."""
         from acpstack.schema import v2
 
+        self.cursors = isinstance(params.meta, dict) and params.meta.get(CURSORS_KEY) is True
         prompt = self.prompt_capabilities
         session = v2.SessionCapabilities(
             prompt=v2.PromptCapabilities(
@@ -777,7 +779,7 @@ class SessionAgent(Agent):
         return v2.InitializeResponse(
             protocol_version=2,
             info=v2.Implementation(name=self.name, version=self.version, title=self.title),
-            capabilities=v2.AgentCapabilities(session=session),
+            capabilities=v2.AgentCapabilities(session=session, meta={CURSORS_KEY: True}),
             auth_methods=methods,
         )
 
@@ -814,6 +816,7 @@ class SessionAgent(Agent):
         from acpstack.schema import v2
 
         self._require_auth()
+        after = _cursor_of(params.meta)
         replay = params.replay_from
         if replay not in (UNSET, None) and not isinstance(replay, v2.ReplayFromStart):
             kind = replay.get("type") if isinstance(replay, dict) else None
@@ -827,6 +830,8 @@ class SessionAgent(Agent):
         v2_session = _v2(session)
         if replay not in (UNSET, None):
             await v2_session.replay()
+        elif after is not None:
+            await v2_session.catch_up(after)
         await v2_session.send_state("idle")
         return v2.ResumeSessionResponse(config_options=self._v2_options(session))
 

@@ -54,8 +54,8 @@ class V2Session(Session):
             self.ids.message("", "own")  # as the mapping does for a chunk with an id
             await Session.deliver(self, payload, seq)
             return
-        for item in update_to_v2(_decode(payload), self.ids):
-            await self.client.session_update_encoded(self.session_id, _encode(item))
+        for item in update_to_v2(_decode(payload), self.ids):  # (0 or 1)
+            await Session.deliver(self, _encode(item), seq)  # with its seq, when asked
 
     async def send_live(self, update: Any) -> None:
         """Send a v2 update (a struct or its JSON object) without recording it, after the
