@@ -72,6 +72,8 @@ class Account:
     session_failovers: list[float]  # seconds from the break noticed to each session back
     since_kill: list[float]  # seconds from the SIGKILL to each connection's sessions back
     detection: list[float]  # seconds from the SIGKILL to each connection's break noticed
+    # seconds from a connection's break noticed to its new connection's initialize sent
+    starts: list[float]
     asks: dict[str, list[float]]  # the failover's own requests: method -> seconds each
     # each connection's reattach after the kill: (requests, seconds from the first sent
     # to the last answered, seconds from the first answer to the last)
@@ -150,6 +152,7 @@ class Account:
             "since_kill_median_s": _median(self.since_kill),
             "since_kill_max_s": max(self.since_kill, default=0.0),
             "detection_median_s": _median(self.detection),
+            "start_median_s": _median(self.starts),
             "failed_attempts": self.failed_attempts,
             "asks": {m: [len(s), _median(s), max(s)] for m, s in self.asks.items()},
             "reattach_span_median_s": _median([span for _, span, _ in self.reattach_spans]),
@@ -213,6 +216,11 @@ class Account:
             f"{_median(self.session_failovers):.2f} s, slowest "
             f"{max(self.session_failovers, default=0.0):.2f} s"
         )
+        if self.starts:
+            lines.append(
+                f"    break noticed to the new connection's initialize sent: median "
+                f"{_median(self.starts):.2f} s, slowest {max(self.starts):.2f} s"
+            )
         for method, seconds in sorted(self.asks.items()):
             lines.append(
                 f"    the failover's {method}: {len(seconds)} requests, median "
@@ -363,6 +371,7 @@ def judge(
         session_failovers=list(load.get("session_failovers", [])),
         since_kill=[],
         detection=[],
+        starts=[],
         asks={},
         reattach_spans=[],
         failed_attempts=0,
@@ -394,6 +403,11 @@ def _time_failovers(account: Account, connections: dict[str, Any], kill: float |
             back = next((e for e in after if e[0] == "reconnected"), None)
             if lost is not None:
                 account.detection.append(lost[1] - kill)
+                sent = [
+                    a[1] for a in log.get("asks", []) if a[0] == "initialize" and a[1] >= lost[1]
+                ]
+                if sent:
+                    account.starts.append(min(sent) - lost[1])
             if back is not None:
                 account.since_kill.append(back[1] - kill)
         for method, sent, answered, _ok in log.get("asks", []):
