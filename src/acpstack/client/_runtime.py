@@ -63,6 +63,7 @@ from acpstack.local import (
 )
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSIONS
+from acpstack.schema import convert as schema_convert
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
     AUTH_REQUIRED,
@@ -757,7 +758,7 @@ class ClientRuntime(Client):
             raise RequestError.invalid_params(
                 {"sessionId": session_id}, "A prompt turn is already running in this session"
             )
-        prompt = msgspec.convert(msgspec.to_builtins(blocks), list[v2.ContentBlock])
+        prompt = schema_convert(msgspec.to_builtins(blocks), list[v2.ContentBlock])
         wait = TurnWait(asyncio.get_running_loop().create_future())
         self._turns[session_id] = wait
         try:

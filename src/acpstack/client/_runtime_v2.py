@@ -30,6 +30,7 @@ import msgspec
 from msgspec import UNSET
 
 from acpstack.client import _v2_values as values
+from acpstack.schema import convert
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
@@ -118,9 +119,7 @@ def mcp_servers_to_v2(servers: Sequence[Any]) -> list[Any]:
         if not isinstance(plain, dict) or plain.get("type", "stdio") not in ("stdio", "http"):
             continue
         out.append({"type": "stdio", **plain} if "type" not in plain else plain)
-    return list(
-        msgspec.convert({"cwd": "/", "mcpServers": out}, v2.NewSessionRequest).mcp_servers or []
-    )
+    return list(convert({"cwd": "/", "mcpServers": out}, v2.NewSessionRequest).mcp_servers or [])
 
 
 def error_of(data: Any) -> RequestError:

@@ -64,7 +64,7 @@ _SAME: dict[type, type] = {
 
 def _convert(value: Any, tp: Any) -> Any:
     plain = msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
-    return msgspec.convert(plain, tp)
+    return msgspec.convert(plain, tp)  # to a v1 type: no open union
 
 
 def block(value: Any) -> Any:
