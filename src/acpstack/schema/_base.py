@@ -184,7 +184,11 @@ def open_union(spec: UnionSpec) -> Any:
 
 
 def convert(value: Any, tp: Any) -> Any:
-    """`msgspec.convert`, for types that hold open unions too (see above)."""
+    """`msgspec.convert(value, tp)` that keeps what the schema keeps: an unknown variant of
+    an open union (a v2 content block as its dict, a `session/update` as
+    `UnknownSessionUpdate`) and v2's nested `state_update` variants. Bare msgspec decodes
+    the known variants of v2's open unions only (as it does v1's closed ones): decode JSON
+    of v2 types with `msgspec.json.decode(data)` and then this."""
     try:
         return msgspec.convert(value, tp)
     except msgspec.ValidationError:
