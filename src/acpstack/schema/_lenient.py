@@ -170,7 +170,7 @@ def lenient_convert(value: Any, cls: type[Struct]) -> Any:
         )
     result = convert(_repair(value, cls), cls)
     if unknown is not None:
-        result.update = unknown  # type: ignore[attr-defined]
+        result.update = unknown
     return result
 
 
