@@ -119,3 +119,25 @@ async def test_a_client_gets_every_update_and_drops_only_the_malformed(
     assert agent_text == "onetwo"  # the unknown block adds no text; nothing is lost around it
     assert isinstance(state.unknown_updates[0], dict)
     assert state.stop_reason == "end_turn"
+
+
+def test_a_state_update_is_read_in_one_pass_and_never_leaves_its_carrier() -> None:
+    # `state_update` variants share one `sessionUpdate`: the native union holds a carrier
+    # for them, which the holding struct (or `convert`, for the bare union) turns into the
+    # variant its `state` names, checked as that variant.
+    frame = b'{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle",'
+    decoded = msgspec.json.decode(
+        frame + b'"stopReason":"end_turn","background":[{"type":"terminal","terminalId":"t"}]}}',
+        type=v2.UpdateSessionNotification,
+    )
+    assert type(decoded.update) is v2.SessionUpdateIdleStateUpdate
+    assert decoded.update.stop_reason == "end_turn"
+    assert decoded.update.background == [v2.BackgroundTerminal(terminal_id="t")]
+    running = convert({"sessionUpdate": "state_update", "state": "running"}, v2.SessionUpdate)
+    assert type(running) is v2.SessionUpdateRunningStateUpdate
+    replay = convert(
+        {"sessionUpdate": "state_update", "state": "requires_action"}, v2_unstable.SessionUpdate
+    )
+    assert type(replay) is v2_unstable.SessionUpdateRequiresActionStateUpdate
+    with pytest.raises(msgspec.ValidationError):  # checked as the idle variant it names
+        msgspec.json.decode(frame + b'"stopReason":5}}', type=v2.UpdateSessionNotification)

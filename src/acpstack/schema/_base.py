@@ -48,7 +48,8 @@ def _coerce_one(value: Any, spec: UnionSpec) -> Any:
         if target is not None and type(target) is not tuple:
             return convert(value, target)
     elif isinstance(value, Struct):
-        return value  # built in code with its variant
+        carried = _carriers.get(type(value))
+        return value if carried is None else _unpack(value, carried)  # else: typed already
     return _coerce_general(value, spec)
 
 
@@ -146,6 +147,9 @@ def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
                 setattr(obj, name, convert(value, target))
                 continue
         elif isinstance(value, Struct) or value is None or value is UNSET:
+            carried = _carriers.get(type(value))
+            if carried is not None:
+                setattr(obj, name, _unpack(value, carried))
             continue
         converted = coerce_union(value, spec, many=many)
         if converted is not value:
@@ -161,11 +165,20 @@ def coerce_fields(obj: Struct, unions: dict[str, Any]) -> None:
 # variant that is itself a tagged union, such as v2's `state_update`) fails msgspec's
 # decode; `convert` then sets each such value aside, converts the rest with a stand-in
 # in its place, and puts the value back where the stand-in is.
+#
+# A variant that is itself a tagged union (`state_update`, tagged again by `state`) is in
+# the native union as a carrier: a private struct with the outer tag, the known inner tags
+# and every field of the inner variants as plain JSON. The struct holding the union turns
+# it into the inner variant (`_unpack`, from its __post_init__), so a state update is read
+# in one pass too; an unknown inner tag fails the native decode and is kept as above.
 
 _UNION_TYPES = (Union, types.UnionType)
 _NOTHING = (type(None), msgspec.UnsetType)
 _open_unions: dict[Any, UnionSpec] = {}  # runtime type (a Union of variants) -> its spec
 _stand_ins: dict[int, Any] = {}  # id(spec) -> a JSON value the runtime type accepts
+# carrier class -> (its fields as (attribute, JSON name), outer tag field and tag, inner spec)
+_Carried = tuple[tuple[tuple[str, str], ...], str, str, UnionSpec]
+_carriers: dict[type, _Carried] = {}
 
 
 def open_union(spec: UnionSpec) -> Any:
@@ -176,11 +189,48 @@ def open_union(spec: UnionSpec) -> Any:
     for arm in arms:
         if arm.__struct_config__.tag_field != tag_field:
             raise TypeError(f"{arm.__name__} is not tagged on {tag_field!r}")
+    assert tag_field is not None
+    arms += tuple(_carrier(tag_field, t, n) for t, n in tagged.items() if type(n) is tuple)
     union: Any = Union[tuple(arms)]  # noqa: UP007 (a runtime union of classes)
     known = _open_unions.setdefault(union, spec)
     if known != spec:
         raise TypeError(f"two open unions of the same variants: {union}")
     return union
+
+
+def _carrier(outer_field: str, outer_tag: str, inner: UnionSpec) -> type:
+    """The carrier of the nested variant `outer_tag` (see above)."""
+    inner_field, variants = inner[0], inner[1]
+    if inner_field is None or any(type(v) is tuple for v in variants.values()):
+        raise TypeError(f"{outer_tag}: a nested union is tagged, one level deep")
+    names: dict[str, str] = {}
+    for variant in variants.values():
+        for f in struct_fields(variant):
+            if f.encode_name not in (outer_field, inner_field):
+                names.setdefault(f.name, f.encode_name)
+    tags = tuple(variants)
+    carrier = msgspec.defstruct(
+        f"_Carrier_{outer_tag}",
+        [("inner_tag", Literal[tags]), *((n, Any, UNSET) for n in names)],
+        tag_field=outer_field,
+        tag=outer_tag,
+        rename={"inner_tag": inner_field, **names},
+        kw_only=True,
+        module=__name__,
+    )
+    _carriers[carrier] = (tuple(names.items()), outer_field, outer_tag, inner)
+    return carrier
+
+
+def _unpack(carrier: Any, carried: _Carried) -> Any:
+    """The inner variant a carrier holds, converted (and checked) as that variant."""
+    names, outer_field, outer_tag, inner = carried
+    data = {outer_field: outer_tag, inner[0]: carrier.inner_tag}
+    for attr, key in names:
+        value = getattr(carrier, attr)
+        if value is not UNSET:
+            data[key] = value
+    return convert(data, inner[1][carrier.inner_tag])
 
 
 def convert(value: Any, tp: Any) -> Any:
@@ -190,7 +240,9 @@ def convert(value: Any, tp: Any) -> Any:
     the known variants of v2's open unions only (as it does v1's closed ones): decode JSON
     of v2 types with `msgspec.json.decode(data)` and then this."""
     try:
-        return msgspec.convert(value, tp)
+        result = msgspec.convert(value, tp)
+        carried = _carriers.get(type(result))
+        return result if carried is None else _unpack(result, carried)  # (tp: the union)
     except msgspec.ValidationError:
         if not _open_unions:
             raise
