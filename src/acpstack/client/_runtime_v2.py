@@ -20,10 +20,12 @@ v2 types load only here, for a v2 connection.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -51,6 +53,15 @@ class TurnWait:
     done: asyncio.Future[tuple[str | None, Any]]
     started: bool = False  # running (or requires_action) reported since the prompt was sent
     acked: bool = False  # the prompt was answered (accepted)
+
+
+@functools.cache
+def v2_view() -> ModuleType:
+    """`_v2_view` (it loads the v2 types), imported on the first v2 update: an import
+    statement in the update handler would cost two import lookups per update."""
+    from acpstack.client import _v2_view
+
+    return _v2_view
 
 
 def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermissionRequest:
@@ -133,4 +144,5 @@ __all__ = [
     "WireUpdateCallback",
     "mcp_servers_to_v2",
     "permission_request",
+    "v2_view",
 ]
