@@ -213,6 +213,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "MethodSpec",
         "UnknownSessionUpdate",
         "UnsetType",
+        "convert",
         "lenient_convert",
         "method_table",
         "needs_normalizing",

@@ -138,13 +138,45 @@ class V2Generator(Generator):
         if old not in text:
             raise CodegenError("the custom union table changed shape: update V2Generator.emit")
         text = text.replace(old, "_CUSTOM_UNIONS: dict[str, tuple[Any, ...]]")
+        imports = "check_arms, coerce_fields"
+        if imports not in text:
+            raise CodegenError("the _base import changed shape: update V2Generator.emit")
+        text = text.replace(imports, "check_arms, coerce_fields, open_union", 1)
+        text += self.emit_open_unions()
         # The unstable module subclasses the stable v2 one, which v1's code calls `_v1`.
         return re.sub(r"\b_v1\b", "_stable", text)
+
+    def emit_open_unions(self) -> str:
+        """The runtime type of each open union whose known variants are all tagged on one
+        field (and at least two are plain structs): msgspec's own tagged union of those, so
+        that a known variant decodes in one pass (`open_union` in schema/_base.py)."""
+        names = self.native_open_unions()
+        if not names:
+            return ""
+        out = [
+            "# Open unions whose variants are all tagged: at runtime msgspec's tagged union of",
+            "# their known variants, which decodes in one pass (an unknown or nested variant is",
+            "# converted apart: `convert` in schema/_base.py).",
+            "if not TYPE_CHECKING:",
+        ]
+        out += [f"    {name} = open_union(_CUSTOM_UNIONS[{name!r}])" for name in names]
+        return "\n".join(out) + "\n"
+
+    def native_open_unions(self) -> list[str]:
+        """The open unions given msgspec's native tagged union at runtime."""
+        return [
+            name
+            for name, cu in self.m.custom_unions.items()
+            if cu.tag_field is not None
+            and not cu.ordered
+            and (cu.keep_unknown or any(v in self.nested_members for _, v in cu.tagged))
+            and sum(v not in self.nested_members for _, v in cu.tagged) >= 2
+        ]
 
     def emit_struct(self, sd: StructDef) -> list[str]:
         outer = self.outer_tagged.get(sd.name)
         if outer is None:
-            return super().emit_struct(sd)
+            return self.guarded_post_init(sd, super().emit_struct(sd))
         field_name, value = outer
         return [
             f"class {sd.name}({sd.base}):",
@@ -156,6 +188,21 @@ class V2Generator(Generator):
             "",
             "",
         ]
+
+    def guarded_post_init(self, sd: StructDef, lines: list[str]) -> list[str]:
+        """A struct whose custom-union fields are all single values of native open unions
+        converts them only when one is not a struct yet (built in code from a dict): a
+        decoded one is typed already, and this runs for every update a client receives."""
+        customs = [f for f in sd.fields if f.custom_union]
+        native = set(self.native_open_unions())
+        call = "        coerce_fields(self, _CUSTOM_UNIONS)"
+        if not customs or call not in lines:
+            return lines
+        if any(f.custom_many or f.custom_union not in native for f in customs):
+            return lines
+        test = " or ".join(f"not isinstance(self.{f.py_name}, AcpStruct)" for f in customs)
+        at = lines.index(call)
+        return [*lines[:at], f"        if {test}:", "    " + call, *lines[at + 1 :]]
 
 
 def v2_rows(schema: dict[str, Any], meta: dict[str, Any], stable_names: set[str]) -> list[Any]:

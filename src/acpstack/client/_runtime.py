@@ -50,6 +50,7 @@ from acpstack.client._runtime_v2 import (
     error_of,
     mcp_servers_to_v2,
     permission_request,
+    v2_view,
 )
 from acpstack.client._state import SessionState
 from acpstack.local import (
@@ -63,6 +64,7 @@ from acpstack.local import (
 )
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import PROTOCOL_VERSIONS
+from acpstack.schema import convert as schema_convert
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
     AUTH_REQUIRED,
@@ -757,7 +759,7 @@ class ClientRuntime(Client):
             raise RequestError.invalid_params(
                 {"sessionId": session_id}, "A prompt turn is already running in this session"
             )
-        prompt = msgspec.convert(msgspec.to_builtins(blocks), list[v2.ContentBlock])
+        prompt = schema_convert(msgspec.to_builtins(blocks), list[v2.ContentBlock])
         wait = TurnWait(asyncio.get_running_loop().create_future())
         self._turns[session_id] = wait
         try:
@@ -856,9 +858,7 @@ class ClientRuntime(Client):
         """v2 `session/update`: apply it to the session's model (v1-shaped updates to
         `on_update`), pass it as it came to `on_wire_update`, and end a waiting prompt at
         its idle state."""
-        from acpstack.client import _v2_view as view
-        from acpstack.schema import v2
-
+        view = v2_view()
         session_id = params.session_id
         state = self._state_of(session_id)
         model = view.updates(params.update, state)
@@ -867,9 +867,7 @@ class ClientRuntime(Client):
         if self.on_update is not None:
             for update in model:
                 self.on_update(session_id, update)
-        if isinstance(params.update, v2.IdleStateUpdate | v2.RunningStateUpdate) or (
-            isinstance(params.update, v2.RequiresActionStateUpdate)
-        ):
+        if isinstance(params.update, view.TURN_STATES):
             self._turn_state(session_id, state)
 
     async def v2_session_request_permission(

@@ -20,16 +20,19 @@ v2 types load only here, for a v2 connection.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
 from acpstack.client import _v2_values as values
+from acpstack.schema import convert
 from acpstack.schema import v1 as acp
 from acpstack.wire import RequestError
 
@@ -50,6 +53,15 @@ class TurnWait:
     done: asyncio.Future[tuple[str | None, Any]]
     started: bool = False  # running (or requires_action) reported since the prompt was sent
     acked: bool = False  # the prompt was answered (accepted)
+
+
+@functools.cache
+def v2_view() -> ModuleType:
+    """`_v2_view` (it loads the v2 types), imported on the first v2 update: an import
+    statement in the update handler would cost two import lookups per update."""
+    from acpstack.client import _v2_view
+
+    return _v2_view
 
 
 def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermissionRequest:
@@ -118,9 +130,7 @@ def mcp_servers_to_v2(servers: Sequence[Any]) -> list[Any]:
         if not isinstance(plain, dict) or plain.get("type", "stdio") not in ("stdio", "http"):
             continue
         out.append({"type": "stdio", **plain} if "type" not in plain else plain)
-    return list(
-        msgspec.convert({"cwd": "/", "mcpServers": out}, v2.NewSessionRequest).mcp_servers or []
-    )
+    return list(convert({"cwd": "/", "mcpServers": out}, v2.NewSessionRequest).mcp_servers or [])
 
 
 def error_of(data: Any) -> RequestError:
@@ -134,4 +144,5 @@ __all__ = [
     "WireUpdateCallback",
     "mcp_servers_to_v2",
     "permission_request",
+    "v2_view",
 ]

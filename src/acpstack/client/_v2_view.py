@@ -52,6 +52,8 @@ _MESSAGES: dict[type, tuple[Speaker, type]] = {
     v2.AgentMessage: ("agent", acp.AgentMessageChunk),
     v2.AgentThought: ("thought", acp.AgentThoughtChunk),
 }
+# The state updates that start, pause or end a turn (`ClientRuntime.prompt` waits on them).
+TURN_STATES = (v2.IdleStateUpdate, v2.RunningStateUpdate, v2.RequiresActionStateUpdate)
 # Updates with the same fields in both versions.
 _SAME: dict[type, type] = {
     v2.SessionInfoUpdate: acp.SessionInfoUpdate,
@@ -64,7 +66,7 @@ _SAME: dict[type, type] = {
 
 def _convert(value: Any, tp: Any) -> Any:
     plain = msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
-    return msgspec.convert(plain, tp)
+    return msgspec.convert(plain, tp)  # to a v1 type: no open union
 
 
 def block(value: Any) -> Any:
@@ -99,9 +101,11 @@ def _contents(value: Any) -> Any:
 def updates(update: Any, state: SessionState) -> list[Any]:
     """Apply one v2 update to `state`; the model's updates to report for it."""
     kind = type(update)
-    if kind in _CHUNKS:
-        speaker, cls = _CHUNKS[kind]
-        return _applied(state, [cls(content=block(update.content), message_id=update.message_id)])
+    chunk = _CHUNKS.get(kind)
+    if chunk is not None:  # most updates: one model update, applied as it is made
+        model = chunk[1](content=block(update.content), message_id=update.message_id)
+        state.apply(model)
+        return [model]
     if kind in _MESSAGES:
         return _message(update, state)
     if isinstance(update, v2.ToolCallUpdate):
@@ -355,6 +359,7 @@ def _on(marker: Any) -> bool:
 
 
 __all__ = [
+    "TURN_STATES",
     "block",
     "config_options",
     "current_mode",

@@ -27,7 +27,7 @@ from acpstack.schema._aliases import (
     normalize_result,
     seed_markers,
 )
-from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate
+from acpstack.schema._base import AcpStruct, MethodSpec, UnknownSessionUpdate, convert
 from acpstack.schema._generated_methods import STABLE_METHODS
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ __all__ = [
     "MethodSpec",
     "UnknownSessionUpdate",
     "UnsetType",
+    "convert",
     "lenient_convert",
     "method_table",
     "needs_normalizing",

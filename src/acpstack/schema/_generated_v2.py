@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from msgspec import UNSET, Meta, UnsetType, field
 
-from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields
+from acpstack.schema._base import (
+    AcpStruct,
+    UnknownSessionUpdate,
+    check_arms,
+    coerce_fields,
+    open_union,
+)
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -456,7 +462,8 @@ class ContentChunk(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class AgentMessageChunk(ContentChunk, tag="agent_message_chunk", tag_field="sessionUpdate"):
@@ -814,7 +821,8 @@ class CompactionSummaryChunk(AcpStruct, tag="compaction_summary_chunk", tag_fiel
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpdate"):
@@ -875,7 +883,8 @@ class Content(AcpStruct, tag="content", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class Cost(AcpStruct):
@@ -1806,7 +1815,8 @@ class RequestPermissionRequest(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.subject, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequestPermissionResponse(AcpStruct):
@@ -1822,7 +1832,8 @@ class RequestPermissionResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.outcome, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequiresActionStateUpdate(AcpStruct, tag="requires_action", tag_field="state"):
@@ -2491,7 +2502,8 @@ class ToolCallContentChunk(AcpStruct, tag="tool_call_content_chunk", tag_field="
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class ToolCallLocation(AcpStruct):
@@ -2544,7 +2556,8 @@ class UpdateSessionNotification(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.update, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class UsageUpdate(AcpStruct, tag="usage_update", tag_field="sessionUpdate"):
@@ -2732,3 +2745,17 @@ _CUSTOM_UNIONS: dict[str, tuple[Any, ...]] = {
         False,
     ),
 }
+# Open unions whose variants are all tagged: at runtime msgspec's tagged union of
+# their known variants, which decodes in one pass (an unknown or nested variant is
+# converted apart: `convert` in schema/_base.py).
+if not TYPE_CHECKING:
+    RequestPermissionSubject = open_union(_CUSTOM_UNIONS["RequestPermissionSubject"])
+    ToolCallContent = open_union(_CUSTOM_UNIONS["ToolCallContent"])
+    ContentBlock = open_union(_CUSTOM_UNIONS["ContentBlock"])
+    ElicitationPropertySchema = open_union(_CUSTOM_UNIONS["ElicitationPropertySchema"])
+    AuthMethod = open_union(_CUSTOM_UNIONS["AuthMethod"])
+    SessionUpdate = open_union(_CUSTOM_UNIONS["SessionUpdate"])
+    BackgroundWork = open_union(_CUSTOM_UNIONS["BackgroundWork"])
+    StateUpdate = open_union(_CUSTOM_UNIONS["StateUpdate"])
+    McpServer = open_union(_CUSTOM_UNIONS["McpServer"])
+    RequestPermissionOutcome = open_union(_CUSTOM_UNIONS["RequestPermissionOutcome"])

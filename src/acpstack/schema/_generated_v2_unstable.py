@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from msgspec import UNSET, Meta, UnsetType, field
 
-from acpstack.schema._base import AcpStruct, UnknownSessionUpdate, check_arms, coerce_fields
+from acpstack.schema._base import (
+    AcpStruct,
+    UnknownSessionUpdate,
+    check_arms,
+    coerce_fields,
+    open_union,
+)
 from acpstack.schema import _generated_v2 as _stable
 
 if TYPE_CHECKING:
@@ -557,7 +563,8 @@ class ContentChunk(_stable.ContentChunk):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class AgentMessageChunk(
@@ -1045,7 +1052,8 @@ class CompactionSummaryChunk(
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class CompactionUpdate(
@@ -1112,7 +1120,8 @@ class Content(_stable.Content, tag="content", tag_field="type"):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class Cost(_stable.Cost):
@@ -2200,7 +2209,8 @@ class PlanUpdate(_stable.PlanUpdate, tag="plan_update", tag_field="sessionUpdate
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.plan, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class PromptAudioCapabilities(_stable.PromptAudioCapabilities):
@@ -2375,7 +2385,8 @@ class RequestPermissionRequest(_stable.RequestPermissionRequest):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.subject, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequestPermissionResponse(_stable.RequestPermissionResponse):
@@ -2391,7 +2402,8 @@ class RequestPermissionResponse(_stable.RequestPermissionResponse):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.outcome, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequiresActionStateUpdate(
@@ -2813,7 +2825,8 @@ class SessionMessageChunk(AcpStruct, tag="session_message_chunk", tag_field="ses
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class SessionNotFoundErrorData(_stable.SessionNotFoundErrorData):
@@ -2861,7 +2874,8 @@ class SessionStatusResponse(AcpStruct):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.state, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class SessionSystemPromptCapabilities(AcpStruct):
@@ -3172,7 +3186,8 @@ class SubagentUpdate(AcpStruct, tag="subagent_update", tag_field="sessionUpdate"
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted leaves the stored metadata unchanged. `null` clears it. An object patches the stored metadata by top-level key: keys it omits are unchanged, a key set to `null` is removed, and any other value replaces that key's stored value without merging nested objects. Beyond this patch rule, implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.state, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class SystemPrompt(AcpStruct):
@@ -3417,7 +3432,8 @@ class ToolCallContentChunk(
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.content, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class ToolCallLocation(_stable.ToolCallLocation):
@@ -3493,7 +3509,8 @@ class UpdateSessionNotification(_stable.UpdateSessionNotification):
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
     def __post_init__(self) -> None:
-        coerce_fields(self, _CUSTOM_UNIONS)
+        if not isinstance(self.update, AcpStruct):
+            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class Usage(AcpStruct):
@@ -3741,3 +3758,18 @@ _CUSTOM_UNIONS: dict[str, tuple[Any, ...]] = {
         False,
     ),
 }
+# Open unions whose variants are all tagged: at runtime msgspec's tagged union of
+# their known variants, which decodes in one pass (an unknown or nested variant is
+# converted apart: `convert` in schema/_base.py).
+if not TYPE_CHECKING:
+    RequestPermissionSubject = open_union(_CUSTOM_UNIONS["RequestPermissionSubject"])
+    ToolCallContent = open_union(_CUSTOM_UNIONS["ToolCallContent"])
+    ContentBlock = open_union(_CUSTOM_UNIONS["ContentBlock"])
+    ElicitationPropertySchema = open_union(_CUSTOM_UNIONS["ElicitationPropertySchema"])
+    AuthMethod = open_union(_CUSTOM_UNIONS["AuthMethod"])
+    StateUpdate = open_union(_CUSTOM_UNIONS["StateUpdate"])
+    BackgroundWork = open_union(_CUSTOM_UNIONS["BackgroundWork"])
+    SessionUpdate = open_union(_CUSTOM_UNIONS["SessionUpdate"])
+    PlanUpdateContent = open_union(_CUSTOM_UNIONS["PlanUpdateContent"])
+    McpServer = open_union(_CUSTOM_UNIONS["McpServer"])
+    RequestPermissionOutcome = open_union(_CUSTOM_UNIONS["RequestPermissionOutcome"])

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import Struct
 from msgspec.structs import fields as struct_fields
 
-from acpstack.schema._base import UnknownSessionUpdate, coerce_union
+from acpstack.schema._base import UnknownSessionUpdate, coerce_union, convert
 
 _UNION_TYPES = (Union, types.UnionType)
 _STRICT = (False, False, False)  # no leniency marker on the field
@@ -60,7 +60,7 @@ def _valid(value: Any, tp: Any, union: tuple[Any, Any] | None) -> bool:
         if union is not None:
             coerce_union(value, union[0], many=union[1])
         else:
-            msgspec.convert(value, tp)
+            convert(value, tp)
     except (msgspec.ValidationError, ValueError, TypeError):
         return False
     return True
@@ -168,9 +168,9 @@ def lenient_convert(value: Any, cls: type[Struct]) -> Any:
                 "content": {"type": "text", "text": ""},
             },
         )
-    result = msgspec.convert(_repair(value, cls), cls)
+    result = convert(_repair(value, cls), cls)
     if unknown is not None:
-        result.update = unknown  # type: ignore[attr-defined]
+        result.update = unknown
     return result
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from msgspec import inspect
 
-from acpstack.schema import MethodSpec
+from acpstack.schema import MethodSpec, convert
 
 
 class InvalidResult(ValueError):
@@ -55,7 +55,7 @@ def checked_result(spec: MethodSpec | None, result: Any) -> Any:
         return result
     source = msgspec.to_builtins(result) if isinstance(result, msgspec.Struct) else result
     try:
-        msgspec.convert(source, kind)
+        convert(source, kind)  # (an open union's unknown variant is kept)
     except msgspec.ValidationError as exc:
         got = type(result).__name__
         raise InvalidResult(spec, f"an invalid {kind.__name__} (a {got}): {exc}") from None
