@@ -62,8 +62,11 @@ CLIENT_HANDLERS: dict[str, tuple[str, Any]] = {
 
 def to_kwargs(model: Any) -> dict[str, Any]:
     """The official SDK's convention: every field by name, `_meta`'s members as extras."""
+    # (`__pydantic_fields__`: what `model_fields` reads, without its per-call overhead)
     kwargs = {
-        name: getattr(model, name) for name in type(model).model_fields if name != "field_meta"
+        name: getattr(model, name)
+        for name in type(model).__pydantic_fields__
+        if name != "field_meta"
     }
     meta = getattr(model, "field_meta", None)
     if meta:
