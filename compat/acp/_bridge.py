@@ -62,8 +62,11 @@ CLIENT_HANDLERS: dict[str, tuple[str, Any]] = {
 
 def to_kwargs(model: Any) -> dict[str, Any]:
     """The official SDK's convention: every field by name, `_meta`'s members as extras."""
+    # (`__pydantic_fields__`: what `model_fields` reads, without its per-call overhead)
     kwargs = {
-        name: getattr(model, name) for name in type(model).model_fields if name != "field_meta"
+        name: getattr(model, name)
+        for name in type(model).__pydantic_fields__
+        if name != "field_meta"
     }
     meta = getattr(model, "field_meta", None)
     if meta:
@@ -104,7 +107,11 @@ def elicitation_kwargs(params: Any) -> dict[str, Any]:
 def to_wire(value: Any, struct_type: type | None) -> Any:
     """A pydantic model (or a dict, or None) as what acpstack encodes."""
     if isinstance(value, _PydanticModel):
-        value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # pydantic's core directly: `model_dump` does the same after per-call checks that
+        # cost as much again (a round trip converts four times)
+        value = value.__pydantic_serializer__.to_python(
+            value, mode="json", by_alias=True, exclude_none=True
+        )
     elif value is None:
         value = {}
     if struct_type is None or not isinstance(value, dict):
@@ -117,7 +124,7 @@ def from_wire(value: Any, model: Any) -> Any:
     if model is None:
         return data
     if isinstance(model, type) and issubclass(model, _PydanticModel):
-        return model.model_validate(data)
+        return model.__pydantic_validator__.validate_python(data)  # = model_validate, leaner
     from pydantic import TypeAdapter
 
     return TypeAdapter(model).validate_python(data)

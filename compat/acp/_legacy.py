@@ -29,12 +29,31 @@ def find_handler(target: Any, name: str) -> tuple[Callable[..., Any] | None, str
         old = camel(name)
         return getattr(target, old, None), old, True
     if callable(func) and "_" not in name:
-        try:
-            params = inspect.signature(func).parameters
-        except (TypeError, ValueError):
-            return func, name, False
-        return func, name, list(params) == ["params"]
+        return func, name, _takes_params_whole(func)
     return func, name, False
+
+
+# Per function: whether its only parameter is `params`. Asked on every request, and
+# `inspect.signature` costs tens of microseconds: a round trip's largest single cost.
+_whole_request: dict[Any, bool] = {}
+
+
+def _takes_params_whole(func: Callable[..., Any]) -> bool:
+    key = getattr(func, "__func__", func)  # a bound method: its function, shared by instances
+    try:
+        return _whole_request[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable callable, not kept
+        pass
+    try:
+        whole = list(inspect.signature(func).parameters) == ["params"]
+    except (TypeError, ValueError):
+        whole = False
+    try:
+        if len(_whole_request) < 4096:  # bounded: objects with per-instance callables
+            _whole_request[key] = whole
+    except TypeError:
+        pass
+    return whole
 
 
 def warn_old_handler(target: Any, name: str) -> None:

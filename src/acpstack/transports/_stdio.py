@@ -22,7 +22,7 @@ from typing import Protocol, TextIO
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._blocking import BlockingWriter, ThreadReader
 from acpstack.transports._fdio import FdReader, FdWriter
-from acpstack.transports._plumbing import Inbox, WriteFlow
+from acpstack.transports._plumbing import Inbox, WriteFlow, read_pipe_in_heap_sized_chunks
 
 
 class StdioError(RuntimeError):
@@ -247,6 +247,7 @@ async def _open_reader(
     if kind == "tty" or kind == "duplex":
         return FdReader(fd, inbox, loop)
     transport, _ = await loop.connect_read_pipe(lambda: _ReadSide(inbox), os.fdopen(fd, "rb", 0))
+    read_pipe_in_heap_sized_chunks(transport)
     return _PipeReader(transport)
 
 
