@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from acpstack._reads import HEAP_READ_SIZE
 from acpstack.transports import SubprocessTransport
-from acpstack.transports._plumbing import PIPE_READ_SIZE
 
-SIZE = 3 * PIPE_READ_SIZE + 17  # more than one read can take
+SIZE = 3 * HEAP_READ_SIZE + 17  # more than one read can take
 WRITER = f"import sys; sys.stdout.buffer.write(b'x' * {SIZE} + b'\\n'); sys.stdout.flush()"
 
 
@@ -24,6 +24,6 @@ async def test_a_subprocess_pipe_reads_heap_sized_chunks_and_delivers_everything
     finally:
         await transport.close()
     # (the stdlib's pipe transport: this test runs on the stdlib loop)
-    assert transport._stdout.max_size == PIPE_READ_SIZE  # type: ignore[attr-defined]
-    assert max(len(c) for c in chunks) <= PIPE_READ_SIZE
+    assert transport._stdout.max_size == HEAP_READ_SIZE  # type: ignore[attr-defined]
+    assert max(len(c) for c in chunks) <= HEAP_READ_SIZE
     assert b"".join(chunks) == b"x" * SIZE + b"\n"

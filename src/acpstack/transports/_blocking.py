@@ -14,11 +14,12 @@ import logging
 import os
 import threading
 
+from acpstack._reads import HEAP_READ_SIZE
 from acpstack.transports._plumbing import Inbox
 
 log = logging.getLogger("acpstack.transport")
 
-READ_CHUNK = 256 * 1024
+READ_CHUNK = HEAP_READ_SIZE  # (a 256 KiB read buffer costs an mmap per read: _plumbing)
 
 
 class ThreadReader:

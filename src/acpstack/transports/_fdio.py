@@ -15,11 +15,12 @@ import logging
 import os
 from collections import deque
 
+from acpstack._reads import HEAP_READ_SIZE
 from acpstack.transports._plumbing import Inbox
 
 log = logging.getLogger("acpstack.transport")
 
-READ_CHUNK = 256 * 1024
+READ_CHUNK = HEAP_READ_SIZE  # (a 256 KiB read buffer costs an mmap per read: _plumbing)
 WRITE_HIGH_WATER = 64 * 1024
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.transports._extras import require_extra
 
 READ_SIZE = 256 * 1024
@@ -93,6 +94,7 @@ class Http1Connection:
                 server_hostname=e.host if e.ssl else None,
                 limit=READ_SIZE,
             )
+        read_in_heap_sized_chunks(self._writer.transport)
         self._conn = self._h11.Connection(
             self._h11.CLIENT, max_incomplete_event_size=self._max_event_size
         )

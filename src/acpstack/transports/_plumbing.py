@@ -99,18 +99,3 @@ class WriteFlow(asyncio.BaseProtocol):
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         await waiter
-
-
-# The stdlib's pipe transports read up to 256 KiB at a time. glibc serves an allocation of
-# 128 KiB or more with a fresh mmap, so each read (one per message when messages come one
-# at a time) maps, shrinks and unmaps memory: about half of a request round trip over
-# pipes on the stdlib loop, measured. Reads of 64 KiB come from the heap.
-PIPE_READ_SIZE = 64 * 1024
-
-
-def read_pipe_in_heap_sized_chunks(transport: object) -> None:
-    """Make a stdlib read-pipe transport read at most `PIPE_READ_SIZE` bytes at a time
-    (uvloop's transports have no such setting and are left as they are)."""
-    if isinstance(getattr(transport, "max_size", None), int):
-        with contextlib.suppress(AttributeError):
-            transport.max_size = PIPE_READ_SIZE  # type: ignore[attr-defined]

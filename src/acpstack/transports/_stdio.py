@@ -19,10 +19,11 @@ import sys
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
+from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._blocking import BlockingWriter, ThreadReader
 from acpstack.transports._fdio import FdReader, FdWriter
-from acpstack.transports._plumbing import Inbox, WriteFlow, read_pipe_in_heap_sized_chunks
+from acpstack.transports._plumbing import Inbox, WriteFlow
 
 
 class StdioError(RuntimeError):
@@ -247,7 +248,7 @@ async def _open_reader(
     if kind == "tty" or kind == "duplex":
         return FdReader(fd, inbox, loop)
     transport, _ = await loop.connect_read_pipe(lambda: _ReadSide(inbox), os.fdopen(fd, "rb", 0))
-    read_pipe_in_heap_sized_chunks(transport)
+    read_in_heap_sized_chunks(transport)
     return _PipeReader(transport)
 
 

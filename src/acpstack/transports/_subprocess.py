@@ -12,8 +12,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
+from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.transports._base import DataCallback, EofCallback
-from acpstack.transports._plumbing import Inbox, WriteFlow, read_pipe_in_heap_sized_chunks
+from acpstack.transports._plumbing import Inbox, WriteFlow
 
 log = logging.getLogger("acpstack.peer")
 
@@ -109,7 +110,7 @@ class SubprocessTransport:
         # (uvloop's pipe transports do not subclass asyncio's, hence the casts)
         self._stdin = cast(asyncio.WriteTransport, process.get_pipe_transport(0))
         self._stdout = cast(asyncio.ReadTransport, process.get_pipe_transport(1))
-        read_pipe_in_heap_sized_chunks(self._stdout)
+        read_in_heap_sized_chunks(self._stdout)
         self._stderr_callback = stderr_callback
         self._stderr_tail = stderr_tail
         self._shutdown_timeout = shutdown_timeout

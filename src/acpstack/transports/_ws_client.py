@@ -30,6 +30,7 @@ from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
+from acpstack._reads import read_in_heap_sized_chunks
 from acpstack._tasks import cancel_and_wait
 from acpstack.transports._base import DataCallback, EofCallback
 from acpstack.transports._cookies import cookie_header, store_cookies
@@ -188,6 +189,7 @@ class WebSocketClientTransport:
                     server_hostname=parts.hostname if context else None,
                 )
                 self._transport, self._pipe = transport, pipe
+                read_in_heap_sized_chunks(transport)
                 self._flush()
                 response = await self._handshake
         except (OSError, TimeoutError) as exc:
