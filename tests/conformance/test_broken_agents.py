@@ -261,6 +261,14 @@ async def test_an_agent_that_dies_at_start_is_one_failure_found_at_once() -> Non
     assert time.monotonic() - began < 20  # not one wait per case, nor the allowance
 
 
+async def test_an_agent_that_closes_stdout_before_it_exits_shows_its_exit_and_stderr() -> None:
+    report = await run("dead_after_closing_stdout.py", startup_timeout=60.0)
+    assert [(r.id, r.verdict) for r in report.results] == [("start.initialize", Verdict.FAIL)]
+    shown = result(report, "start.initialize")
+    assert "exited with code 3" in shown
+    assert "cannot load my configuration" in shown  # its stderr, written after stdout closed
+
+
 async def test_a_slow_starting_agent_gets_verdicts_within_its_startup_allowance() -> None:
     # 3.5 s to start, 2.5 s per answer: every new process (one per group here) gets a
     # start-up allowance for its first answer, so no case times out or skips.

@@ -210,6 +210,18 @@ class Cluster(Service):
                 rows.append((sid, int(turn), float(at)))
         return begun
 
+    def holds_unfinished_turn(self, index: int) -> bool:
+        """Whether server `index` began a turn it has not ended (read from its turn logs:
+        call it while the server is stopped, and the answer holds until it runs again)."""
+        begun = self._turn_log(index)
+        ended = begun.with_name(begun.name + ".ended")
+
+        def turns(path: Path) -> set[tuple[str, str]]:
+            lines = path.read_text().splitlines() if path.exists() else []
+            return {(line.split()[0], line.split()[1]) for line in lines if line.strip()}
+
+        return bool(turns(begun) - turns(ended))
+
     def _turn_log(self, index: int) -> Path:
         assert self.turn_logs is not None, "the cluster is not started"
         return Path(self.turn_logs.name) / f"{self.name(index)}.turns"

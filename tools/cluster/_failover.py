@@ -11,6 +11,7 @@ the rates in `extra`.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,24 @@ from tools.cluster._account import Account, judge
 from tools.cluster._cluster import Cluster
 
 LOAD = Path(__file__).resolve().parent / "failover_load.py"
+
+
+def collapse_holding_a_turn(cluster: Cluster, index: int, patience: float = 60) -> None:
+    """SIGKILL server `index` at a moment it holds a turn begun and not ended, so that the
+    collapse surely loses a turn (on a loaded machine a server killed "right after" the
+    other could hold none, and the run then rightly lost nothing there). The server is
+    stopped while its turn logs are read: nothing it holds can end in between. After
+    `patience` seconds without such a moment, it is killed anyway."""
+    node = cluster.nodes[index]
+    deadline = time.monotonic() + patience
+    while True:
+        node.proc.send_signal(signal.SIGSTOP)
+        if cluster.holds_unfinished_turn(index) or time.monotonic() > deadline:
+            node.proc.kill()
+            node.proc.wait(timeout=20)
+            return
+        node.proc.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
 
 
 def run_failover(
@@ -69,7 +88,7 @@ def run_failover(
                     killed_after = message["progress"]
                     cluster.kill(0)
                     if collapse:
-                        cluster.nodes[1].proc.kill()
+                        collapse_holding_a_turn(cluster, 1)
             code = driver.wait()
         finally:
             watchdog.cancel()

@@ -11,7 +11,9 @@ session continued on another server with everything its store had.
 
 With `ACPSTACK_TURN_LOG` set (tools/cluster sets it, one file per server), each turn
 appends "SESSION TURN MONOTONIC\n" to that file as it begins: after a SIGKILL the file
-still says which turns the dead server held (the failover run's account reads it).
+still says which turns the dead server held (the failover run's account reads it). Each
+turn's end goes to that path + ".ended" before the turn answers: a turn in the first file
+and not in the second is unfinished (what a collapse run waits for, tools/cluster).
 """
 
 from __future__ import annotations
@@ -26,19 +28,21 @@ from acpstack.cli._llm_history import History
 from acpstack.schema import v1 as acp
 
 _store: SessionStore | None = None
-_turn_log: int | None = None
+_turn_logs: dict[str, int] = {}
 
 
-def note_turn_begun(session_id: str, label: str) -> None:
+def note_turn(session_id: str, label: str, *, ended: bool = False) -> None:
     """One short line appended with a single write (O_APPEND): no buffer of ours to lose
-    in a SIGKILL, and a few microseconds on the loop (a test tool's cost, not the library's)."""
-    global _turn_log
+    in a SIGKILL, and a few microseconds on the loop (a test tool's cost, not the library's).
+    A turn's end (before its answer is sent) goes to the same path + ".ended"."""
     path = os.environ.get("ACPSTACK_TURN_LOG")
     if not path:
         return
-    if _turn_log is None:
-        _turn_log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(_turn_log, f"{session_id} {label} {time.monotonic():.6f}\n".encode())
+    path += ".ended" if ended else ""
+    log = _turn_logs.get(path)
+    if log is None:
+        log = _turn_logs[path] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(log, f"{session_id} {label} {time.monotonic():.6f}\n".encode())
 
 
 def shared_store() -> SessionStore:
@@ -57,17 +61,20 @@ class StreamAgent(SessionAgent):
             await turn.say("say: turn T chunks N")
             return "end_turn"
         label, count = words[1], int(words[3])
-        note_turn_begun(turn.session.session_id, label)
-        delay = float(os.environ.get("ACPSTACK_CHUNK_DELAY", "0.005"))
-        history = await History.of(turn.session)
-        before = len(history.messages)
-        history.append({"role": "user", "content": turn.text})
-        for index in range(count):
-            await turn.say(f"{label}.{index:03d}\n")
-            await asyncio.sleep(delay)
-        await turn.say(f"{label}.end history={before}\n")
-        history.append({"role": "assistant", "content": f"{count} chunks"})
-        return "end_turn"
+        note_turn(turn.session.session_id, label)
+        try:
+            delay = float(os.environ.get("ACPSTACK_CHUNK_DELAY", "0.005"))
+            history = await History.of(turn.session)
+            before = len(history.messages)
+            history.append({"role": "user", "content": turn.text})
+            for index in range(count):
+                await turn.say(f"{label}.{index:03d}\n")
+                await asyncio.sleep(delay)
+            await turn.say(f"{label}.end history={before}\n")
+            history.append({"role": "assistant", "content": f"{count} chunks"})
+            return "end_turn"
+        finally:  # however it ends: it no longer holds the turn once it answers
+            note_turn(turn.session.session_id, label, ended=True)
 
 
 def make() -> Any:

@@ -41,6 +41,10 @@ class Terminals(Protocol):
 LATE_ANSWER_SECONDS = 10.0
 """How long a cancelled command waits for the client's answer to `terminal/create`."""
 
+_late_releases: set[asyncio.Future[None]] = set()
+"""Late releases whose caller was cancelled again: held here (asyncio keeps only weak
+references to tasks) until each ends by itself (`ClientTerminals._release_late`)."""
+
 
 class ClientTerminals:
     """`terminal/*` on the client (raises `CapabilityError` when it offers no terminals)."""
@@ -69,7 +73,12 @@ class ClientTerminals:
         try:
             created = await asyncio.shield(request)
         except asyncio.CancelledError:
-            await self._release_late(request)
+            # The release runs to its end even when the caller is cancelled again while
+            # it waits for it: the caller then ends at once, the release goes on.
+            release = asyncio.ensure_future(self._release_late(request))
+            _late_releases.add(release)
+            release.add_done_callback(_late_releases.discard)
+            await asyncio.shield(release)
             raise
         terminal_id: str = created.terminal_id
         return terminal_id
@@ -77,10 +86,12 @@ class ClientTerminals:
     async def _release_late(self, request: asyncio.Future[acp.CreateTerminalResponse]) -> None:
         """Cancelled while `terminal/create` was on its way: the client creates it anyway
         (cancelling a request is only a wish), so wait a moment for its answer and release
-        that terminal, rather than leave a process running in the client."""
+        that terminal, rather than leave a process running in the client. Ends by itself:
+        within `LATE_ANSWER_SECONDS` plus the release, or when the connection closes (which
+        fails both requests)."""
         try:
             created = await asyncio.wait_for(asyncio.shield(request), LATE_ANSWER_SECONDS)
-        except asyncio.CancelledError:  # cancelled again: give up, and go on being cancelled
+        except asyncio.CancelledError:  # only the loop's own shutdown cancels this task
             request.cancel()  # sends $/cancel_request if it is still pending
             raise
         except Exception:  # no answer in time, or an error: give up

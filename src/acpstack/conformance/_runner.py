@@ -6,6 +6,7 @@ processes run with data directories of their own, removed at the end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import shutil
@@ -206,6 +207,8 @@ async def _start_up(
             report.startup_seconds = reply.seconds
             report.agent_info = ctx.agent_info
             return None
+        if reply.status == "closed":
+            await _ended(conn.transport, options.startup_timeout)
         got = ctx.show(conn, reply)
     finally:
         await ctx.close_all()
@@ -235,6 +238,17 @@ async def _start_up(
         "Start within the allowance and answer initialize; see the agent's stderr above.",
         time.monotonic() - began,
     )
+
+
+async def _ended(transport: Any, limit: float) -> None:
+    """The agent closed its stdout: wait (up to `limit`) for its process to end and for
+    its stderr to drain, so that the report shows how it ended and what it said (on a
+    loaded machine the end of stdout arrives well before the exit is seen)."""
+    wait_exit = getattr(transport, "wait_exit", None)
+    if callable(wait_exit):
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wait_exit(), limit)
+    await transport.settle()
 
 
 def _budget(options: CheckOptions) -> float:
