@@ -161,7 +161,7 @@ class SessionAgent(Agent):
         self.sessions: dict[str, Session] = {}
         self.client_capabilities: acp.ClientCapabilities | None = None
         # The client asked for delivery cursors (`CURSORS_KEY` in initialize's `_meta`).
-        self.cursors = False
+        self.cursors: bool = False
 
     # -- what the author implements ------------------------------------------------------
 
