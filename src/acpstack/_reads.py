@@ -1,4 +1,8 @@
-"""How much a stdlib transport reads at a time (used by the transports and the server)."""
+"""How much a stdlib transport reads at a time (the transports acpstack opens).
+
+Not applied to `acpstack serve`'s connections: a server that refuses a too-large body
+closes its socket with what it did not read, and the client may lose the 413 to a reset
+(with 256 KiB reads, a body of up to that size is read whole before the refusal)."""
 
 from __future__ import annotations
 

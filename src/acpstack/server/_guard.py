@@ -20,7 +20,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.server._asgi import Scope
 from acpstack.server._limits import ServerLimits
 
@@ -60,7 +59,6 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
     class GuardedHttpProtocol(base):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
-            read_in_heap_sized_chunks(transport)  # also after an upgrade to WebSocket
             self._header_bytes = 0
             self._reading_headers = True
             self._header_timer: asyncio.TimerHandle | None = None
