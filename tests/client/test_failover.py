@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -113,10 +114,28 @@ class Servers:
             await connection.aclose()
 
 
+class Events(list[FailoverEvent]):
+    """The failover events as reported, and an asyncio.Event per kind, set once one came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
+
+    def append(self, event: FailoverEvent) -> None:
+        super().append(event)
+        self.seen[event.kind].set()
+
+
 async def failover_client(
-    servers: Servers, client: Client, events: list[FailoverEvent], **policy: Any
+    servers: Servers,
+    client: Client,
+    events: list[FailoverEvent],
+    wrap: Callable[[Transport], Any] = lambda first: first,
+    **policy: Any,
 ) -> Any:
-    first = await servers.connect()
+    """`client` connected through a FailoverTransport among `servers` (its first transport
+    passed through `wrap`), reporting to `events`."""
+    first = wrap(await servers.connect())
     options = {"first_delay": 0.001, "max_delay": 0.01, **policy}
     transport = FailoverTransport(
         servers.connect, first, Failover(on_event=events.append, **options)
@@ -215,19 +234,10 @@ async def test_what_the_client_missed_of_a_lost_turn_is_sent_by_the_next_server(
             heard.set()
 
     runtime = ClientRuntime(on_update=on_update, protocol_version=version)
-    events: list[FailoverEvent] = []
-    back = asyncio.Event()
-
-    def on_event(event: FailoverEvent) -> None:
-        events.append(event)
-        if event.kind == "reattached":
-            back.set()
-
-    first = Deaf(await servers.connect(), servers.gates.deaf)
-    transport = FailoverTransport(
-        servers.connect, first, Failover(on_event=on_event, first_delay=0.001)
-    )
-    async with connect_client(runtime, transport).connection:
+    events = Events()
+    deaf = servers.gates.deaf
+    conn = await failover_client(servers, runtime, events, lambda first: Deaf(first, deaf))
+    async with conn.connection:
         await runtime.initialize()
         sid = await new_session(runtime)
         await runtime.prompt(sid, "hello")
@@ -245,7 +255,7 @@ async def test_what_the_client_missed_of_a_lost_turn_is_sent_by_the_next_server(
         # The new server sent the five updates the first one had stored but the client
         # never got, once each and in order, when the session was resumed (v1: before
         # the prompt, sent again, was answered as lost).
-        await back.wait()
+        await events.seen["reattached"].wait()
         whole = "begun unheardheard" + "".join(f" unheard-{n}" for n in range(5))
         while texts(runtime, sid)[-1] != whole and len(texts(runtime, sid)[-1]) < len(whole):
             grew.clear()
@@ -277,26 +287,23 @@ class SlowGoodbye:
 async def test_a_slow_goodbye_to_the_broken_connection_does_not_hold_up_the_new_one() -> None:
     servers = Servers()
     runtime = ClientRuntime()
-    events: list[FailoverEvent] = []
-    back = asyncio.Event()
+    events = Events()
+    slow: list[SlowGoodbye] = []
 
-    def on_event(event: FailoverEvent) -> None:
-        events.append(event)
-        if event.kind == "reconnected":
-            back.set()
+    def wrap(first: Transport) -> SlowGoodbye:
+        slow.append(SlowGoodbye(first))
+        return slow[0]
 
-    first = SlowGoodbye(await servers.connect())
-    transport = FailoverTransport(
-        servers.connect, first, Failover(on_event=on_event, first_delay=0.001)
-    )
-    async with connect_client(runtime, transport).connection:
+    conn = await failover_client(servers, runtime, events, wrap)
+    (first,) = slow
+    async with conn.connection:
         try:
             await runtime.initialize()
             sid = await new_session(runtime)
             await servers.kill()
             # Reconnected while the old connection is still being closed; the session
             # goes on there.
-            await asyncio.wait_for(back.wait(), 10)
+            await asyncio.wait_for(events.seen["reconnected"].wait(), 10)
             assert first.closing.is_set() and not first.may_close.is_set()
             assert (await runtime.prompt(sid, "again")).stop_reason == "end_turn"
         finally:
