@@ -22,7 +22,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -99,16 +99,23 @@ class Session:
     # Free for the author's own per-session data.
     state: dict[str, Any] = field(default_factory=dict)
     _writer: StoreWriter | None = field(default=None, init=False, repr=False)
-    # Events waiting for their batch: (batch, index there, the update to deliver or
-    # None), in order.
+    # Events waiting for their batch: (batch, index there, the update to deliver in its
+    # wire form, or None), in order.
     _outbox: deque[tuple[Batch, int, bytes | None]] = field(
         default_factory=deque, init=False, repr=False
     )
     _delivery: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _failure: Exception | None = field(default=None, init=False, repr=False)
-    _notification_prefix: bytes = field(default=b"", init=False, repr=False)
+    # Every frame of this session's updates opens with `_frame_head` (the notification's
+    # envelope and the sessionId; b"" when the connection's frames are not newline-
+    # delimited), made for the connection `_head_of` (a session can move to another one).
+    _frame_head: bytes = field(default=b"", init=False, repr=False)
+    _head_of: object = field(default=None, init=False, repr=False)
     # Each update goes out with its seq (`SEQ_KEY`): the client asked for cursors.
     stamp_seq: bool = field(default=False, repr=False)
+    # An update goes to this session's connection as it is stored (v1's shape): no
+    # `wire_form` call per update. `V2Session` maps them.
+    sent_as_stored: ClassVar[bool] = True
 
     @property
     def roots(self) -> list[str]:
@@ -118,6 +125,7 @@ class Session:
     async def send(self, update: acp.SessionUpdate) -> None:
         """Record `update` in the store, then (once stored) send it to the client."""
         payload = _encode(update)
+        wire = payload if self.sent_as_stored else self.wire_form(payload, update)
         writer = self._writer or self._get_writer()
         if writer.inline and not self._outbox and self._failure is None:
             # The hot path of a store that never blocks (each streamed chunk of a turn).
@@ -127,36 +135,41 @@ class Session:
                 raise self._fail(exc) from None
             except Exception as exc:
                 raise self._fail(StoreUnavailable(exc)) from None
-            prefix = self._notification_prefix
-            if prefix and type(self) is Session:  # `deliver` inlined (a subclass may differ)
-                end = b"%s%d}}" % (_SEQ_META, seq) if self.stamp_seq else b"}"
-                await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
-            else:
-                await self.deliver(payload, seq)
+            if wire is not None:
+                connection = self.client.connection
+                head = self._frame_head if self._head_of is connection else b""
+                if head:  # `send_wire` inlined
+                    end = b"%s%d}}}\n" % (_SEQ_META, seq) if self.stamp_seq else b"}}\n"
+                    await connection.notify_frame(head + wire + end)
+                else:
+                    await self.send_wire(wire, seq)
             return
         if not writer.inline and self._failure is None and writer.pending < writer.max_pending:
             # The hot path of a store with a writer thread: queued, delivered once stored.
             outbox = self._outbox
-            outbox.append((*writer.queue(self.session_id, UPDATE, payload), payload))
+            outbox.append((*writer.queue(self.session_id, UPDATE, payload), wire))
             if self._delivery is None:
                 # Owned by the session: ended by `aclose`.
                 self._delivery = asyncio.get_running_loop().create_task(self._deliver_stored())
             elif len(outbox) % YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # let the writer and the delivery run (see `log`)
             return
-        await self.log(UPDATE, payload, deliver=True)
+        await self._log(UPDATE, payload, wire)
 
     async def log(self, kind: str, payload: bytes, *, deliver: bool = False) -> None:
         """Append one event to the session's history (through the store's writer); with
         `deliver`, `payload` (an encoded update) goes to the client once it is stored.
         Raises the failure that stopped an earlier event, if any (see `clear_failure`)."""
+        await self._log(kind, payload, self.wire_form(payload) if deliver else None)
+
+    async def _log(self, kind: str, payload: bytes, wire: bytes | None) -> None:
         writer = self._get_writer()
         if writer.pending >= writer.max_pending:
             await writer.room()
-        seq = self.log_nowait(kind, payload, deliver=deliver)
+        seq = self._log_nowait(kind, payload, wire)
         if seq is not None:
-            if deliver:
-                await self.deliver(payload, seq)
+            if wire is not None:
+                await self.send_wire(wire, seq)
         elif len(self._outbox) % YIELD_EVERY == 0:
             # A turn that streams without awaiting anything else would otherwise queue
             # until the queue is full before the writer and the delivery get a turn: let
@@ -167,6 +180,9 @@ class Session:
         """`log` without waiting for room in the writer's queue. Returns the event's seq
         when it is stored at once (a store that never blocks) and nothing waits before it:
         the caller then delivers it itself; else None (queued for the delivery task)."""
+        return self._log_nowait(kind, payload, self.wire_form(payload) if deliver else None)
+
+    def _log_nowait(self, kind: str, payload: bytes, wire: bytes | None) -> int | None:
         if self._failure is not None:
             raise self._failure
         writer = self._get_writer()
@@ -181,7 +197,7 @@ class Session:
             batch.finish([seq])
         else:
             batch, index = writer.queue(self.session_id, kind, payload)
-        self._outbox.append((batch, index, payload if deliver else None))
+        self._outbox.append((batch, index, wire))
         if self._delivery is None:
             # Owned by the session: ended by `aclose`.
             self._delivery = asyncio.get_running_loop().create_task(self._deliver_stored())
@@ -193,30 +209,52 @@ class Session:
             writer = self._writer = writer_for(self.store)
         return writer
 
+    def wire_form(self, payload: bytes, update: Any = None) -> bytes | None:
+        """A stored update (`payload`, and `update` itself when the caller has it) as this
+        session's connection sends it, or None when that version has no such update. v1:
+        as stored."""
+        return payload
+
     async def deliver(self, payload: bytes, seq: int) -> None:
         """Write one stored update (`payload`, its `seq` in the history) to the client."""
-        prefix = self._notification_prefix
-        if not prefix:
-            prefix = self._notification_prefix = (
-                b'{"sessionId":' + _encode(self.session_id) + b',"update":'
-            )
+        wire = payload if self.sent_as_stored else self.wire_form(payload)
+        if wire is not None:
+            await self.send_wire(wire, seq)
+
+    async def send_wire(self, wire: bytes, seq: int) -> None:
+        """Write one update in its wire form (see `wire_form`), `seq` its position in the
+        history: one frame, its envelope made once per session and connection."""
+        connection = self.client.connection
+        if self._head_of is connection:
+            head = self._frame_head
+        else:
+            opening = connection.notification_head("session/update")
+            params = b'{"sessionId":' + _encode(self.session_id) + b',"update":'
+            head = self._frame_head = b"" if opening is None else opening + params
+            self._head_of = connection
+        if head:
+            end = b"%s%d}}}\n" % (_SEQ_META, seq) if self.stamp_seq else b"}}\n"
+            await connection.notify_frame(head + wire + end)
+            return
+        # Frames with a Content-Length header: the envelope is encoded each time.
+        params = b'{"sessionId":' + _encode(self.session_id) + b',"update":'
         end = b"%s%d}}" % (_SEQ_META, seq) if self.stamp_seq else b"}"
-        await self.client.connection.notify("session/update", _Raw(prefix + payload + end))
+        await connection.notify("session/update", _Raw(params + wire + end))
 
     async def _deliver_stored(self) -> None:
         outbox = self._outbox
         try:
             while outbox:
-                batch, index, payload = outbox[0]
+                batch, index, wire = outbox[0]
                 if not batch.done:
                     await batch.wait()
                 result = batch.results[index]
                 if isinstance(result, Exception):
                     self._fail(result)
                     return
-                if payload is not None:
+                if wire is not None:
                     try:
-                        await self.deliver(payload, result)
+                        await self.send_wire(wire, result)
                     except Exception as exc:  # the connection broke: the turn hears of it
                         self._fail(exc)
                         return

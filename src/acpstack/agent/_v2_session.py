@@ -14,7 +14,7 @@ import contextlib
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -32,6 +32,7 @@ _CHUNKS = (
     b'{"sessionUpdate":"agent_thought_chunk",',
     b'{"sessionUpdate":"user_message_chunk",',
 )
+_OWN_ID_CHUNKS = frozenset({acp.AgentMessageChunk, acp.AgentThoughtChunk, acp.UserMessageChunk})
 _OWN_ID = re.compile(rb',"messageId":"[^"\\]*"\}\Z')
 
 
@@ -42,20 +43,25 @@ def _live_ids() -> MessageIds:
 @dataclass(slots=True)
 class V2Session(Session):
     ids: MessageIds = field(default_factory=_live_ids)
+    sent_as_stored: ClassVar[bool] = False  # every update through `wire_form`
 
     def __post_init__(self) -> None:
         self.cancels = CancelRegistry(self.send_live)  # v2: tool_call/ and terminal/cancel
 
-    async def deliver(self, payload: bytes, seq: int) -> None:
-        """Write one stored update to the client in v2's shape."""
-        if payload.startswith(_CHUNKS) and _OWN_ID.search(payload):
+    def wire_form(self, payload: bytes, update: Any = None) -> bytes | None:
+        """A stored update in v2's shape (None: v2 has no such update)."""
+        if type(update) in _OWN_ID_CHUNKS and isinstance(update.message_id, str):
             # A message chunk with its own id (every chunk `Turn` sends) has the same JSON
             # in both versions: sent as stored, without a second conversion.
             self.ids.message("", "own")  # as the mapping does for a chunk with an id
-            await Session.deliver(self, payload, seq)
-            return
-        for item in update_to_v2(_decode(payload), self.ids):  # (0 or 1)
-            await Session.deliver(self, _encode(item), seq)  # with its seq, when asked
+            return payload
+        if update is None and payload.startswith(_CHUNKS) and _OWN_ID.search(payload):
+            self.ids.message("", "own")  # the same, for a stored one (replay)
+            return payload
+        plain = _decode(payload) if update is None else msgspec.to_builtins(update)
+        for item in update_to_v2(plain, self.ids):  # (0 or 1)
+            return _encode(item)
+        return None
 
     async def send_live(self, update: Any) -> None:
         """Send a v2 update (a struct or its JSON object) without recording it, after the

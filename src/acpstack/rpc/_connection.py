@@ -522,3 +522,20 @@ class Connection(TypedRequests):
         self._send(self.state.notification(method, params))
         if self._writer.backed_up():
             await self._writer.drain()
+
+    def notification_head(self, method: str) -> bytes | None:
+        """What opens each frame of a notification of `method` on this connection, up to
+        its params (see `ProtocolState.notification_head`; None when frames are not
+        newline-delimited). For `notify_frame`."""
+        if self._closed is not None:
+            raise self._closed
+        return self.state.notification_head(method)
+
+    async def notify_frame(self, frame: bytes) -> None:
+        """Send a whole notification frame made from `notification_head` (head, params'
+        JSON, `}` and a newline), as `notify` sends one."""
+        if self._closed is not None:
+            raise self._closed
+        self._send(frame)
+        if self._writer.backed_up():
+            await self._writer.drain()

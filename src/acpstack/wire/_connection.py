@@ -438,12 +438,26 @@ class ProtocolState(OnePass):
 
     def notification(self, method: str, params: Any) -> bytes:
         """The frame of a notification (CapabilityError when it may not be sent now)."""
+        self._check_notification(method)
+        return self._frame(encode_notification(method, params))
+
+    def notification_head(self, method: str) -> bytes | None:
+        """The bytes that open every newline-delimited frame of a notification of
+        `method`, up to its params' JSON: a sender of many (each `session/update` of a
+        session) then makes a frame as head + params + `}` and a newline, without
+        encoding the envelope again. None when frames are not newline-delimited now.
+        CapabilityError when the notification may not be sent now."""
+        self._check_notification(method)
+        if self.send_mode != "ndjson":
+            return None
+        return encode_notification(method, None)[: -len(b"null}")]
+
+    def _check_notification(self, method: str) -> None:
         spec = self._notifications_out.get(method)
         if spec is None and not method.startswith("_") and not self.any_method:
             raise CapabilityError(f"{method} is not a notification the {self.role} can send")
         if spec is not None and self.gated and method not in self._sendable:
             self._check_gate(spec)
-        return self._frame(encode_notification(method, params))
 
     def result(self, rid: RequestId, method: str, result: Any) -> bytes:
         """The frame answering request `rid` of `method` with `result`."""
