@@ -200,6 +200,15 @@ class V2Generator(Generator):
             return lines
         if any(f.custom_many or f.custom_union not in native for f in customs):
             return lines
+        unions = self.m.custom_unions
+        if not any(
+            v in self.nested_members for f in customs for _, v in unions[f.custom_union].tagged
+        ):
+            # Nothing to unpack after a decode either: no __post_init__ at all (msgspec
+            # would call it for every decoded struct, such as each streamed chunk). A
+            # struct built in code keeps what it is given, as v1's do.
+            at = lines.index("    def __post_init__(self) -> None:")
+            return [*lines[: at - 1], *lines[at + 2 :]]
         test = " or ".join(f"not isinstance(self.{f.py_name}, AcpStruct)" for f in customs)
         at = lines.index(call)
         return [*lines[:at], f"        if {test}:", "    " + call, *lines[at + 1 :]]

@@ -461,10 +461,6 @@ class ContentChunk(AcpStruct):
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class AgentMessageChunk(ContentChunk, tag="agent_message_chunk", tag_field="sessionUpdate"):
     """`SessionUpdate` variant `sessionUpdate: "agent_message_chunk"` (payload: `ContentChunk`)."""
@@ -820,10 +816,6 @@ class CompactionSummaryChunk(AcpStruct, tag="compaction_summary_chunk", tag_fiel
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class CompactionUpdate(AcpStruct, tag="compaction_update", tag_field="sessionUpdate"):
     """A context compaction upsert. The first notification fixes the compaction's timeline position. Later updates with the same ID patch that entity in place."""
@@ -881,10 +873,6 @@ class Content(AcpStruct, tag="content", tag_field="type"):
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class Cost(AcpStruct):
@@ -1814,10 +1802,6 @@ class RequestPermissionRequest(AcpStruct):
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.subject, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class RequestPermissionResponse(AcpStruct):
     """Response to a permission request."""
@@ -1830,10 +1814,6 @@ class RequestPermissionResponse(AcpStruct):
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.outcome, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequiresActionStateUpdate(AcpStruct, tag="requires_action", tag_field="state"):
@@ -2500,10 +2480,6 @@ class ToolCallContentChunk(AcpStruct, tag="tool_call_content_chunk", tag_field="
     """A single item of content produced by the tool call."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class ToolCallLocation(AcpStruct):

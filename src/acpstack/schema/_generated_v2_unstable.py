@@ -562,10 +562,6 @@ class ContentChunk(_stable.ContentChunk):
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class AgentMessageChunk(
     ContentChunk, _stable.AgentMessageChunk, tag="agent_message_chunk", tag_field="sessionUpdate"
@@ -1051,10 +1047,6 @@ class CompactionSummaryChunk(
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class CompactionUpdate(
     _stable.CompactionUpdate, tag="compaction_update", tag_field="sessionUpdate"
@@ -1118,10 +1110,6 @@ class Content(_stable.Content, tag="content", tag_field="type"):
     """The actual content block."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class Cost(_stable.Cost):
@@ -2208,10 +2196,6 @@ class PlanUpdate(_stable.PlanUpdate, tag="plan_update", tag_field="sessionUpdate
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.plan, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class PromptAudioCapabilities(_stable.PromptAudioCapabilities):
     """Capabilities for audio content in prompt requests."""
@@ -2384,10 +2368,6 @@ class RequestPermissionRequest(_stable.RequestPermissionRequest):
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.subject, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class RequestPermissionResponse(_stable.RequestPermissionResponse):
     """Response to a permission request."""
@@ -2400,10 +2380,6 @@ class RequestPermissionResponse(_stable.RequestPermissionResponse):
     """The user's decision on the permission request."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.outcome, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class RequiresActionStateUpdate(
@@ -2824,10 +2800,6 @@ class SessionMessageChunk(AcpStruct, tag="session_message_chunk", tag_field="ses
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class SessionNotFoundErrorData(_stable.SessionNotFoundErrorData):
     """Data for the `-32002` (Resource not found) error when a session-scoped request names a session that does not exist or is not active."""
@@ -2872,10 +2844,6 @@ class SessionStatusResponse(AcpStruct):
     """The session's current foreground state, as the same snapshot the Agent sends in `state_update` notifications."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.state, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class SessionSystemPromptCapabilities(AcpStruct):
@@ -3185,10 +3153,6 @@ class SubagentUpdate(AcpStruct, tag="subagent_update", tag_field="sessionUpdate"
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted leaves the stored metadata unchanged. `null` clears it. An object patches the stored metadata by top-level key: keys it omits are unchanged, a key set to `null` is removed, and any other value replaces that key's stored value without merging nested objects. Beyond this patch rule, implementations MUST NOT assign meaning to keys they do not recognize."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.state, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
-
 
 class SystemPrompt(AcpStruct):
     """**UNSTABLE**"""
@@ -3430,10 +3394,6 @@ class ToolCallContentChunk(
     """A single item of content produced by the tool call."""
     meta: dict[str, Any] | None | UnsetType = field(default=UNSET, name="_meta")
     """The _meta property is reserved by ACP to allow clients and agents to attach additional metadata to their interactions. Omitted and `null` are equivalent and mean no metadata. Implementations MUST NOT assign meaning to keys they do not recognize. This metadata is scoped to the chunk and does not patch stored metadata."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.content, AcpStruct):
-            coerce_fields(self, _CUSTOM_UNIONS)
 
 
 class ToolCallLocation(_stable.ToolCallLocation):
