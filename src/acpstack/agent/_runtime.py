@@ -52,6 +52,7 @@ from acpstack.agent._session import (
     OPERATIONS_CAPABILITY,
     RESENT_KEY,
     Session,
+    new_id,
     store_unavailable,
 )
 from acpstack.agent._store import (
@@ -417,23 +418,27 @@ class SessionAgent(Agent):
         self._require_auth()
         if not self._owns(await self._stored(self.store.get, params.session_id)):
             raise RequestError.resource_not_found(params.session_id)
-        new_id = uuid.uuid4().hex
+        fork_id = uuid.uuid4().hex
         extra = dirs(params.additional_directories)
         system_prompt = self.system_prompt_of(params)
         source = self.sessions.get(params.session_id)
         if source is not None:
             await source.flush()  # the fork copies every update sent so far
         record = await self._stored(
-            self.store.fork, params.session_id, new_id, cwd=params.cwd, additional_directories=extra
+            self.store.fork,
+            params.session_id,
+            fork_id,
+            cwd=params.cwd,
+            additional_directories=extra,
         )
-        await hold(self.store, new_id)
+        await hold(self.store, fork_id)
         if system_prompt is not None:
             meta = {**record.meta, SYSTEM_PROMPT: system_prompt}
-            record = await self._stored(self.store.update, new_id, meta=meta)
+            record = await self._stored(self.store.update, fork_id, meta=meta)
         session = self._session_of(record)
         servers = params.mcp_servers if isinstance(params.mcp_servers, list) else []
         await self._activate(session, servers)
-        return acpu.ForkSessionResponse(session_id=new_id)
+        return acpu.ForkSessionResponse(session_id=fork_id)
 
     async def _reopen(
         self,
@@ -891,7 +896,7 @@ class SessionAgent(Agent):
         from acpstack.schema import v2
 
         session = _v2(self._active(params.session_id))
-        message_id = uuid.uuid4().hex
+        message_id = new_id()
         try:
             turn = self._start_turn(session, prompt_from_v2(params.prompt), message_id)
         except SessionBusy:

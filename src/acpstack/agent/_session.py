@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import uuid
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -308,7 +308,7 @@ class Session:
         `message_id`, a fresh one if None), so `session/load` replays it. `operation_id`
         (the client's, for a prompt it may send again after a failover) is kept in the
         first chunk's `_meta`, so that another process can tell the prompt began."""
-        mid = message_id or uuid.uuid4().hex
+        mid = message_id or new_id()
         for index, block in enumerate(blocks):
             meta = {OPERATION_KEY: operation_id} if operation_id and index == 0 else UNSET
             chunk = acp.UserMessageChunk(content=block, message_id=mid, meta=meta)
@@ -402,6 +402,13 @@ class Session:
             title=record.title,
             system_prompt=record.meta.get("system_prompt"),
         )
+
+
+def new_id() -> str:
+    """A fresh random id of 32 hex digits (a message's, a turn's): straight from
+    `os.urandom`, as `uuid.uuid4().hex` builds a UUID object first (4 µs against 1 here,
+    and a turn makes several)."""
+    return os.urandom(16).hex()
 
 
 def store_unavailable(error: StoreUnavailable) -> RequestError:

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import itertools
 import shlex
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -27,6 +26,7 @@ from msgspec import UNSET
 from acpstack.agent._cancel import CancellableTool, CommandControl, mark_cancelled
 from acpstack.agent._client_terminals import ClientTerminals, Terminals
 from acpstack.agent._local_access import Fallback, LocalAccess
+from acpstack.agent._session import new_id
 from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
 from acpstack.local import TerminalOutput
 from acpstack.schema import v1 as acp
@@ -213,8 +213,8 @@ class Turn(TurnExtras):
         self.session: Session = session
         self.prompt: list[acp.ContentBlock] = prompt
         self.fallback: Fallback = fallback
-        self.message_id: str = uuid.uuid4().hex
-        self._thought_id = uuid.uuid4().hex
+        self.message_id: str = new_id()
+        self._thought_id: str | None = None  # made by the first `think`
         self._tool_ids = itertools.count(1)
         self._local = local
         self._own_local: LocalAccess | None = None
@@ -240,8 +240,11 @@ class Turn(TurnExtras):
 
     async def think(self, text: str) -> None:
         """Stream part of the agent's thoughts (chunks of one turn share a messageId)."""
+        thought_id = self._thought_id
+        if thought_id is None:
+            thought_id = self._thought_id = new_id()
         await self.session.send(
-            acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=self._thought_id)
+            acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=thought_id)
         )
 
     async def plan(
