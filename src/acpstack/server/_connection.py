@@ -40,6 +40,9 @@ REATTACH_METHODS = frozenset(
 )
 # how many ids of the client's messages are remembered to recognise one sent again
 REMEMBERED_IDS = 4096
+# a frame for the agent shorter than this goes with its newline in one write (one copy of a
+# small message costs less than a second write)
+SMALL_FRAME = 64 * 1024
 
 
 class InitializeFailed(Exception):
@@ -86,6 +89,7 @@ class RemoteConnection:
         self.turns: set[RequestId] = set()
         self._turn_sessions: dict[RequestId, str | None] = {}  # the session of each turn
         self._turn_ended = asyncio.Event()
+        self._routed: list[OutboundStream] = []  # streams pushed to in this `_on_data`
         self._on_turn_end = on_turn_end
         self._on_reattach = on_reattach
         self.closed: bool = False
@@ -140,11 +144,21 @@ class RemoteConnection:
     # -- from the agent ------------------------------------------------------------------
 
     def _on_data(self, data: bytes) -> None:
-        for frame in self._decoder.feed(data):
-            if isinstance(frame, bytes):
-                self._route(frame)
-            else:
-                log.warning("connection %s: the agent sent a bad frame: %r", self.id, frame)
+        # what one read from the agent held is routed whole before any receiver is woken,
+        # so each receiver sends it at once, in one write
+        routed = self._routed
+        try:
+            for frame in self._decoder.feed(data):
+                if isinstance(frame, bytes):
+                    self._route(frame)
+                else:
+                    log.warning("connection %s: the agent sent a bad frame: %r", self.id, frame)
+        finally:
+            if routed:
+                streams = list(dict.fromkeys(routed)) if len(routed) > 1 else routed[:]
+                routed.clear()
+                for stream in streams:
+                    stream.wake_now()
 
     def _on_eof(self) -> None:
         log.info("connection %s: the agent closed its output", self.id)
@@ -181,7 +195,11 @@ class RemoteConnection:
             if not pending[1].done():
                 pending[1].set_result(frame)
             return
-        self._stream_for(env).push(frame)
+        stream = self._stream_for(env)
+        stream.push(frame, wake=False)
+        routed = self._routed
+        if not routed or routed[-1] is not stream:
+            routed.append(stream)
 
     def _stream_for(self, env: Envelope) -> OutboundStream:
         if self.multiplex:
@@ -302,10 +320,13 @@ class RemoteConnection:
         self.touch()
         if self.closed or self.link is None:
             raise ConnectionResetError("the connection is closed")
-        # two writes, not `frame + b"\n"`: no second copy of a large message
-        self.link.transport.write(frame)
-        self.link.transport.write(b"\n")
-        await self.link.transport.drain()
+        transport = self.link.transport
+        if len(frame) < SMALL_FRAME:
+            transport.write(frame + b"\n")
+        else:  # two writes: no second copy of a large message
+            transport.write(frame)
+            transport.write(b"\n")
+        await transport.drain()
 
     async def turns_end(self, session_id: str, timeout: float) -> bool:
         """Wait (up to `timeout`) until no turn of `session_id` runs here; False when

@@ -23,13 +23,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from acpstack._tasks import cancel_and_wait
-from acpstack.server._asgi import Receive, Scope, Send, header_map, jsonrpc_error
+from acpstack.server._asgi import Message, Receive, Scope, Send, header_map, jsonrpc_error
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream, ResumeRefused
@@ -87,7 +87,7 @@ async def serve_websocket(
         accepted.append((RECEIVED_HEADER.lower().encode(), str(connection.received).encode()))
     await send({"type": "websocket.accept", "headers": accepted})
     direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
-    read_from: Receive
+    read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
         channel = DirectChannel(direct, receive, stream, receiver)
         pump = asyncio.ensure_future(channel.pump())
@@ -159,25 +159,30 @@ def _connection_to_resume(
 async def _read(
     app: AgentServer,
     connection: RemoteConnection,
-    receive: Receive,
+    receive: Callable[[], Awaitable[Message | bytes]],
     stream: OutboundStream,
     *,
     started: bool,
 ) -> tuple[int, bool]:
-    """Relay the client's messages. Returns the close code to send (0: none, the client
-    left) and whether to keep the connection for a resume (the client went away without
-    a close frame: its network broke, or it died)."""
+    """Relay the client's messages (ASGI messages, or a text message's bytes from a
+    `DirectChannel`). Returns the close code to send (0: none, the client left) and
+    whether to keep the connection for a resume (the client went away without a close
+    frame: its network broke, or it died)."""
     limit = app.limits.max_message_size
     while True:
         message = await receive()
-        if message["type"] == "websocket.disconnect":
-            code = message.get("code", 1005)
-            return 0, code not in CLIENT_CLOSED
-        text = message.get("text")
-        if text is None:
-            continue  # binary frames are ignored
+        if type(message) is bytes:
+            data = message
+        else:
+            assert not isinstance(message, bytes)
+            if message["type"] == "websocket.disconnect":
+                code = message.get("code", 1005)
+                return 0, code not in CLIENT_CLOSED
+            text = message.get("text")
+            if text is None:
+                continue  # binary frames are ignored
+            data = text.encode()
         connection.received += 1
-        data = text.encode()
         if len(data) > limit:
             return TOO_BIG, False
         if data.lstrip()[:1] == b"[":
