@@ -172,10 +172,9 @@ async def _read(
     limit = app.limits.max_message_size
     while True:
         message = await receive()
-        if type(message) is bytes:
+        if isinstance(message, bytes):
             data = message
         else:
-            assert not isinstance(message, bytes)
             if message["type"] == "websocket.disconnect":
                 code = message.get("code", 1005)
                 return 0, code not in CLIENT_CLOSED
