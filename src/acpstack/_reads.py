@@ -1,8 +1,6 @@
-"""How much a stdlib transport reads at a time (the transports acpstack opens).
-
-Not applied to `acpstack serve`'s connections: a server that refuses a too-large body
-closes its socket with what it did not read, and the client may lose the 413 to a reset
-(with 256 KiB reads, a body of up to that size is read whole before the refusal)."""
+"""How much a stdlib transport reads at a time (the transports acpstack opens, and the
+connections of `acpstack serve` on httptools, whose refusals of a body not read to its
+end close with a linger so that the client gets the answer: `acpstack.server._linger`)."""
 
 from __future__ import annotations
 

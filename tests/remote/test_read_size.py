@@ -1,8 +1,7 @@
 """On the stdlib loop, the client's socket transports (streamable HTTP and WebSocket) read
 in chunks small enough to come from the heap (a 256 KiB read buffer is a fresh mmap per
 read in glibc: acpstack._reads), and messages larger than one read arrive whole both ways.
-(`acpstack serve` keeps uvicorn's reads: a server that refuses a body too large with less
-of it read closes a socket with unread data, and the client may lose the 413 to a reset.)"""
+(The server's side: tests/remote/test_refused_body.py.)"""
 
 from __future__ import annotations
 

@@ -308,7 +308,8 @@ class AgentServer:
         return sum(len(c.turns) for c in self.connections.values())
 
     def _turn_ended(self) -> None:
-        if self.turns_running() == 0:
+        # only a drain waits for this: no count over every connection at each turn's end
+        if self.draining and self.turns_running() == 0:
             self._turns_done.set()
 
     async def drain(self, timeout: float | None = None) -> bool:

@@ -11,6 +11,10 @@
 A request that passed the token check marks its connection trusted through
 `scope["extensions"]["acpstack.trust"]` (see `trust`). Body deadlines, `Connection: close`
 after a refusal and the size limit of a body are the application's (`_asgi.read_body`).
+
+The subclass also reads the socket 64 KiB at a time (`acpstack._reads`), and closes a
+connection whose request was not read to its end with a lingering close (`_linger`), so
+that the client gets the answer that refused it rather than a reset.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.server._asgi import Scope
 from acpstack.server._limits import ServerLimits
+from acpstack.server._linger import LingeringTransport
 
 log = logging.getLogger("acpstack.server")
 
@@ -58,7 +64,9 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
 
     class GuardedHttpProtocol(base):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
+            read_in_heap_sized_chunks(transport)  # also after an upgrade to WebSocket
+            self._linger = LingeringTransport(transport, self._unread)
+            super().connection_made(self._linger)
             self._header_bytes = 0
             self._reading_headers = True
             self._header_timer: asyncio.TimerHandle | None = None
@@ -67,7 +75,9 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
                 oldest = next(iter(counters.waiting))
                 counters.evicted += 1
                 oldest._trust()
+                # at once, lingering or not: this is about freeing its file descriptor
                 oldest._refuse(b"503 Service Unavailable", b"too many connections\n")
+                oldest._linger.close_now()
             self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:
@@ -97,9 +107,18 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
         def _trust(self) -> None:
             counters.waiting.pop(self, None)
 
+        def _unread(self) -> bool:
+            """Whether the request in progress has more to come than was read."""
+            if self._reading_headers:
+                return self._header_bytes > 0
+            cycle = self.cycle
+            return cycle is not None and cycle.more_body and not cycle.disconnected
+
         def data_received(self, data: bytes) -> None:
             if self.transport.is_closing():
-                return  # refused: what the client still sends is not read
+                if self._linger.lingering:  # refused: what the client still sends is dropped
+                    self._linger.discard(data)
+                return
             if self._reading_headers:
                 self._header_bytes += len(data)
             super().data_received(data)
@@ -125,10 +144,14 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             # application answers at once: it no longer counts here
             self._cancel_header_timer()
             self._trust()
+            # the WebSocket protocol gets the socket's own transport (its close handshake
+            # needs no linger, and its writes no detour)
+            self.transport = self._linger.transport
             super().handle_websocket_upgrade()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._cancel_header_timer()
+            self._linger.cancel_timer()
             self._trust()
             super().connection_lost(exc)
 

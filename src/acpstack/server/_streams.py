@@ -65,7 +65,7 @@ class OutboundStream:
         self.closed: bool = False
         self._waiter: asyncio.Future[None] | None = None
         self._on_size = on_size
-        self._listener: Callable[[], None] | None = None
+        self._listener: Callable[[bool], None] | None = None
 
     @property
     def position(self) -> int:
@@ -85,13 +85,16 @@ class OutboundStream:
         """Whether any message went through (a resume may ask for it)."""
         return self.position > 0
 
-    def push(self, frame: bytes) -> None:
+    def push(self, frame: bytes, *, wake: bool = True) -> None:
+        """Add `frame` for the receiver. `wake=False`: the caller pushes more and calls
+        `wake_now` once it is done."""
         if self.closed:
             return
         self._frames.append(frame)
         self.size += len(frame)
         self._on_size(len(frame))
-        self._wake()
+        if wake:
+            self._wake()
 
     def take(self) -> tuple[int, list[bytes]]:
         """The messages waiting, and the position of the first; they move to the replay
@@ -195,18 +198,24 @@ class OutboundStream:
                 waiter.cancel()
         return bool(done)
 
-    def listen(self, listener: Callable[[], None] | None) -> None:
-        """Call `listener` (too) whenever `wait` would wake: a receiver that needs no task."""
+    def listen(self, listener: Callable[[bool], None] | None) -> None:
+        """Call `listener` (too) whenever `wait` would wake: a receiver that needs no task.
+        Its argument says whether it may send at once (`wake_now`: the pusher is done) or
+        should send a little later (more may come in the same turn of the loop)."""
         self._listener = listener
 
-    def unlisten(self, listener: Callable[[], None]) -> None:
+    def unlisten(self, listener: Callable[[bool], None]) -> None:
         """Stop calling `listener` (a receiver that took over meanwhile keeps its own)."""
         if self._listener == listener:
             self._listener = None
 
-    def _wake(self) -> None:
+    def wake_now(self) -> None:
+        """After pushes with `wake=False`: wake the receiver, which may send them now."""
+        self._wake(now=True)
+
+    def _wake(self, *, now: bool = False) -> None:
         if self._listener is not None:
-            self._listener()
+            self._listener(now)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

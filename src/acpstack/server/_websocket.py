@@ -23,13 +23,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from acpstack._tasks import cancel_and_wait
-from acpstack.server._asgi import Receive, Scope, Send, header_map, jsonrpc_error
+from acpstack.server._asgi import Message, Receive, Scope, Send, header_map, jsonrpc_error
 from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream, ResumeRefused
@@ -87,9 +87,10 @@ async def serve_websocket(
         accepted.append((RECEIVED_HEADER.lower().encode(), str(connection.received).encode()))
     await send({"type": "websocket.accept", "headers": accepted})
     direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
-    read_from: Receive
+    read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
         channel = DirectChannel(direct, receive, stream, receiver)
+        channel.handle_now = lambda data: _handle_now(app, connection, data)
         pump = asyncio.ensure_future(channel.pump())
         read_from = channel.receive
     else:
@@ -159,25 +160,29 @@ def _connection_to_resume(
 async def _read(
     app: AgentServer,
     connection: RemoteConnection,
-    receive: Receive,
+    receive: Callable[[], Awaitable[Message | bytes]],
     stream: OutboundStream,
     *,
     started: bool,
 ) -> tuple[int, bool]:
-    """Relay the client's messages. Returns the close code to send (0: none, the client
-    left) and whether to keep the connection for a resume (the client went away without
-    a close frame: its network broke, or it died)."""
+    """Relay the client's messages (ASGI messages, or a text message's bytes from a
+    `DirectChannel`). Returns the close code to send (0: none, the client left) and
+    whether to keep the connection for a resume (the client went away without a close
+    frame: its network broke, or it died)."""
     limit = app.limits.max_message_size
     while True:
         message = await receive()
-        if message["type"] == "websocket.disconnect":
-            code = message.get("code", 1005)
-            return 0, code not in CLIENT_CLOSED
-        text = message.get("text")
-        if text is None:
-            continue  # binary frames are ignored
+        if isinstance(message, bytes):
+            data = message
+        else:
+            if message["type"] == "websocket.disconnect":
+                code = message.get("code", 1005)
+                return 0, code not in CLIENT_CLOSED
+            text = message.get("text")
+            if text is None:
+                continue  # binary frames are ignored
+            data = text.encode()
         connection.received += 1
-        data = text.encode()
         if len(data) > limit:
             return TOO_BIG, False
         if data.lstrip()[:1] == b"[":
@@ -204,6 +209,25 @@ async def _read(
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return (1000 if connection.closed else INTERNAL_ERROR), False
+
+
+def _handle_now(app: AgentServer, connection: RemoteConnection, data: bytes) -> bool:
+    """What `_read` does for a usual message (well-formed, for a started agent, no
+    waiting), done as it arrives; False, with nothing done, leaves it to `_read`."""
+    if (
+        connection.link is None
+        or len(data) > app.limits.max_message_size
+        or data.lstrip()[:1] == b"["
+    ):
+        return False
+    try:
+        env = peek_envelope(data)
+    except msgspec.DecodeError:
+        return False
+    if env.kind == "invalid" or not connection.deliver_now(single_line(data), env):
+        return False
+    connection.received += 1
+    return True
 
 
 async def _pump(stream: OutboundStream, receiver: int, send: Send) -> None:

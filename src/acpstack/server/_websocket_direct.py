@@ -2,17 +2,22 @@
 from `serve_remote`'s protocol): the connection's reader gets each message without ASGI's
 queue, and what the agent says is framed and written without ASGI's `send`.
 
-`DirectChannel.receive` is an ASGI `receive` for the reader (`_websocket._read`, unchanged):
-text messages come from the socket's callback, everything else (the disconnect) from ASGI.
+`DirectChannel.receive` is an ASGI `receive` for the reader (`_websocket._read`), except
+that text messages come as the bytes the socket's callback got (not decoded to be encoded
+again); everything else (the disconnect) comes from ASGI as ASGI messages. While the
+reader is idle (waiting, nothing queued), a text message first goes to `handle_now`, which
+may do the reader's work for it at once (no task to wake); what it declines is queued.
 `DirectChannel.pump` replaces the sending task: whenever frames wait in the connection's
-stream, they are written at once, all of them in one write, while the socket takes them
-(when it does not, they stay in the stream, whose size pauses the agent).
+stream, they are written in one write, while the socket takes them (when it does not, they
+stay in the stream, whose size pauses the agent): at once when the connection has routed
+all it got from the agent in one go, else on the next turn of the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 from acpstack._tasks import cancel_and_wait
 from acpstack.server._asgi import Message, Receive, Scope
@@ -38,20 +43,31 @@ class DirectChannel:
         self._asgi_receive = receive
         self._stream = stream
         self._receiver = receiver  # our claim on the stream (another socket may resume it)
-        self._messages: deque[Message] = deque()
+        self._messages: deque[Message | bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
         self._lifecycle: asyncio.Task[None] | None = None
         self._flush_soon = False
         self._pumped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        socket.take_over(self._on_text, self._schedule_flush)
+        # the reader's work for a usual message, done as it arrives; True when done
+        self.handle_now: Callable[[bytes], bool] | None = None
+        socket.take_over(self._on_text, self._writable)
 
     # -- from the client -------------------------------------------------------------
 
     def _on_text(self, data: bytes) -> None:
-        self._put({"type": "websocket.receive", "bytes": None, "text": data.decode()})
+        # valid UTF-8 (the socket checked it)
+        waiter = self._waiter
+        if (
+            waiter is not None  # the reader waits for a message, so none is queued
+            and not waiter.done()
+            and self.handle_now is not None
+            and self.handle_now(data)
+        ):
+            return
+        self._put(data)
 
-    def _put(self, message: Message) -> None:
+    def _put(self, message: Message | bytes) -> None:
         self._messages.append(message)
         if len(self._messages) > MAX_WAITING and not self._paused:
             self._paused = True
@@ -68,7 +84,7 @@ class DirectChannel:
             if message["type"] == "websocket.disconnect":
                 return
 
-    async def receive(self) -> Message:
+    async def receive(self) -> Message | bytes:
         if self._lifecycle is None:
             # Owner: this channel; ends at the disconnect, or is cancelled with the reader.
             self._lifecycle = asyncio.ensure_future(self._watch_asgi())
@@ -90,17 +106,26 @@ class DirectChannel:
 
     async def pump(self) -> None:
         """Until the stream closes (or the socket does), send what the agent says."""
-        self._stream.listen(self._schedule_flush)
+        self._stream.listen(self._on_stream)
         self._flush()
         try:
             await self._pumped
         finally:
-            self._stream.unlisten(self._schedule_flush)
+            self._stream.unlisten(self._on_stream)
             if self._lifecycle is not None:
                 await cancel_and_wait(self._lifecycle)
 
+    def _on_stream(self, now: bool) -> None:
+        if now:  # the connection routed a whole batch from the agent: one write for it
+            self._flush()
+        else:
+            self._schedule_flush()
+
+    def _writable(self) -> None:
+        self._schedule_flush()
+
     def _schedule_flush(self) -> None:
-        # one flush for all the frames routed in this turn of the loop: one write for them
+        # one flush for all the frames pushed in this turn of the loop: one write for them
         if not self._flush_soon and not self._pumped.done():
             self._flush_soon = True
             asyncio.get_running_loop().call_soon(self._flush)
