@@ -279,85 +279,44 @@ class RemoteConnection:
         """Pass a client message on to the agent, remembering where its answer goes.
         `retry`: the client sent it again after a broken connection; one that arrived
         before (a request or an answer with the same id) is dropped, so it acts once."""
-        if not self._first_time(env, retry):
-            return
-        sharing = self.sharing
-        if (sharing.active or env.method in SHARING_METHODS) and await sharing.handle(
-            frame, env, (c for c in self.peers() if c is not self and c.principal == self.principal)
-        ):
-            return
-        reattach = self._note(env, header_session)
-        if reattach is not None and self._on_reattach is not None:
-            await self._on_reattach(self, reattach)
-        self._note_route(env, header_session)
-        await self.send(frame)
-
-    def deliver_now(self, frame: bytes, env: Envelope) -> bool:
-        """`deliver` (no session header, not a retry) done at once, for a message that
-        needs no waiting: not about sharing, not opening a session, and the agent has
-        taken all its earlier input. False, with nothing done, for any other."""
-        link = self.link
-        if (
-            self.closed
-            or link is None
-            or self.sharing.active
-            or env.method in SHARING_METHODS
-            or env.method in OPENING_METHODS
-            or link.transport.write_buffer_size()
-        ):
-            return False
-        self._first_time(env, retry=False)
-        self._note(env, None)
-        self._note_route(env, None)
-        self._write(frame)
-        return True
-
-    def _first_time(self, env: Envelope, retry: bool) -> bool:
-        """Remember a request's or answer's id; False for one seen before when `retry`."""
         if env.kind in ("request", "response") and env.id is not None:
             key = (env.kind, env.id)
             if key in self._seen:
                 if retry:
                     log.info("connection %s: dropped a %s sent again", self.id, env.kind)
-                    return False
+                    return
             else:
                 self._seen[key] = None
                 if len(self._seen) > REMEMBERED_IDS:
                     self._seen.popitem(last=False)
-        return True
-
-    def _note(self, env: Envelope, header_session: str | None) -> str | None:
-        """The bookkeeping of a message on its way to the agent: turns, sessions being
-        opened or closed. Returns the session a `session/load` or `session/resume` asks
-        to reattach."""
+        sharing = self.sharing
+        if (sharing.active or env.method in SHARING_METHODS) and await sharing.handle(
+            frame, env, (c for c in self.peers() if c is not self and c.principal == self.principal)
+        ):
+            return
         if env.session_id is not None:
             self.opened_session = True
-        if env.kind != "request":
-            return None
-        if env.method == "session/prompt":
+        if env.kind == "request" and env.method == "session/prompt":
             self.turns.add(env.id)
             self._turn_sessions[env.id] = env.session_id or header_session
-        elif env.method in OPENING_METHODS:
+        elif env.kind == "request" and env.method in OPENING_METHODS:
             self._opening[env.id] = env.session_id
-            if env.method in ("session/load", "session/resume"):
-                return env.session_id
-        elif env.method == "session/close" and env.session_id:
+            if (
+                env.method in ("session/load", "session/resume")
+                and env.session_id is not None
+                and self._on_reattach is not None
+            ):
+                await self._on_reattach(self, env.session_id)
+        elif env.kind == "request" and env.method == "session/close" and env.session_id:
             self.session_ids.discard(env.session_id)
-        return None
-
-    def _note_route(self, env: Envelope, header_session: str | None) -> None:
         if env.kind == "request" and not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
                 env.method in REATTACH_METHODS,
             )
+        await self.send(frame)
 
     async def send(self, frame: bytes) -> None:
-        self._write(frame)
-        assert self.link is not None
-        await self.link.transport.drain()
-
-    def _write(self, frame: bytes) -> None:
         self.touch()
         if self.closed or self.link is None:
             raise ConnectionResetError("the connection is closed")
@@ -367,6 +326,7 @@ class RemoteConnection:
         else:  # two writes: no second copy of a large message
             transport.write(frame)
             transport.write(b"\n")
+        await transport.drain()
 
     async def turns_end(self, session_id: str, timeout: float) -> bool:
         """Wait (up to `timeout`) until no turn of `session_id` runs here; False when

@@ -90,7 +90,6 @@ async def serve_websocket(
     read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
         channel = DirectChannel(direct, receive, stream, receiver)
-        channel.handle_now = lambda data: _handle_now(app, connection, data)
         pump = asyncio.ensure_future(channel.pump())
         read_from = channel.receive
     else:
@@ -209,25 +208,6 @@ async def _read(
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return (1000 if connection.closed else INTERNAL_ERROR), False
-
-
-def _handle_now(app: AgentServer, connection: RemoteConnection, data: bytes) -> bool:
-    """What `_read` does for a usual message (well-formed, for a started agent, no
-    waiting), done as it arrives; False, with nothing done, leaves it to `_read`."""
-    if (
-        connection.link is None
-        or len(data) > app.limits.max_message_size
-        or data.lstrip()[:1] == b"["
-    ):
-        return False
-    try:
-        env = peek_envelope(data)
-    except msgspec.DecodeError:
-        return False
-    if env.kind == "invalid" or not connection.deliver_now(single_line(data), env):
-        return False
-    connection.received += 1
-    return True
 
 
 async def _pump(stream: OutboundStream, receiver: int, send: Send) -> None:

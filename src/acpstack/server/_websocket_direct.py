@@ -4,9 +4,7 @@ queue, and what the agent says is framed and written without ASGI's `send`.
 
 `DirectChannel.receive` is an ASGI `receive` for the reader (`_websocket._read`), except
 that text messages come as the bytes the socket's callback got (not decoded to be encoded
-again); everything else (the disconnect) comes from ASGI as ASGI messages. While the
-reader is idle (waiting, nothing queued), a text message first goes to `handle_now`, which
-may do the reader's work for it at once (no task to wake); what it declines is queued.
+again); everything else (the disconnect) comes from ASGI as ASGI messages.
 `DirectChannel.pump` replaces the sending task: whenever frames wait in the connection's
 stream, they are written in one write, while the socket takes them (when it does not, they
 stay in the stream, whose size pauses the agent): at once when the connection has routed
@@ -17,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
 
 from acpstack._tasks import cancel_and_wait
 from acpstack.server._asgi import Message, Receive, Scope
@@ -49,23 +46,12 @@ class DirectChannel:
         self._lifecycle: asyncio.Task[None] | None = None
         self._flush_soon = False
         self._pumped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # the reader's work for a usual message, done as it arrives; True when done
-        self.handle_now: Callable[[bytes], bool] | None = None
         socket.take_over(self._on_text, self._writable)
 
     # -- from the client -------------------------------------------------------------
 
     def _on_text(self, data: bytes) -> None:
-        # valid UTF-8 (the socket checked it)
-        waiter = self._waiter
-        if (
-            waiter is not None  # the reader waits for a message, so none is queued
-            and not waiter.done()
-            and self.handle_now is not None
-            and self.handle_now(data)
-        ):
-            return
-        self._put(data)
+        self._put(data)  # valid UTF-8 (the socket checked it)
 
     def _put(self, message: Message | bytes) -> None:
         self._messages.append(message)
