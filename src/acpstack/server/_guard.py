@@ -59,17 +59,56 @@ def _plain(status: bytes, text: bytes) -> bytes:
     )
 
 
+class HeaderTimer:
+    """The deadline for a request's headers: `on_late` runs when it passes unless it is
+    cancelled (or armed again, for the next request on a kept-alive connection)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float, on_late: Any) -> None:
+        self._loop, self._timeout, self._on_late = loop, timeout, on_late
+        self._handle: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        self.cancel()
+        self._handle = self._loop.call_later(self._timeout, self._late)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _late(self) -> None:
+        self._handle = None
+        self._on_late()
+
+
+def refuse(protocol: Any, status: bytes, text: bytes) -> None:
+    """Answer `status` with `text` (unless an answer is under way) and close."""
+    if protocol.transport.is_closing():
+        return
+    if protocol.cycle is None or protocol.cycle.response_complete:  # not mid-answer
+        protocol.transport.write(_plain(status, text))
+    protocol.transport.close()
+
+
+def request_unread(protocol: Any) -> bool:
+    """Whether the request in progress has more to come than was read."""
+    if protocol._reading_headers:
+        return bool(protocol._header_bytes > 0)
+    cycle = protocol.cycle
+    return cycle is not None and cycle.more_body and not cycle.disconnected
+
+
 def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -> Any:
     """A subclass of uvicorn's `HttpToolsProtocol` (`base`) that enforces `limits`."""
 
     class GuardedHttpProtocol(base):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
             read_in_heap_sized_chunks(transport)  # also after an upgrade to WebSocket
-            self._linger = LingeringTransport(transport, self._unread)
+            self._linger = LingeringTransport(transport, lambda: request_unread(self))
             super().connection_made(self._linger)
             self._header_bytes = 0
             self._reading_headers = True
-            self._header_timer: asyncio.TimerHandle | None = None
+            self._header_timer = HeaderTimer(self.loop, limits.header_timeout, self._header_late)
             counters.waiting[self] = None
             while len(counters.waiting) > limits.max_untrusted_connections:
                 oldest = next(iter(counters.waiting))
@@ -78,41 +117,20 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
                 # at once, lingering or not: this is about freeing its file descriptor
                 oldest._refuse(b"503 Service Unavailable", b"too many connections\n")
                 oldest._linger.close_now()
-            self._arm_header_timer()
-
-        def _arm_header_timer(self) -> None:
-            self._cancel_header_timer()
-            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_late)
-
-        def _cancel_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+            self._header_timer.arm()
 
         def _header_late(self) -> None:
-            self._header_timer = None
             if self._reading_headers and not self.transport.is_closing():
                 counters.header_timeouts += 1
                 self._refuse(b"408 Request Timeout", b"the request's headers came too slowly\n")
 
         def _refuse(self, status: bytes, text: bytes) -> None:
             self._reading_headers = False
-            self._cancel_header_timer()
-            if self.transport.is_closing():
-                return
-            if self.cycle is None or self.cycle.response_complete:  # not mid-answer
-                self.transport.write(_plain(status, text))
-            self.transport.close()
+            self._header_timer.cancel()
+            refuse(self, status, text)
 
         def _trust(self) -> None:
             counters.waiting.pop(self, None)
-
-        def _unread(self) -> bool:
-            """Whether the request in progress has more to come than was read."""
-            if self._reading_headers:
-                return self._header_bytes > 0
-            cycle = self.cycle
-            return cycle is not None and cycle.more_body and not cycle.disconnected
 
         def data_received(self, data: bytes) -> None:
             if self.transport.is_closing():
@@ -131,18 +149,18 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             if not self._reading_headers:  # the next request on a kept-alive connection
                 self._reading_headers = True
                 self._header_bytes = 0
-                self._arm_header_timer()
+                self._header_timer.arm()
 
         def on_headers_complete(self) -> None:
             self._reading_headers = False
-            self._cancel_header_timer()
+            self._header_timer.cancel()
             self.scope["extensions"] = {TRUST_EXTENSION: self._trust}
             super().on_headers_complete()
 
         def handle_websocket_upgrade(self) -> None:
             # the socket now belongs to the WebSocket protocol, whose handshake the
             # application answers at once: it no longer counts here
-            self._cancel_header_timer()
+            self._header_timer.cancel()
             self._trust()
             # the WebSocket protocol gets the socket's own transport (its close handshake
             # needs no linger, and its writes no detour)
@@ -150,7 +168,7 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             super().handle_websocket_upgrade()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel_header_timer()
+            self._header_timer.cancel()
             self._linger.cancel_timer()
             self._trust()
             super().connection_lost(exc)
