@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -27,7 +27,11 @@ _UPDATE_TYPES = tuple(
 
 
 def _model(model: Any, fields: dict[str, Any], extras: dict[str, Any]) -> Any:
-    return model(**{k: v for k, v in fields.items() if v is not None}, field_meta=extras or None)
+    """`model(**fields, field_meta=extras)` less the None fields (what `__init__` does,
+    straight to the model's validator: no frame and keyword packing of its own)."""
+    data = {k: v for k, v in fields.items() if v is not None}
+    data["field_meta"] = extras or None
+    return model.__pydantic_validator__.validate_python(data)
 
 
 def _transport(input_stream: Any, output_stream: Any) -> Transport:
@@ -260,10 +264,11 @@ class ClientSideConnection(_Side):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(
+    def _call(
         self, method: str, model: Any, result: Any, fields: dict[str, Any], extras: dict[str, Any]
-    ) -> Any:
-        return await self._link.request(method, _model(model, fields, extras), result)
+    ) -> Awaitable[Any]:
+        # (not a coroutine of its own: the caller awaits the request directly)
+        return self._link.request(method, _model(model, fields, extras), result)
 
     async def initialize(
         self,
