@@ -62,13 +62,10 @@ CLIENT_HANDLERS: dict[str, tuple[str, Any]] = {
 
 def to_kwargs(model: Any) -> dict[str, Any]:
     """The official SDK's convention: every field by name, `_meta`'s members as extras."""
-    # (`__pydantic_fields__`: what `model_fields` reads, without its per-call overhead)
-    kwargs = {
-        name: getattr(model, name)
-        for name in type(model).__pydantic_fields__
-        if name != "field_meta"
-    }
-    meta = getattr(model, "field_meta", None)
+    # A model's `__dict__` holds exactly its fields' values (members a catch-all variant
+    # keeps are in `__pydantic_extra__`, not passed, as before).
+    kwargs = dict(model.__dict__)
+    meta = kwargs.pop("field_meta", None)
     if meta:
         kwargs.update(meta)
     return kwargs
@@ -221,6 +218,10 @@ class Dispatcher:
             self._worker = None
             self._idle.set()
 
+    def busy(self) -> bool:
+        """Whether notifications are being handled (`settled` would wait)."""
+        return self._worker is not None
+
     async def settled(self) -> None:
         """Wait until every notification received so far has been handled (at once when
         called from a notification handler: it cannot wait for itself)."""
@@ -281,6 +282,11 @@ class Link:
         self.conn = Connection(transport, self.state, self.dispatcher)
         self._specs = {spec.name: spec for spec in method_table(True)}
         self.conn.start()
+
+    def params_type(self, method: str) -> Any:
+        """The struct of `method`'s params (None for a method the table does not know)."""
+        spec = self._specs.get(method)
+        return spec.params if spec else None
 
     async def request(self, method: str, params: Any, result_model: Any) -> Any:
         # (raw_request's body, inline: one coroutine less per call)
