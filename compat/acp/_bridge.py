@@ -62,13 +62,10 @@ CLIENT_HANDLERS: dict[str, tuple[str, Any]] = {
 
 def to_kwargs(model: Any) -> dict[str, Any]:
     """The official SDK's convention: every field by name, `_meta`'s members as extras."""
-    # (`__pydantic_fields__`: what `model_fields` reads, without its per-call overhead)
-    kwargs = {
-        name: getattr(model, name)
-        for name in type(model).__pydantic_fields__
-        if name != "field_meta"
-    }
-    meta = getattr(model, "field_meta", None)
+    # A model's `__dict__` holds exactly its fields' values (members a catch-all variant
+    # keeps are in `__pydantic_extra__`, not passed, as before).
+    kwargs = dict(model.__dict__)
+    meta = kwargs.pop("field_meta", None)
     if meta:
         kwargs.update(meta)
     return kwargs
@@ -221,6 +218,10 @@ class Dispatcher:
             self._worker = None
             self._idle.set()
 
+    def busy(self) -> bool:
+        """Whether notifications are being handled (`settled` would wait)."""
+        return self._worker is not None
+
     async def settled(self) -> None:
         """Wait until every notification received so far has been handled (at once when
         called from a notification handler: it cannot wait for itself)."""
@@ -282,8 +283,22 @@ class Link:
         self._specs = {spec.name: spec for spec in method_table(True)}
         self.conn.start()
 
+    def params_type(self, method: str) -> Any:
+        """The struct of `method`'s params (None for a method the table does not know)."""
+        spec = self._specs.get(method)
+        return spec.params if spec else None
+
     async def request(self, method: str, params: Any, result_model: Any) -> Any:
-        return from_wire(await self.raw_request(method, params), result_model)
+        # (raw_request's body, inline: one coroutine less per call)
+        spec = self._specs.get(method)
+        wire_params = to_wire(params, spec.params if spec else None)
+        try:
+            result = await self.conn._request(method, wire_params, check_gate=False)
+        except WireRequestError as err:
+            raise RequestError.from_wire(err) from None
+        except ConnectionClosed as closed:
+            raise ConnectionError(f"Connection closed: {closed}") from None
+        return from_wire(result, result_model)
 
     async def raw_request(self, method: str, params: Any) -> Any:
         spec = self._specs.get(method)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 from acp import _generated_schema as s
 from acp._bridge import AGENT_HANDLERS, CLIENT_HANDLERS, Link, stream_transport, to_kwargs
 from acp._legacy import accept_request_models
+from acp._outbound import params_struct
 from acp._transport import MessagePipe
 from acp.exceptions import RequestError
 from acpstack.transports import Transport
@@ -27,7 +28,11 @@ _UPDATE_TYPES = tuple(
 
 
 def _model(model: Any, fields: dict[str, Any], extras: dict[str, Any]) -> Any:
-    return model(**{k: v for k, v in fields.items() if v is not None}, field_meta=extras or None)
+    """`model(**fields, field_meta=extras)` less the None fields (what `__init__` does,
+    straight to the model's validator: no frame and keyword packing of its own)."""
+    data = {k: v for k, v in fields.items() if v is not None}
+    data["field_meta"] = extras or None
+    return model.__pydantic_validator__.validate_python(data)
 
 
 def _transport(input_stream: Any, output_stream: Any) -> Transport:
@@ -55,6 +60,16 @@ class _RawCalls:
 
 class _Side:
     _link: Link
+
+    def _call(
+        self, method: str, model: Any, result: Any, fields: dict[str, Any], extras: dict[str, Any]
+    ) -> Awaitable[Any]:
+        # (not a coroutine of its own: the caller awaits the request directly)
+        link = self._link
+        params = params_struct(model, link.params_type(method), fields, extras)
+        if params is None:  # the plain way: the model (raising its ValidationError)
+            params = _model(model, fields, extras)
+        return link.request(method, params, result)
 
     @property
     def _conn(self) -> _RawCalls:
@@ -123,13 +138,12 @@ class AgentSideConnection(_Side):
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> s.RequestPermissionResponse:
-        params = _model(
+        return await self._call(  # type: ignore[no-any-return]
+            "session/request_permission",
             s.RequestPermissionRequest,
+            s.RequestPermissionResponse,
             dict(session_id=session_id, tool_call=tool_call, options=options),
             kwargs,
-        )
-        return await self._link.request(  # type: ignore[no-any-return]
-            "session/request_permission", params, s.RequestPermissionResponse
         )
 
     async def read_text_file(
@@ -140,20 +154,24 @@ class AgentSideConnection(_Side):
         limit: int | None = None,
         **kwargs: Any,
     ) -> s.ReadTextFileResponse:
-        params = _model(
+        return await self._call(  # type: ignore[no-any-return]
+            "fs/read_text_file",
             s.ReadTextFileRequest,
+            s.ReadTextFileResponse,
             dict(path=path, session_id=session_id, limit=limit, line=line),
             kwargs,
         )
-        return await self._link.request("fs/read_text_file", params, s.ReadTextFileResponse)  # type: ignore[no-any-return]
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> s.WriteTextFileResponse | None:
-        params = _model(
-            s.WriteTextFileRequest, dict(content=content, path=path, session_id=session_id), kwargs
+        return await self._call(  # type: ignore[no-any-return]
+            "fs/write_text_file",
+            s.WriteTextFileRequest,
+            s.WriteTextFileResponse,
+            dict(content=content, path=path, session_id=session_id),
+            kwargs,
         )
-        return await self._link.request("fs/write_text_file", params, s.WriteTextFileResponse)  # type: ignore[no-any-return]
 
     async def create_terminal(
         self,
@@ -165,8 +183,10 @@ class AgentSideConnection(_Side):
         output_byte_limit: int | None = None,
         **kwargs: Any,
     ) -> s.CreateTerminalResponse:
-        params = _model(
+        return await self._call(  # type: ignore[no-any-return]
+            "terminal/create",
             s.CreateTerminalRequest,
+            s.CreateTerminalResponse,
             dict(
                 command=command,
                 session_id=session_id,
@@ -177,43 +197,50 @@ class AgentSideConnection(_Side):
             ),
             kwargs,
         )
-        return await self._link.request("terminal/create", params, s.CreateTerminalResponse)  # type: ignore[no-any-return]
 
     async def terminal_output(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> s.TerminalOutputResponse:
-        params = _model(
-            s.TerminalOutputRequest, dict(session_id=session_id, terminal_id=terminal_id), kwargs
+        return await self._call(  # type: ignore[no-any-return]
+            "terminal/output",
+            s.TerminalOutputRequest,
+            s.TerminalOutputResponse,
+            dict(session_id=session_id, terminal_id=terminal_id),
+            kwargs,
         )
-        return await self._link.request("terminal/output", params, s.TerminalOutputResponse)  # type: ignore[no-any-return]
 
     async def release_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> s.ReleaseTerminalResponse | None:
-        params = _model(
-            s.ReleaseTerminalRequest, dict(session_id=session_id, terminal_id=terminal_id), kwargs
+        return await self._call(  # type: ignore[no-any-return]
+            "terminal/release",
+            s.ReleaseTerminalRequest,
+            s.ReleaseTerminalResponse,
+            dict(session_id=session_id, terminal_id=terminal_id),
+            kwargs,
         )
-        return await self._link.request("terminal/release", params, s.ReleaseTerminalResponse)  # type: ignore[no-any-return]
 
     async def wait_for_terminal_exit(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> s.WaitForTerminalExitResponse:
-        params = _model(
+        return await self._call(  # type: ignore[no-any-return]
+            "terminal/wait_for_exit",
             s.WaitForTerminalExitRequest,
+            s.WaitForTerminalExitResponse,
             dict(session_id=session_id, terminal_id=terminal_id),
             kwargs,
-        )
-        return await self._link.request(  # type: ignore[no-any-return]
-            "terminal/wait_for_exit", params, s.WaitForTerminalExitResponse
         )
 
     async def kill_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> s.KillTerminalResponse | None:
-        params = _model(
-            s.KillTerminalRequest, dict(session_id=session_id, terminal_id=terminal_id), kwargs
+        return await self._call(  # type: ignore[no-any-return]
+            "terminal/kill",
+            s.KillTerminalRequest,
+            s.KillTerminalResponse,
+            dict(session_id=session_id, terminal_id=terminal_id),
+            kwargs,
         )
-        return await self._link.request("terminal/kill", params, s.KillTerminalResponse)  # type: ignore[no-any-return]
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         """Ask the user for input: `mode` says how (a form or a URL) and for what scope."""
@@ -259,11 +286,6 @@ class ClientSideConnection(_Side):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    async def _call(
-        self, method: str, model: Any, result: Any, fields: dict[str, Any], extras: dict[str, Any]
-    ) -> Any:
-        return await self._link.request(method, _model(model, fields, extras), result)
 
     async def initialize(
         self,
@@ -353,15 +375,17 @@ class ClientSideConnection(_Side):
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         fields = dict(session_id=session_id, prompt=prompt)
+        dispatcher = self._link.dispatcher
         try:
             response = await self._call(
                 "session/prompt", s.PromptRequest, s.PromptResponse, fields, kwargs
             )
         except RequestError:
-            await self._link.dispatcher.settled()
+            await dispatcher.settled()
             raise
         # The turn's updates came before its answer: the client sees them all first.
-        await self._link.dispatcher.settled()
+        if dispatcher.busy():
+            await dispatcher.settled()
         return response  # type: ignore[no-any-return]
 
     async def fork_session(
