@@ -110,8 +110,10 @@ def test_the_permission_menu_reads_as_words(ws: Path, tmp_path: Path) -> None:
         screen = term.wait_for("choose 1-4", timeout=60)
         term.keys("Escape")
         # At the prompt again before Ctrl-D: sent while the chat is between its menu and
-        # its prompt, the terminal is in cooked mode and takes ^D as an end of file that
-        # the prompt then never sees (the chat waited on, seen on a loaded machine).
+        # its prompt, the terminal is in cooked mode, where the line discipline turns ^D
+        # into an end-of-file mark; the prompt, which enters raw mode without flushing
+        # input, then reads that mark as a NUL byte (Ctrl-@), not Ctrl-D, and the chat
+        # waits on (seen on a loaded machine). The prompt is drawn only once raw mode is on.
         term.wait_for(lambda s: "unchanged" in s and s.rstrip().endswith(">"), timeout=60)
         term.keys("C-d")
         assert term.exit_code(timeout=60) == 0
