@@ -25,6 +25,7 @@ from rich.text import Text
 from acpstack.cli._chat_auth import AuthStatusShown
 from acpstack.cli._chat_book import SessionBook, usage_of
 from acpstack.cli._chat_children import ChildSessions
+from acpstack.cli._eof_key import EndOfFileKey
 from acpstack.cli._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE, CliError
 from acpstack.cli._policy import ChatPolicy, LabelledRule
 from acpstack.cli._redact import Redactor
@@ -91,6 +92,8 @@ class Chat:
         self.console = Console(file=self.out if human else sys.stderr, highlight=False)
         self.err = Console(file=quiet_when_gone(sys.stderr), highlight=False, soft_wrap=True)
         self.input: ChatInput | None = None  # the keyboard, when someone is at it
+        # Ctrl-D stays a key while the chat reads the keyboard (see EndOfFileKey)
+        self.keyboard: EndOfFileKey | None = None
         self.policy = ChatPolicy(
             rules=opts.rules,
             ask=self._ask_permission if opts.ask_user else None,
@@ -378,21 +381,24 @@ class Chat:
         )
         if self.opts.interactive or self.opts.ask_user:
             self.input = self._make_input()
-        async with conn.connection:  # on the way out: the agent is stopped, terminals released
-            try:
-                return await self._main()
-            except ConnectionClosed as exc:
-                self.fail(f"the agent stopped: {exc}")
-            except RequestError as err:
-                self.fail(f"error from the agent: {err.message} (code {err.code})")
-            except CapabilityError as exc:
-                self.fail(f"error: {exc}")
-            except CliError as exc:
-                self.fail(exc.message)
-                return exc.exit_code
-            finally:
-                await self._cancel_turn_on_exit()
-                await self._end_kept()
+            if sys.stdin is not None and sys.stdin.isatty():
+                self.keyboard = EndOfFileKey(sys.stdin.fileno())
+        with self.keyboard or contextlib.nullcontext():
+            async with conn.connection:  # on the way out: the agent stopped, terminals released
+                try:
+                    return await self._main()
+                except ConnectionClosed as exc:
+                    self.fail(f"the agent stopped: {exc}")
+                except RequestError as err:
+                    self.fail(f"error from the agent: {err.message} (code {err.code})")
+                except CapabilityError as exc:
+                    self.fail(f"error: {exc}")
+                except CliError as exc:
+                    self.fail(exc.message)
+                    return exc.exit_code
+                finally:
+                    await self._cancel_turn_on_exit()
+                    await self._end_kept()
         return EXIT_ERROR
 
     def _make_input(self) -> ChatInput:

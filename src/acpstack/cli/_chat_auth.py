@@ -16,6 +16,7 @@ chat with a message naming what it offered (`no_usable_login`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import sys
@@ -82,15 +83,17 @@ async def run_terminal_login(chat: Chat, method: acp.AuthMethodTerminal) -> bool
         )
         return False
     chat.say(Text(f"logging in with `{shown}` (the chat goes on when it exits)", style="cyan"))
-    proc = await asyncio.create_subprocess_exec(  # stdin, stdout, stderr: this terminal
-        *command, env={**os.environ, **env}, cwd=chat.opts.cwd
-    )
-    try:
-        code = await proc.wait()
-    finally:
-        if proc.returncode is None:  # the chat was stopped meanwhile
-            proc.terminate()
-            await proc.wait()
+    # the terminal as the login expects it (Ctrl-D its end of file again)
+    with chat.keyboard.restored() if chat.keyboard else contextlib.nullcontext():
+        proc = await asyncio.create_subprocess_exec(  # stdin, stdout, stderr: this terminal
+            *command, env={**os.environ, **env}, cwd=chat.opts.cwd
+        )
+        try:
+            code = await proc.wait()
+        finally:
+            if proc.returncode is None:  # the chat was stopped meanwhile
+                proc.terminate()
+                await proc.wait()
     if code != 0:
         chat.say(Text(f"the login ended with exit code {code}", style="red"))
         return False
