@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import select
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,35 +31,42 @@ def _raw_without_flush(fd: int) -> None:
     termios.tcsetattr(fd, termios.TCSANOW, attrs)
 
 
-def test_ctrl_d_typed_in_cooked_mode_reaches_a_raw_reader_as_ctrl_d() -> None:
+@pytest.fixture
+def pty_pair() -> Iterator[tuple[int, int]]:
+    """A real pseudo-terminal: (master, slave) file descriptors, closed afterwards."""
     master, slave = os.openpty()
     try:
-        veof = termios.tcgetattr(slave)[6][termios.VEOF]
-        with EndOfFileKey(slave):
-            os.write(master, b"\x04")
-            # The echo ("^D", the terminal's own) says the line discipline took the key
-            # in cooked mode, before the switch below.
-            assert _read(master) == b"^D"
-            _raw_without_flush(slave)
-            assert _read(slave) == b"\x04"
-        assert termios.tcgetattr(slave)[6][termios.VEOF] == veof  # put back at the end
+        yield master, slave
     finally:
         os.close(master)
         os.close(slave)
 
 
-def test_a_program_run_in_the_terminal_gets_its_end_of_file_character() -> None:
-    master, slave = os.openpty()
-    try:
-        veof = termios.tcgetattr(slave)[6][termios.VEOF]
-        with EndOfFileKey(slave) as keyboard:
-            assert termios.tcgetattr(slave)[6][termios.VEOF] != veof
-            with keyboard.restored():
-                assert termios.tcgetattr(slave)[6][termios.VEOF] == veof
-            assert termios.tcgetattr(slave)[6][termios.VEOF] != veof
-    finally:
-        os.close(master)
-        os.close(slave)
+def test_ctrl_d_typed_in_cooked_mode_reaches_a_raw_reader_as_ctrl_d(
+    pty_pair: tuple[int, int],
+) -> None:
+    master, slave = pty_pair
+    veof = termios.tcgetattr(slave)[6][termios.VEOF]
+    with EndOfFileKey(slave):
+        os.write(master, b"\x04")
+        # The echo ("^D", the terminal's own) says the line discipline took the key in
+        # cooked mode, before the switch below.
+        assert _read(master) == b"^D"
+        _raw_without_flush(slave)
+        assert _read(slave) == b"\x04"
+    assert termios.tcgetattr(slave)[6][termios.VEOF] == veof  # put back at the end
+
+
+def test_a_program_run_in_the_terminal_gets_its_end_of_file_character(
+    pty_pair: tuple[int, int],
+) -> None:
+    _, slave = pty_pair
+    veof = termios.tcgetattr(slave)[6][termios.VEOF]
+    with EndOfFileKey(slave) as keyboard:
+        assert termios.tcgetattr(slave)[6][termios.VEOF] != veof
+        with keyboard.restored():
+            assert termios.tcgetattr(slave)[6][termios.VEOF] == veof
+        assert termios.tcgetattr(slave)[6][termios.VEOF] != veof
 
 
 def test_not_a_terminal_changes_nothing() -> None:
