@@ -38,6 +38,7 @@ RAW = "Agent (raw, not stored)"
 PY_SDK = "official Python SDK agent (not stored)"
 TS_SDK = "TypeScript SDK agent (not stored)"
 SDKS = (PY_SDK, TS_SDK)
+Sample = dict[str, float]  # p50 and p99 (µs) of one run, and the load average around it
 
 
 def agents(ours: str, tmp: str, pg: str | None, with_sdks: bool) -> dict[str, list[str]]:
@@ -60,21 +61,51 @@ def agents(ours: str, tmp: str, pg: str | None, with_sdks: bool) -> dict[str, li
     return out
 
 
-def table(medians: dict[str, dict[str, float]]) -> list[str]:
-    raw = medians[RAW]
-    sdk_p50 = [medians[name]["p50"] for name in SDKS if name in medians]
+def table(found: dict[str, Sample]) -> list[str]:
+    raw = found[RAW]
+    sdk_p50 = [found[name]["p50"] for name in SDKS if name in found]
     best_sdk = min(sdk_p50) if sdk_p50 else None
     lines = [
         "| agent | p50 µs | p99 µs | p50 ÷ raw Agent's | p99 ÷ raw Agent's | best SDK p50 ÷ this |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, m in medians.items():
+    for name, m in found.items():
         vs_sdk = f"{best_sdk / m['p50']:.2f}" if best_sdk is not None else "-"
         lines.append(
             f"| {name} | {m['p50']:.1f} | {m['p99']:.1f} | {m['p50'] / raw['p50']:.2f} "
             f"| {m['p99'] / raw['p99']:.2f} | {vs_sdk} |"
         )
     return lines
+
+
+def collect(
+    commands: dict[str, list[str]], client: list[str], reps: int, env: dict[str, str]
+) -> dict[str, list[Sample]]:
+    """W2 from `client` against each agent of `commands`, `reps` times, alternating them."""
+    samples: dict[str, list[Sample]] = {}
+    for rep in range(reps):
+        for name, agent in commands.items():
+            load_before = os.getloadavg()[0]
+            result = measure(client, agent, env, "W2")
+            sample = {
+                "p50": float(result["p50"]),
+                "p99": float(result["p99"]),
+                "load": max(load_before, os.getloadavg()[0]),
+            }
+            samples.setdefault(name, []).append(sample)
+            print(
+                f"rep {rep + 1} {name}: p50 {sample['p50']:.1f} µs, p99 "
+                f"{sample['p99']:.1f} µs (load {sample['load']:.1f})",
+                file=sys.stderr,
+            )
+    return samples
+
+
+def medians(samples: dict[str, list[Sample]]) -> dict[str, Sample]:
+    return {
+        name: {key: statistics.median(s[key] for s in values) for key in ("p50", "p99")}
+        for name, values in samples.items()
+    }
 
 
 def main() -> int:
@@ -86,36 +117,16 @@ def main() -> int:
     env = {**os.environ, "ACPSTACK_BENCH_QUICK": "1" if args.quick else "0"}
     ours = str(acpstack_python(sys.executable))
     client = [ours, str(PEERS / "acpstack_client.py")]
-    samples: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp, postgres_url("w10") as pg:
-        commands = agents(ours, tmp, pg, not args.no_sdk)
-        for rep in range(args.reps):
-            for name, agent in commands.items():
-                load_before = os.getloadavg()[0]
-                result = measure(client, agent, env, "W2")
-                sample = {
-                    "p50": float(result["p50"]),
-                    "p99": float(result["p99"]),
-                    "load": max(load_before, os.getloadavg()[0]),
-                }
-                samples.setdefault(name, []).append(sample)
-                print(
-                    f"rep {rep + 1} {name}: p50 {sample['p50']:.1f} µs, p99 "
-                    f"{sample['p99']:.1f} µs (load {sample['load']:.1f})",
-                    file=sys.stderr,
-                )
-    medians = {
-        name: {key: statistics.median(s[key] for s in values) for key in ("p50", "p99")}
-        for name, values in samples.items()
-    }
+        samples = collect(agents(ours, tmp, pg, not args.no_sdk), client, args.reps, env)
     loads = [s["load"] for values in samples.values() for s in values]
     size = "200" if args.quick else "2,000"
     print(f"\nW10: {size} prompt round trips, medians of {args.reps}", end="")
     print(f" (1-minute load average {min(loads):.1f}-{max(loads):.1f})\n")
-    print("\n".join(table(medians)))
+    print("\n".join(table(medians(samples))))
     out = HERE / "results" / f"w10-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"samples": samples, "medians": medians}, indent=2))
+    out.write_text(json.dumps({"samples": samples, "medians": medians(samples)}, indent=2))
     print(f"\n(written to {out.relative_to(HERE.parent)})")
     return 0
 
