@@ -16,7 +16,11 @@ repeated `--events` times, medians (and p99) in µs:
   the writer thread's round trip costs without the store;
 - the writer's path: `StoreWriter.append` and the wait for its batch (the hand-off, the
   commit, the loop's wake-up);
-- the same with `MemorySessionStore` (called inline, no thread).
+- the same with `MemorySessionStore` (called inline, no thread);
+- W10's agent itself (`peers/acpstack_session_agent.py`, memory and SQLite) driven over a
+  real pipe by a bare client in this process: wall time per prompt, and the CPU time each
+  thread of the agent process spent per prompt (from /proc: the event loop's thread and
+  the store's writer thread apart), its context switches per prompt, and this client's CPU.
 
 By default the process is pinned to CPU 0 with `taskset`, as W10's agent is (its writer
 thread then shares that CPU with the loop and with the client); `--no-pin` lets it use
@@ -39,10 +43,15 @@ from pathlib import Path
 
 import uvloop
 
+from acpstack import Client, spawn_agent
 from acpstack.agent import MemorySessionStore, SessionRecord, SqliteSessionStore
 from acpstack.agent._store._sqlite import _LAST_SEQ
 from acpstack.agent._writer import StoreWriter
+from acpstack.schema import v1 as acp
 
+Timed = tuple[list[float], float]  # wall µs per step, and the loop thread's CPU µs per step
+PEERS = Path(__file__).resolve().parent / "peers"
+WARM_PROMPTS = 500
 PAYLOAD = b'{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"noop"}}'
 
 
@@ -105,11 +114,18 @@ async def timed_awaits(events: int, step: Callable[[], Awaitable[object]]) -> li
     return out
 
 
-async def on_the_loop(path: Path, events: int) -> dict[str, list[float]]:
+async def timed_on_loop(events: int, step: Callable[[], Awaitable[object]]) -> Timed:
+    """Wall µs of each `step`, and the loop thread's mean CPU µs per step."""
+    cpu = time.thread_time()
+    walls = await timed_awaits(events, step)
+    return walls, (time.thread_time() - cpu) * 1e6 / events
+
+
+async def on_the_loop(path: Path, events: int) -> dict[str, Timed]:
     loop = asyncio.get_running_loop()
-    results: dict[str, list[float]] = {}
+    results: dict[str, Timed] = {}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        results["empty hand-off to a thread and back"] = await timed_awaits(
+        results["empty hand-off to a thread and back"] = await timed_on_loop(
             events, lambda: loop.run_in_executor(pool, lambda: None)
         )
     for name, store in (
@@ -125,10 +141,51 @@ async def on_the_loop(path: Path, events: int) -> dict[str, list[float]]:
             await ticket.batch.wait()
             assert not isinstance(ticket.result, Exception), ticket.result
 
-        results[name] = await timed_awaits(events, append_and_wait)
+        results[name] = await timed_on_loop(events, append_and_wait)
         writer.close()
         store.close()
     return results
+
+
+def threads(pid: int) -> dict[str, tuple[float, float, int]]:
+    """(user CPU s, system CPU s, context switches) of each thread of process `pid`: the
+    main thread (the event loop) as "loop", the others by thread id (their OS names are
+    all the interpreter's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        status = (task / "status").read_text()
+        switches = sum(
+            int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line
+        )
+        name = "loop" if task.name == str(pid) else f"thread {task.name}"
+        out[name] = (int(fields[11]) / tick, int(fields[12]) / tick, switches)
+    return out
+
+
+async def agent_process(store: str, prompts: int) -> dict[str, float]:
+    """W10's agent with `store` over a real pipe: µs and switches per prompt."""
+    async with spawn_agent(
+        [sys.executable, str(PEERS / "acpstack_session_agent.py"), store], Client()
+    ) as conn:
+        peer, pid = conn.agent, conn.transport.pid  # type: ignore[attr-defined]
+        await peer.initialize(acp.InitializeRequest(protocol_version=1))
+        sid = (await peer.session_new(acp.NewSessionRequest(cwd="/tmp", mcp_servers=[]))).session_id
+        request = acp.PromptRequest(session_id=sid, prompt=[acp.TextContent(text="noop")])
+        for _ in range(WARM_PROMPTS):
+            await peer.session_prompt(request)
+        before, own = threads(pid), time.process_time()
+        walls = await timed_awaits(prompts, lambda: peer.session_prompt(request))
+        after, own = threads(pid), time.process_time() - own
+    out = {"wall p50": statistics.median(walls), "client CPU": own * 1e6 / prompts}
+    for name, (user, system, switches) in after.items():
+        user0, system0, switches0 = before.get(name, (0.0, 0.0, 0))
+        if user + system - user0 - system0 > 0 or switches - switches0 > 0:
+            out[f"{name}: user CPU"] = (user - user0) * 1e6 / prompts
+            out[f"{name}: system CPU"] = (system - system0) * 1e6 / prompts
+            out[f"{name}: context switches"] = (switches - switches0) / prompts
+    return out
 
 
 def main() -> int:
@@ -148,6 +205,11 @@ def main() -> int:
         wall, cpu = on_this_thread(store, "s", args.events)
         store.close()
         on_loop = uvloop.run(on_the_loop(path, args.events))
+        prompts = max(args.events, 5000)  # the CPU clock ticks every 10 ms
+        agents = {
+            name: uvloop.run(agent_process(where, prompts))
+            for name, where in (("memory", "memory"), ("SQLite", str(Path(tmp) / "w10.sqlite3")))
+        }
     pinned = "CPU 0" if os.environ.get("_PINNED") == "1" else "not pinned"
     print(f"{args.events} one-event commits, SQLite (WAL, synchronous=NORMAL), {pinned}, ", end="")
     print(f"load average {os.getloadavg()[0]:.1f}\n")
@@ -158,8 +220,15 @@ def main() -> int:
     print(f"  {'(the five statements)':<46} {summary(total)}")
     print(f"{'append_events, this thread: wall':<48} {summary(wall)}")
     print(f"{'append_events, this thread: CPU':<48} {summary(cpu)}")
-    for name, samples in on_loop.items():
-        print(f"{name:<48} {summary(samples)}")
+    print(f"\n{'on the event loop':<48} {'p50 µs':>8} {'p99 µs':>8} {'loop CPU µs':>12}")
+    for name, (samples, loop_cpu) in on_loop.items():
+        print(f"  {name:<46} {summary(samples)} {loop_cpu:12.1f}")
+    print(f"\nW10's agent over a pipe, {prompts} prompts after {WARM_PROMPTS}: per prompt")
+    for name, figures in agents.items():
+        print(f"  SessionAgent + {name}:")
+        for key, value in figures.items():
+            unit = "" if key.endswith("switches") else " µs"
+            print(f"    {key:<44} {value:8.1f}{unit}")
     return 0
 
 
