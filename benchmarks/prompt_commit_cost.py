@@ -24,7 +24,8 @@ repeated `--events` times, medians (and p99) in µs:
 
 By default the process is pinned to CPU 0 with `taskset`, as W10's agent is (its writer
 thread then shares that CPU with the loop and with the client); `--no-pin` lets it use
-both cores.
+both cores. Everything runs on the interpreter that runs this (the agent too), not on
+the benchmark's own venv.
 """
 
 from __future__ import annotations
@@ -198,9 +199,13 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--no-pin", action="store_true", help="do not pin to CPU 0")
     args = parser.parse_args()
-    if not args.no_pin and shutil.which("taskset") and os.environ.get("_PINNED") != "1":
+    if (
+        not args.no_pin
+        and shutil.which("taskset")
+        and os.environ.get("ACPSTACK_BENCH_PINNED") != "1"
+    ):
         argv = ["taskset", "-c", "0", sys.executable, "-m", "benchmarks.prompt_commit_cost"]
-        os.execvpe(argv[0], [*argv, *sys.argv[1:]], {**os.environ, "_PINNED": "1"})
+        os.execvpe(argv[0], [*argv, *sys.argv[1:]], {**os.environ, "ACPSTACK_BENCH_PINNED": "1"})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cost.sqlite3"
         store = SqliteSessionStore(path)
@@ -215,7 +220,7 @@ def main() -> int:
             name: uvloop.run(agent_process(where, prompts))
             for name, where in (("memory", "memory"), ("SQLite", str(Path(tmp) / "w10.sqlite3")))
         }
-    pinned = "CPU 0" if os.environ.get("_PINNED") == "1" else "not pinned"
+    pinned = "CPU 0" if os.environ.get("ACPSTACK_BENCH_PINNED") == "1" else "not pinned"
     print(f"{args.events} one-event commits, SQLite (WAL, synchronous=NORMAL), {pinned}, ", end="")
     print(f"load average {os.getloadavg()[0]:.1f}\n")
     print(f"{'step':<48} {'p50 µs':>8} {'p99 µs':>8}")
