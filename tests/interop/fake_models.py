@@ -18,11 +18,13 @@ The script, from the newest user message of a request:
 
 Every request is kept in ``requests`` (path and decoded JSON body) so a test can check
 what the agent sent, e.g. that a proxy's rules reached the model. Anything else (token
-counting, side calls) gets a small well-formed answer and is logged too.
+counting, side calls) gets a small well-formed answer and is logged too; a body that is
+not JSON gets a 400.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -46,7 +48,9 @@ class FakeModels:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll keeps shutdown() quick.
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.05)
+        self._thread = threading.Thread(target=serve, daemon=True)
 
     @property
     def url(self) -> str:
@@ -111,7 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:
-            body = {"undecodable": raw[:200].decode("utf-8", "replace")}
+            self.models.log(self.path, {"undecodable": raw[:200].decode("utf-8", "replace")})
+            self._json(400, {"error": {"type": "invalid_request_error", "message": "not JSON"}})
+            return
         self.models.log(self.path, body)
         route = self.path.split("?")[0]
         if route == "/v1/messages" and isinstance(body, dict):
