@@ -17,8 +17,9 @@ The script, from the newest user message of a request:
 * anything else: answer ``echo: <its text>``.
 
 Every request is kept in ``requests`` (path and decoded JSON body) so a test can check
-what the agent sent, e.g. that a proxy's rules reached the model. Anything else (token
-counting, side calls) gets a small well-formed answer and is logged too; a body that is
+what the agent sent, e.g. that a proxy's rules reached the model. Anything else gets ``{}``
+and is logged too (all the two agents asked for besides answers, with the variables of
+tests/proxy/test_hosted_agents.py, was Claude Code's ``GET /api/hello``); a body that is
 not JSON gets a 400.
 """
 
@@ -66,9 +67,9 @@ class FakeModels:
         self._server.server_close()
         self._thread.join(timeout=10)
 
-    def log(self, path: str, body: Any) -> None:
+    def log(self, method: str, path: str, body: Any) -> None:
         with self._lock:
-            self.requests.append({"path": path, "body": body})
+            self.requests.append({"method": method, "path": path, "body": body})
 
     def model_calls(self) -> list[dict[str, Any]]:
         """The requests that asked a model for an answer (Messages or generateContent)."""
@@ -99,15 +100,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # the tests' output stays clean
         pass
 
-    def do_GET(self) -> None:
-        self.models.log(self.path, None)
-        self._json(200, {"data": [], "models": []})
-
-    def do_HEAD(self) -> None:
-        self.models.log(self.path, None)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+    def do_GET(self) -> None:  # Claude Code's reachability check, GET /api/hello
+        self.models.log("GET", self.path, None)
+        self._json(200, {})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -115,21 +110,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:
-            self.models.log(self.path, {"undecodable": raw[:200].decode("utf-8", "replace")})
+            self.models.log(
+                "POST", self.path, {"undecodable": raw[:200].decode("utf-8", "replace")}
+            )
             self._json(400, {"error": {"type": "invalid_request_error", "message": "not JSON"}})
             return
-        self.models.log(self.path, body)
+        self.models.log("POST", self.path, body)
         route = self.path.split("?")[0]
         if route == "/v1/messages" and isinstance(body, dict):
             self._anthropic(body)
-        elif route == "/v1/messages/count_tokens":
-            self._json(200, {"input_tokens": 10})
         elif route.endswith(":streamGenerateContent") and isinstance(body, dict):
             self._gemini(body, stream=True)
         elif route.endswith(":generateContent") and isinstance(body, dict):
             self._gemini(body, stream=False)
-        elif route.endswith(":countTokens"):
-            self._json(200, {"totalTokens": 10})
         else:
             self._json(200, {})
 

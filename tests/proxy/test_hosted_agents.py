@@ -14,7 +14,7 @@ calls the agent's own shell tool once: the user approves, the command runs, the 
 file holds the tool call and the permission decision). Both agents run the command
 themselves, not in a client terminal, so the audit has no `command` record here.
 Skipped, with the reason, when node/npm is missing or the npm install fails.
-The first run installs both agents (about 40 s); later runs take some 5-10 s a test.
+The first run installs both agents (25-40 s here); later the four tests take about 10 s.
 """
 
 from __future__ import annotations
@@ -141,6 +141,10 @@ def test_text_turn_the_model_gets_the_rules(run: Run) -> None:
     assert "echo: " in text and "hello through the chain" in text
     assert run.models.model_calls(), run.models.requests
     assert run.models.received(ADDED_RULES)
+    # Nothing else reached the server but Claude Code's reachability check.
+    calls = run.models.model_calls()
+    others = {(r["method"], r["path"]) for r in run.models.requests if r not in calls}
+    assert others <= {("GET", "/api/hello")}
 
 
 def test_tool_turn_is_audited(run: Run) -> None:
