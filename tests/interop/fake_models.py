@@ -16,7 +16,7 @@ The script, from the newest user message of a request:
   for Gemini);
 * anything else: answer ``echo: <its text>``.
 
-Every request is kept in ``requests`` (path and decoded JSON body) so a test can check
+Every request is kept in ``requests`` (method, path, decoded JSON body) so a test can check
 what the agent sent, e.g. that a proxy's rules reached the model. Anything else gets ``{}``
 and is logged too (all the two agents asked for besides answers, with the variables of
 tests/proxy/test_hosted_agents.py, was Claude Code's ``GET /api/hello``); a body that is
