@@ -89,7 +89,16 @@ async def serve_websocket(
     direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
     read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
-        channel = DirectChannel(direct, receive, stream, receiver)
+
+        def relay(data: bytes) -> bool:
+            try:
+                return _relay_now(app, connection, stream, receiver, data)
+            except Exception:  # as the reader's failure would: the connection ends
+                log.exception("connection %s: relaying a message failed", connection.id)
+                connection.close_soon()
+                return True
+
+        channel = DirectChannel(direct, receive, stream, receiver, relay)
         pump = asyncio.ensure_future(channel.pump())
         read_from = channel.receive
     else:
@@ -208,6 +217,31 @@ async def _read(
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return (1000 if connection.closed else INTERNAL_ERROR), False
+
+
+def _relay_now(
+    app: AgentServer,
+    connection: RemoteConnection,
+    stream: OutboundStream,
+    receiver: int,
+    data: bytes,
+) -> bool:
+    """`_read`'s work for a usual text message (a JSON object within the size limit, the
+    agent started, no sharing or reattach), done as it arrives while the reader waits
+    with nothing queued: no task is woken, and the agent's answer may go out before this
+    returns. False, and nothing done, for any other message: the reader takes it, in order."""
+    if data[:1] != b"{" or len(data) > app.limits.max_message_size:
+        return False
+    if not stream.current(receiver):  # resumed on another socket: this one counts no more
+        return False
+    try:
+        env = peek_envelope(data)
+    except msgspec.DecodeError:
+        return False
+    if env.kind == "invalid" or not connection.deliver_now(single_line(data), env):
+        return False
+    connection.received += 1
+    return True
 
 
 async def _pump(stream: OutboundStream, receiver: int, send: Send) -> None:
