@@ -34,6 +34,7 @@ from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream, ResumeRefused
 from acpstack.server._websocket_direct import DirectChannel, direct_socket
+from acpstack.server._ws_protocol import DirectSocket
 from acpstack.transports import LAST_EVENT_HEADER, RECEIVED_HEADER, peek_envelope, single_line
 from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
@@ -89,16 +90,7 @@ async def serve_websocket(
     direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
     read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
-
-        def relay(data: bytes) -> bool:
-            try:
-                return _relay_now(app, connection, stream, receiver, data)
-            except Exception:  # as the reader's failure would: the connection ends
-                log.exception("connection %s: relaying a message failed", connection.id)
-                connection.close_soon()
-                return True
-
-        channel = DirectChannel(direct, receive, stream, receiver, relay)
+        channel = _direct_channel(app, connection, direct, receive, receiver)
         pump = asyncio.ensure_future(channel.pump())
         read_from = channel.receive
     else:
@@ -217,6 +209,26 @@ async def _read(
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return (1000 if connection.closed else INTERNAL_ERROR), False
+
+
+def _direct_channel(
+    app: AgentServer,
+    connection: RemoteConnection,
+    direct: DirectSocket,
+    receive: Receive,
+    receiver: int,
+) -> DirectChannel:
+    stream = connection.connection_stream
+
+    def relay(data: bytes) -> bool:
+        try:
+            return _relay_now(app, connection, stream, receiver, data)
+        except Exception:  # as the reader's failure would: the connection ends
+            log.exception("connection %s: relaying a message failed", connection.id)
+            connection.close_soon()
+            return True
+
+    return DirectChannel(direct, receive, stream, receiver, relay)
 
 
 def _relay_now(
