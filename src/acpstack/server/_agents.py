@@ -63,7 +63,7 @@ async def start_agent(
 def _start_in_process(
     factory: AgentFactory, *, unstable: bool, max_message_size: int, principal: str | None
 ) -> AgentLink:
-    ours, theirs = pipe_pair()
+    ours, theirs = pipe_pair(at_once=True)  # no loop turn between the server and the agent
     agent = factory()
     if isinstance(agent, SessionAgent):
         agent.principal = principal

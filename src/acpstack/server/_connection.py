@@ -27,7 +27,7 @@ from acpstack.server._attach import SHARING_METHODS, Sharing
 from acpstack.server._limits import ServerLimits
 from acpstack.server._metrics import ServerStats
 from acpstack.server._streams import OutboundStream
-from acpstack.transports import Envelope, peek_envelope
+from acpstack.transports import Envelope, Transport, peek_envelope
 from acpstack.wire import FrameDecoder, RequestId
 
 log = logging.getLogger("acpstack.server")
@@ -279,54 +279,91 @@ class RemoteConnection:
         """Pass a client message on to the agent, remembering where its answer goes.
         `retry`: the client sent it again after a broken connection; one that arrived
         before (a request or an answer with the same id) is dropped, so it acts once."""
-        if env.kind in ("request", "response") and env.id is not None:
-            key = (env.kind, env.id)
-            if key in self._seen:
-                if retry:
-                    log.info("connection %s: dropped a %s sent again", self.id, env.kind)
-                    return
-            else:
-                self._seen[key] = None
-                if len(self._seen) > REMEMBERED_IDS:
-                    self._seen.popitem(last=False)
+        if not self._remember(env, retry):
+            log.info("connection %s: dropped a %s sent again", self.id, env.kind)
+            return
         sharing = self.sharing
         if (sharing.active or env.method in SHARING_METHODS) and await sharing.handle(
             frame, env, (c for c in self.peers() if c is not self and c.principal == self.principal)
         ):
             return
+        self._note(env, header_session)
+        if (
+            env.kind == "request"
+            and env.method in ("session/load", "session/resume")
+            and env.session_id is not None
+            and self._on_reattach is not None
+        ):
+            await self._on_reattach(self, env.session_id)
+        await self.send(frame)
+
+    def deliver_now(self, frame: bytes, env: Envelope) -> bool:
+        """`deliver` for a usual message of a multiplexed connection, done without waiting:
+        False (and nothing done) when the message needs `deliver` (sharing, a reattach, an
+        agent that has not taken what it got)."""
+        link = self.link
+        if (
+            self.closed
+            or link is None
+            or self.sharing.active
+            or env.method in SHARING_METHODS
+            or env.method in REATTACH_METHODS
+            or link.transport.write_buffer_size() != 0
+        ):
+            return False
+        self._remember(env, retry=False)
+        self._note(env, None)
+        self.touch()
+        self._write(link.transport, frame)
+        return True
+
+    def _remember(self, env: Envelope, retry: bool) -> bool:
+        """Note a request's or an answer's id; False for one sent again (`retry`) that
+        arrived before."""
+        if env.kind in ("request", "response") and env.id is not None:
+            key = (env.kind, env.id)
+            if key in self._seen:
+                return not retry
+            self._seen[key] = None
+            if len(self._seen) > REMEMBERED_IDS:
+                self._seen.popitem(last=False)
+        return True
+
+    def _note(self, env: Envelope, header_session: str | None) -> None:
+        """The bookkeeping of a message going to the agent (done before it goes: the
+        answer may come back within the write)."""
         if env.session_id is not None:
             self.opened_session = True
-        if env.kind == "request" and env.method == "session/prompt":
+        if env.kind != "request":
+            return
+        if env.method == "session/prompt":
             self.turns.add(env.id)
             self._turn_sessions[env.id] = env.session_id or header_session
-        elif env.kind == "request" and env.method in OPENING_METHODS:
+        elif env.method in OPENING_METHODS:
             self._opening[env.id] = env.session_id
-            if (
-                env.method in ("session/load", "session/resume")
-                and env.session_id is not None
-                and self._on_reattach is not None
-            ):
-                await self._on_reattach(self, env.session_id)
-        elif env.kind == "request" and env.method == "session/close" and env.session_id:
+        elif env.method == "session/close" and env.session_id:
             self.session_ids.discard(env.session_id)
-        if env.kind == "request" and not self.multiplex:
+        if not self.multiplex:
             self._routes[env.id] = (
                 env.session_id or header_session,
                 env.method in REATTACH_METHODS,
             )
-        await self.send(frame)
 
     async def send(self, frame: bytes) -> None:
         self.touch()
         if self.closed or self.link is None:
             raise ConnectionResetError("the connection is closed")
         transport = self.link.transport
+        self._write(transport, frame)
+        await transport.drain()
+
+    @staticmethod
+    def _write(transport: Transport, frame: bytes) -> None:
         if len(frame) < SMALL_FRAME:
             transport.write(frame + b"\n")
         else:  # two writes: no second copy of a large message
             transport.write(frame)
             transport.write(b"\n")
-        await transport.drain()
 
     async def turns_end(self, session_id: str, timeout: float) -> bool:
         """Wait (up to `timeout`) until no turn of `session_id` runs here; False when

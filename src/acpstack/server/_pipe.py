@@ -5,6 +5,12 @@ reader), but a writer also sees how much its reader holds: `write_buffer_size` c
 the bytes the other end has not taken yet, and `drain` waits while that is above the
 high-water mark. So an agent that streams faster than the remote client reads is slowed
 down instead of filling memory.
+
+`pipe_pair(at_once=True)` (the in-process agent's pipe) hands a write to the reader
+inside the `write` call when nothing waits before it: a request and its answer then cross
+the pipe without a loop turn each way. Order still holds: while the reader is paused,
+holds bytes, or is already taking a write (a reader that writes back to its writer),
+the write is held and handed over on the next loop turn as usual.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ JOIN_LIMIT = 64 * 1024
 
 
 class PipeEnd:
-    def __init__(self, high_water: int = HIGH_WATER) -> None:
+    def __init__(self, high_water: int = HIGH_WATER, *, at_once: bool = False) -> None:
         self.peer: PipeEnd | None = None
         self._high = high_water
+        self._at_once = at_once
+        self._taking = False  # inside the reader's callback, handed a write at once
         self._inbox = Inbox()
         self._held: deque[bytes] = deque()
         self._held_size = 0
@@ -48,6 +56,17 @@ class PipeEnd:
         self._schedule()
 
     def _arrive(self, data: bytes) -> None:
+        if self._at_once and not (self._held or self._paused or self._taking or self._closed):
+            self._taking = True
+            try:
+                self._inbox.data(data)
+            except Exception as exc:  # the reader's failure is not the writer's
+                asyncio.get_running_loop().call_exception_handler(
+                    {"message": "a pipe reader failed", "exception": exc}
+                )
+            finally:
+                self._taking = False
+            return
         self._held.append(data)
         self._held_size += len(data)
         self._schedule()
@@ -72,8 +91,12 @@ class PipeEnd:
             self._held.clear()
             self._held_size = 0
             self._wake_writers()
-            for data in held:
-                self._inbox.data(data)
+            self._taking = True  # a write these cause waits behind them
+            try:
+                for data in held:
+                    self._inbox.data(data)
+            finally:
+                self._taking = False
         if self._eof_pending and not self._held and not self._paused:
             self._inbox.eof()
 
@@ -130,7 +153,7 @@ class PipeEnd:
             peer._arrive_eof()
 
 
-def pipe_pair(high_water: int = HIGH_WATER) -> tuple[PipeEnd, PipeEnd]:
-    a, b = PipeEnd(high_water), PipeEnd(high_water)
+def pipe_pair(high_water: int = HIGH_WATER, *, at_once: bool = False) -> tuple[PipeEnd, PipeEnd]:
+    a, b = PipeEnd(high_water, at_once=at_once), PipeEnd(high_water, at_once=at_once)
     a.peer, b.peer = b, a
     return a, b

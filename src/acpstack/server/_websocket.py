@@ -34,6 +34,7 @@ from acpstack.server._connection import RemoteConnection
 from acpstack.server._security import Rejection
 from acpstack.server._streams import OutboundStream, ResumeRefused
 from acpstack.server._websocket_direct import DirectChannel, direct_socket
+from acpstack.server._ws_protocol import DirectSocket
 from acpstack.transports import LAST_EVENT_HEADER, RECEIVED_HEADER, peek_envelope, single_line
 from acpstack.wire import HANDSHAKE_METHODS, INVALID_REQUEST, PARSE_ERROR
 
@@ -89,7 +90,7 @@ async def serve_websocket(
     direct = direct_socket(scope)  # messages without ASGI's queue and send (serve_remote)
     read_from: Callable[[], Awaitable[Message | bytes]]
     if direct is not None:
-        channel = DirectChannel(direct, receive, stream, receiver)
+        channel = _direct_channel(app, connection, direct, receive, receiver)
         pump = asyncio.ensure_future(channel.pump())
         read_from = channel.receive
     else:
@@ -208,6 +209,51 @@ async def _read(
             await connection.deliver(single_line(data), env, None)
         except ConnectionResetError:
             return (1000 if connection.closed else INTERNAL_ERROR), False
+
+
+def _direct_channel(
+    app: AgentServer,
+    connection: RemoteConnection,
+    direct: DirectSocket,
+    receive: Receive,
+    receiver: int,
+) -> DirectChannel:
+    stream = connection.connection_stream
+
+    def relay(data: bytes) -> bool:
+        try:
+            return _relay_now(app, connection, stream, receiver, data)
+        except Exception:  # as the reader's failure would: the connection ends
+            log.exception("connection %s: relaying a message failed", connection.id)
+            connection.close_soon()
+            return True
+
+    return DirectChannel(direct, receive, stream, receiver, relay)
+
+
+def _relay_now(
+    app: AgentServer,
+    connection: RemoteConnection,
+    stream: OutboundStream,
+    receiver: int,
+    data: bytes,
+) -> bool:
+    """`_read`'s work for a usual text message (a JSON object within the size limit, the
+    agent started, no sharing or reattach), done as it arrives while the reader waits
+    with nothing queued: no task is woken, and the agent's answer may go out before this
+    returns. False, and nothing done, for any other message: the reader takes it, in order."""
+    if data[:1] != b"{" or len(data) > app.limits.max_message_size:
+        return False
+    if not stream.current(receiver):  # resumed on another socket: this one counts no more
+        return False
+    try:
+        env = peek_envelope(data)
+    except msgspec.DecodeError:
+        return False
+    if env.kind == "invalid" or not connection.deliver_now(single_line(data), env):
+        return False
+    connection.received += 1
+    return True
 
 
 async def _pump(stream: OutboundStream, receiver: int, send: Send) -> None:

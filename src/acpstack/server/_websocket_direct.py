@@ -4,7 +4,9 @@ queue, and what the agent says is framed and written without ASGI's `send`.
 
 `DirectChannel.receive` is an ASGI `receive` for the reader (`_websocket._read`), except
 that text messages come as the bytes the socket's callback got (not decoded to be encoded
-again); everything else (the disconnect) comes from ASGI as ASGI messages.
+again); everything else (the disconnect) comes from ASGI as ASGI messages. While the
+reader waits with nothing queued, a text message is first offered to `relay`, which
+passes a usual one to the agent at once (no task woken); what it declines is queued.
 `DirectChannel.pump` replaces the sending task: whenever frames wait in the connection's
 stream, they are written in one write, while the socket takes them (when it does not, they
 stay in the stream, whose size pauses the agent): at once when the connection has routed
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 from acpstack._tasks import cancel_and_wait
 from acpstack.server._asgi import Message, Receive, Scope
@@ -34,9 +37,15 @@ def direct_socket(scope: Scope) -> DirectSocket | None:
 
 class DirectChannel:
     def __init__(
-        self, socket: DirectSocket, receive: Receive, stream: OutboundStream, receiver: int
+        self,
+        socket: DirectSocket,
+        receive: Receive,
+        stream: OutboundStream,
+        receiver: int,
+        relay: Callable[[bytes], bool] = lambda data: False,
     ) -> None:
         self._socket = socket
+        self._relay = relay
         self._asgi_receive = receive
         self._stream = stream
         self._receiver = receiver  # our claim on the stream (another socket may resume it)
@@ -50,8 +59,11 @@ class DirectChannel:
 
     # -- from the client -------------------------------------------------------------
 
-    def _on_text(self, data: bytes) -> None:
-        self._put(data)  # valid UTF-8 (the socket checked it)
+    def _on_text(self, data: bytes) -> None:  # valid UTF-8 (the socket checked it)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done() and not self._messages and self._relay(data):
+            return  # the reader is idle and every message before this one was handled
+        self._put(data)
 
     def _put(self, message: Message | bytes) -> None:
         self._messages.append(message)
