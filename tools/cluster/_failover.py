@@ -10,13 +10,18 @@ the rates in `extra`.
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +49,91 @@ def collapse_holding_a_turn(cluster: Cluster, index: int, patience: float = 60) 
         time.sleep(0.02)
 
 
+class HealthProbe:
+    """GET /healthz on each server directly (not through HAProxy), on a new TCP
+    connection every `every` seconds: [when, seconds to answer] per server. /healthz waits
+    on neither the store nor the agents, so this is how long a request waits for the
+    server's event loop (a diagnosis of a slow failover)."""
+
+    def __init__(self, cluster: Cluster, every: float = 0.1) -> None:
+        self.ports = [node.port for node in cluster.nodes]
+        self.every = every
+        self.samples: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(self.ports))}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> HealthProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            for index, port in enumerate(self.ports):
+                sent = time.monotonic()
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
+                    conn.getresponse().read()
+                    conn.close()
+                except OSError:
+                    continue  # a dead server: nothing to time
+                self.samples[index].append((sent, time.monotonic() - sent))
+
+
+def _spread(values: list[float]) -> list[float]:
+    """[count, median, slowest] (seconds, rounded)."""
+    if not values:
+        return [0, 0.0, 0.0]
+    return [len(values), round(statistics.median(values), 3), round(max(values), 3)]
+
+
+def diagnosis(
+    probe: HealthProbe, lags: list[list[float]], kill: float | None, window: float = 10.0
+) -> dict[str, Any]:
+    """Waiting times before the kill (the `window` seconds before it) and after it (the
+    `window` seconds after): the load driver's event loop lag, and each live server's
+    /healthz time."""
+    if kill is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, lo, hi in (("before", kill - window, kill), ("after", kill, kill + window)):
+        out[f"client_loop_lag_{name}"] = _spread([lag for at, lag in lags if lo <= at < hi])
+        for index, samples in probe.samples.items():
+            took = [s for at, s in samples if lo <= at < hi]
+            out[f"node{index + 1}_healthz_{name}"] = _spread(took)
+    return out
+
+
+HTTPLOG = re.compile(
+    r"\[(\d+/\w+/\d+:\d+:\d+:\d+\.\d+)\] \S+ (\S+) "
+    r"(-?\d+)/(-?\d+)/(-?\d+)/(-?\d+)/(\+?-?\d+) (\d+) .*\"(\w+) "
+)
+
+
+def haproxy_timers(said: str, kill_wall: float, window: float = 10.0) -> dict[str, Any]:
+    """From HAProxy's `option httplog` lines (ACPSTACK_HAPROXY_LOG=1) of the requests
+    accepted within `window` seconds after the kill: per method and status, [count, median,
+    slowest] of Tw (queued in HAProxy), Tc (TCP connect to the server), Tr (the server's
+    answer headers) and Ta (the whole request; a stream's lasts until it ends), in ms."""
+    rows: dict[str, dict[str, list[float]]] = {}
+    for line in said.splitlines():
+        match = HTTPLOG.search(line)
+        if match is None:
+            continue
+        accepted = datetime.strptime(match[1], "%d/%b/%Y:%H:%M:%S.%f").timestamp()
+        if not kill_wall <= accepted < kill_wall + window:
+            continue
+        key = f"{match[9]} {match[8]} {match[2]}"
+        timers = rows.setdefault(key, {"Tw": [], "Tc": [], "Tr": [], "Ta": []})
+        for name, group in (("Tw", 4), ("Tc", 5), ("Tr", 6), ("Ta", 7)):
+            timers[name].append(float(match[group].lstrip("+")))
+    return {key: {k: _spread(v) for k, v in t.items()} for key, t in sorted(rows.items())}
+
+
 def run_failover(
     *,
     sessions: int,
@@ -68,6 +158,9 @@ def run_failover(
         # "http-one-stream": HTTP with every message on the connection's one stream
         url = cluster.url if profile.startswith("http") else "ws" + cluster.url[4:]
         argv = [sys.executable, str(LOAD), url, str(sessions), str(per_connection)]
+        if profile_to := os.environ.get("ACPSTACK_PROFILE_DRIVER"):
+            # a diagnosis: where the load driver's own CPU goes (cProfile's output file)
+            argv[1:1] = ["-m", "cProfile", "-o", profile_to]
         argv += [str(turns), str(chunks)]
         if profile == "http-one-stream":
             argv.append("--one-stream")
@@ -76,6 +169,7 @@ def run_failover(
         )
         watchdog = threading.Timer(timeout, driver.kill)
         watchdog.start()
+        probe = HealthProbe(cluster).__enter__()
         result: dict[str, Any] = {}
         killed_after = None
         try:
@@ -91,12 +185,14 @@ def run_failover(
                         collapse_holding_a_turn(cluster, 1)
             code = driver.wait()
         finally:
+            probe.__exit__()
             watchdog.cancel()
             if driver.poll() is None:
                 driver.kill()
                 driver.wait()
             if driver.stdout is not None:
                 driver.stdout.close()
+        cluster_said = cluster.haproxy_said()
         errors.seek(0)
         stderr_tail = errors.read()[-12000:]
         events = int(
@@ -127,7 +223,11 @@ def run_failover(
             "chunks_per_s": round(received / seconds),
             "turns_per_s": round(len(account.turns) / seconds, 1),
             "stderr_tail": stderr_tail,
+            "haproxy": haproxy_timers(cluster_said, cluster.killed_wall),
             "node_stderr_tail": "".join(cluster.nodes[1].lines[-20:]),
+            "waits": diagnosis(
+                probe, result.get("loop_lag", []), min(cluster.killed.values(), default=None)
+            ),
         }
     )
     return account

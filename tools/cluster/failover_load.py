@@ -422,6 +422,16 @@ async def load_when_free(conn: Any, sid: str, patience: float = 60) -> None:
         await asyncio.sleep(1)  # a server's idle reaper, in another process: nothing to await
 
 
+async def measure_loop_lag(lags: list[list[float]], every: float = 0.1) -> None:
+    """How late this process's event loop runs a callback due every `every` seconds:
+    [when, seconds late] (a diagnosis: a busy client delays its own failover)."""
+    while True:
+        due = time.monotonic() + every
+        await asyncio.sleep(every)
+        now = time.monotonic()
+        lags.append([round(now, 4), round(now - due, 4)])
+
+
 async def main(
     url: str, sessions: int, per_connection: int, turns: int, chunks: int, one_stream: bool = False
 ) -> int:
@@ -434,6 +444,8 @@ async def main(
     started = time.monotonic()
     problems: list[str] = []
     watch = asyncio.ensure_future(load.watch())
+    lags: list[list[float]] = []
+    lag_probe = asyncio.ensure_future(measure_loop_lag(lags))
     try:
         work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
         await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
@@ -447,6 +459,7 @@ async def main(
             await work
     finally:
         watch.cancel()
+        lag_probe.cancel()
     seconds = time.monotonic() - started
     problems += [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
     problems += [f"{sid}: not reattached: {why}" for sid, why in load.missing.items()]
@@ -466,6 +479,7 @@ async def main(
             index: {"events": log.events, "asks": log.asks}
             for index, log in load.connections.items()
         },
+        "loop_lag": lags,
         "failovers": load.failovers,
         "session_failovers": load.session_failovers,
         "not_reattached": load.missing,
