@@ -91,6 +91,13 @@ def main() -> int:
         "on the connection's one event stream)",
     )
     parser.add_argument("--runs", "--reps", type=int, default=1, help="runs of each profile")
+    parser.add_argument(
+        "--drivers",
+        type=int,
+        default=1,
+        help="processes the clients run in (1: one Python process drives every connection, "
+        "and over HTTP its own event loop is what a failover waits on most)",
+    )
     parser.add_argument("--account", action="store_true", help="print each run's account")
     args = parser.parse_args()
     profiles = {"both": ["http", "ws"], "all": ["http", "http-one-stream", "ws"]}.get(
@@ -107,6 +114,7 @@ def main() -> int:
                 chunk_delay=args.chunk_delay,
                 kill_at=args.kill_at,
                 profile=profile,
+                drivers=args.drivers,
             )
             summary = account.summary()
             summary["problem_lines"] = account.problems[:10]

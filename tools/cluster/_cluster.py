@@ -51,6 +51,7 @@ class Node:
         )
         self.port = 0
         self.lines: list[str] = []
+        self.slow_steps: list[str] = []
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -60,6 +61,8 @@ class Node:
         for raw in self.proc.stderr:
             line = raw.decode(errors="replace")
             self.lines = [*self.lines[-200:], line]
+            if "seconds" in line and "Executing" in line:  # asyncio's debug mode: a slow step
+                self.slow_steps.append(line)
             match = READY.search(line)
             if match and not self._ready.is_set():
                 self.port = int(match.group(1))
@@ -148,7 +151,11 @@ class Cluster(Service):
             # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
             argv += ["--idle-timeout", "20", *self.serve_args]
             turn_log = str(self._turn_log(index))
-            self.nodes.append(Node(argv, {**env, "ACPSTACK_TURN_LOG": turn_log}))
+            node_env = {**env, "ACPSTACK_TURN_LOG": turn_log}
+            if os.environ.get("ACPSTACK_NODE_ASYNCIO_DEBUG") == "1":
+                # a diagnosis: asyncio logs each callback that holds the loop over 100 ms
+                node_env["PYTHONASYNCIODEBUG"] = "1"
+            self.nodes.append(Node(argv, node_env))
         for node in self.nodes:
             node.wait_ready()
         self.front = free_port()

@@ -433,8 +433,16 @@ async def measure_loop_lag(lags: list[list[float]], every: float = 0.1) -> None:
 
 
 async def main(
-    url: str, sessions: int, per_connection: int, turns: int, chunks: int, one_stream: bool = False
+    url: str,
+    sessions: int,
+    per_connection: int,
+    turns: int,
+    chunks: int,
+    one_stream: bool = False,
+    first: int = 0,
 ) -> int:
+    """`first`: the number of this process's first connection (several drivers share a
+    run, each numbering its connections from its own `first`)."""
     # What the failover does, on stderr (the test shows its tail when something fails).
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(relativeCreated)d %(name)s: %(message)s"))
@@ -447,7 +455,9 @@ async def main(
     lags: list[list[float]] = []
     lag_probe = asyncio.ensure_future(measure_loop_lag(lags))
     try:
-        work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
+        work = asyncio.gather(
+            *(load.connection(i) for i in range(first, first + sessions // per_connection))
+        )
         await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
         if watch.done():
             work.cancel()
@@ -492,5 +502,8 @@ async def main(
 
 
 if __name__ == "__main__":
-    url, numbers = sys.argv[1], [int(a) for a in sys.argv[2:6]]
-    sys.exit(run(main(url, *numbers, one_stream="--one-stream" in sys.argv[6:])))
+    url, (sessions, per_connection, turns, chunks) = sys.argv[1], map(int, sys.argv[2:6])
+    options = sys.argv[6:]
+    first = int(options[options.index("--first") + 1]) if "--first" in options else 0
+    one_stream = "--one-stream" in options
+    sys.exit(run(main(url, sessions, per_connection, turns, chunks, one_stream, first)))
