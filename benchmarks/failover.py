@@ -8,7 +8,12 @@ size): every session streams TURNS turns of CHUNKS chunks through HAProxy; serve
 were lost with their data.reason, acknowledged turns delivered twice or incomplete, the
 failover times, the failover's own requests timed, per-server counts, chunks/s and store
 events/s), with `--account` the run's account in words, then a table per profile over the
-runs. Needs PostgreSQL and HAProxy (Debian's packages); everything runs on 127.0.0.1.
+runs. `--drivers N` runs the clients in N processes (one process driving every HTTP
+connection is itself what a failover waits on most). Needs PostgreSQL and HAProxy
+(Debian's packages); everything runs on 127.0.0.1. Diagnoses, by environment variable:
+ACPSTACK_HAPROXY_LOG=1 (HAProxy's timers per request), ACPSTACK_PROFILE_DRIVER=FILE
+(cProfile of the clients' processes), ACPSTACK_NODE_ASYNCIO_DEBUG=1 (the servers' slow
+event-loop steps, in the JSON's `slow_steps`).
 """
 
 from __future__ import annotations
