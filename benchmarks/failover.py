@@ -8,7 +8,12 @@ size): every session streams TURNS turns of CHUNKS chunks through HAProxy; serve
 were lost with their data.reason, acknowledged turns delivered twice or incomplete, the
 failover times, the failover's own requests timed, per-server counts, chunks/s and store
 events/s), with `--account` the run's account in words, then a table per profile over the
-runs. Needs PostgreSQL and HAProxy (Debian's packages); everything runs on 127.0.0.1.
+runs. `--drivers N` runs the clients in N processes (one process driving every HTTP
+connection is itself what a failover waits on most). Needs PostgreSQL and HAProxy
+(Debian's packages); everything runs on 127.0.0.1. Diagnoses, by environment variable:
+ACPSTACK_HAPROXY_LOG=1 (HAProxy's timers per request), ACPSTACK_PROFILE_DRIVER=FILE
+(cProfile of the clients' processes), ACPSTACK_NODE_ASYNCIO_DEBUG=1 (the servers' slow
+event-loop steps, in the JSON's `slow_steps`).
 """
 
 from __future__ import annotations
@@ -91,6 +96,13 @@ def main() -> int:
         "on the connection's one event stream)",
     )
     parser.add_argument("--runs", "--reps", type=int, default=1, help="runs of each profile")
+    parser.add_argument(
+        "--drivers",
+        type=int,
+        default=1,
+        help="processes the clients run in (1: one Python process drives every connection, "
+        "and over HTTP its own event loop is what a failover waits on most)",
+    )
     parser.add_argument("--account", action="store_true", help="print each run's account")
     args = parser.parse_args()
     profiles = {"both": ["http", "ws"], "all": ["http", "http-one-stream", "ws"]}.get(
@@ -107,6 +119,7 @@ def main() -> int:
                 chunk_delay=args.chunk_delay,
                 kill_at=args.kill_at,
                 profile=profile,
+                drivers=args.drivers,
             )
             summary = account.summary()
             summary["problem_lines"] = account.problems[:10]

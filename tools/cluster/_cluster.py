@@ -51,6 +51,7 @@ class Node:
         )
         self.port = 0
         self.lines: list[str] = []
+        self.slow_steps: list[str] = []
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -60,6 +61,8 @@ class Node:
         for raw in self.proc.stderr:
             line = raw.decode(errors="replace")
             self.lines = [*self.lines[-200:], line]
+            if "seconds" in line and "Executing" in line:  # asyncio's debug mode: a slow step
+                self.slow_steps.append(line)
             match = READY.search(line)
             if match and not self._ready.is_set():
                 self.port = int(match.group(1))
@@ -127,6 +130,7 @@ class Cluster(Service):
         self.store_url = ""
         self.turn_logs: tempfile.TemporaryDirectory[str] | None = None
         self.killed: dict[str, float] = {}  # node name -> time.monotonic() of the SIGKILL
+        self.killed_wall = 0.0
 
     @property
     def url(self) -> str:
@@ -147,21 +151,26 @@ class Cluster(Service):
             # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
             argv += ["--idle-timeout", "20", *self.serve_args]
             turn_log = str(self._turn_log(index))
-            self.nodes.append(Node(argv, {**env, "ACPSTACK_TURN_LOG": turn_log}))
+            node_env = {**env, "ACPSTACK_TURN_LOG": turn_log}
+            if os.environ.get("ACPSTACK_NODE_ASYNCIO_DEBUG") == "1":
+                # a diagnosis: asyncio logs each callback that holds the loop over 100 ms
+                node_env["PYTHONASYNCIODEBUG"] = "1"
+            self.nodes.append(Node(argv, node_env))
         for node in self.nodes:
             node.wait_ready()
         self.front = free_port()
         proxy_env = {**os.environ, "ACP_FRONT": f"127.0.0.1:{self.front}"}
         for index, node in enumerate(self.nodes, 1):
             proxy_env[f"ACP_NODE{index}"] = f"127.0.0.1:{node.port}"
+        config = self._haproxy_config()
         check = subprocess.run(
-            [haproxy, "-c", "-q", "-f", str(HAPROXY_CFG)], env=proxy_env, capture_output=True
+            [haproxy, "-c", "-q", "-f", config], env=proxy_env, capture_output=True
         )
         if check.returncode != 0:
             raise ClusterUnavailable(f"haproxy -c: {check.stderr.decode(errors='replace')}")
         self.haproxy_log = tempfile.TemporaryFile()
         self.haproxy = subprocess.Popen(
-            [haproxy, "-db", "-f", str(HAPROXY_CFG)],
+            [haproxy, "-db", "-f", config],
             env=proxy_env,
             stdin=subprocess.DEVNULL,
             stdout=self.haproxy_log,
@@ -173,6 +182,20 @@ class Cluster(Service):
             self.haproxy_log.seek(0)
             said = self.haproxy_log.read().decode(errors="replace")[-2000:]
             raise ClusterUnavailable(f"HAProxy did not start: {said}") from None
+
+    def _haproxy_config(self) -> str:
+        """examples/deploy/haproxy.cfg as it is; with ACPSTACK_HAPROXY_LOG=1 (a diagnosis)
+        a copy that logs every request with its timers (`option httplog`: Tq/Tw/Tc/Tr/Ta)
+        to HAProxy's stdout, which `haproxy_said()` returns."""
+        if os.environ.get("ACPSTACK_HAPROXY_LOG") != "1":
+            return str(HAPROXY_CFG)
+        assert self.turn_logs is not None
+        text = HAPROXY_CFG.read_text()
+        text = text.replace("global\n", "global\n    log stdout format raw local0\n", 1)
+        text = text.replace("defaults\n", "defaults\n    log global\n    option httplog\n", 1)
+        copy = Path(self.turn_logs.name) / "haproxy-logging.cfg"
+        copy.write_text(text)
+        return str(copy)
 
     def haproxy_said(self) -> str:
         """What HAProxy logged so far (servers going down and up, ...)."""
@@ -190,6 +213,7 @@ class Cluster(Service):
         """SIGKILL one server: no goodbye to its clients, its proxy, or its database."""
         node = self.nodes[index]
         self.killed[self.name(index)] = time.monotonic()
+        self.killed_wall = time.time()  # for HAProxy's log, which has wall-clock times
         os.kill(node.proc.pid, signal.SIGKILL)
         node.proc.wait(timeout=20)
 

@@ -422,9 +422,27 @@ async def load_when_free(conn: Any, sid: str, patience: float = 60) -> None:
         await asyncio.sleep(1)  # a server's idle reaper, in another process: nothing to await
 
 
+async def measure_loop_lag(lags: list[list[float]], every: float = 0.1) -> None:
+    """How late this process's event loop runs a callback due every `every` seconds:
+    [when, seconds late] (a diagnosis: a busy client delays its own failover)."""
+    while True:
+        due = time.monotonic() + every
+        await asyncio.sleep(every)
+        now = time.monotonic()
+        lags.append([round(now, 4), round(now - due, 4)])
+
+
 async def main(
-    url: str, sessions: int, per_connection: int, turns: int, chunks: int, one_stream: bool = False
+    url: str,
+    sessions: int,
+    per_connection: int,
+    turns: int,
+    chunks: int,
+    one_stream: bool = False,
+    first: int = 0,
 ) -> int:
+    """`first`: the number of this process's first connection (several drivers share a
+    run, each numbering its connections from its own `first`)."""
     # What the failover does, on stderr (the test shows its tail when something fails).
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(relativeCreated)d %(name)s: %(message)s"))
@@ -434,8 +452,12 @@ async def main(
     started = time.monotonic()
     problems: list[str] = []
     watch = asyncio.ensure_future(load.watch())
+    lags: list[list[float]] = []
+    lag_probe = asyncio.ensure_future(measure_loop_lag(lags))
     try:
-        work = asyncio.gather(*(load.connection(i) for i in range(sessions // per_connection)))
+        work = asyncio.gather(
+            *(load.connection(i) for i in range(first, first + sessions // per_connection))
+        )
         await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
         if watch.done():
             work.cancel()
@@ -447,6 +469,7 @@ async def main(
             await work
     finally:
         watch.cancel()
+        lag_probe.cancel()
     seconds = time.monotonic() - started
     problems += [f"{sid}: {p}" for sid, log in load.logs.items() for p in log.problems]
     problems += [f"{sid}: not reattached: {why}" for sid, why in load.missing.items()]
@@ -466,6 +489,7 @@ async def main(
             index: {"events": log.events, "asks": log.asks}
             for index, log in load.connections.items()
         },
+        "loop_lag": lags,
         "failovers": load.failovers,
         "session_failovers": load.session_failovers,
         "not_reattached": load.missing,
@@ -478,5 +502,8 @@ async def main(
 
 
 if __name__ == "__main__":
-    url, numbers = sys.argv[1], [int(a) for a in sys.argv[2:6]]
-    sys.exit(run(main(url, *numbers, one_stream="--one-stream" in sys.argv[6:])))
+    url, (sessions, per_connection, turns, chunks) = sys.argv[1], map(int, sys.argv[2:6])
+    options = sys.argv[6:]
+    first = int(options[options.index("--first") + 1]) if "--first" in options else 0
+    one_stream = "--one-stream" in options
+    sys.exit(run(main(url, sessions, per_connection, turns, chunks, one_stream, first)))
