@@ -1,0 +1,105 @@
+"""The version-neutral session event model: one Struct per `session/update` kind, the
+kinds table, and the codecs of protocol versions 1 and 2 at the wire edge.
+
+An event's JSON is v1's where v1 has the concept (a v1 update decodes straight into an
+event), plus what v2 adds (see `acpstack.events._types`). `v1` and `v2` are the per-version
+codecs, modules with `decode` (an update of that version as an event) and `encode` (an
+event as that version's update JSON, None when the version has no such update).
+"""
+
+from __future__ import annotations
+
+from acpstack.events import _v1 as v1
+from acpstack.events import _v2 as v2
+from acpstack.events._kinds import UPDATE_KINDS, Speaker, UpdateDispatch, UpdateKind
+from acpstack.events._types import (
+    EVENT_TYPES,
+    AgentMessage,
+    AgentMessageChunk,
+    AgentThought,
+    AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    Diff,
+    Event,
+    EventStruct,
+    KnownEvent,
+    Notice,
+    Plan,
+    PlanEntry,
+    PlanRemoved,
+    PlanUpdate,
+    SessionInfoUpdate,
+    SessionMessage,
+    SessionMessageChunk,
+    StateUpdate,
+    SubagentUpdate,
+    TerminalOutputChunk,
+    TerminalUpdate,
+    ToolCall,
+    ToolCallContent,
+    ToolCallContentChunk,
+    ToolCallUpdate,
+    UnknownEvent,
+    UsageUpdate,
+    UserMessage,
+    UserMessageChunk,
+    decode_event,
+    encode_event,
+    event_from_json,
+    event_json,
+    kind_of,
+)
+from acpstack.events._v2 import MessageIds
+
+__all__ = [
+    "EVENT_TYPES",
+    "UPDATE_KINDS",
+    "AgentMessage",
+    "AgentMessageChunk",
+    "AgentThought",
+    "AgentThoughtChunk",
+    "AvailableCommandsUpdate",
+    "CompactionSummaryChunk",
+    "CompactionUpdate",
+    "ConfigOptionUpdate",
+    "CurrentModeUpdate",
+    "Diff",
+    "Event",
+    "EventStruct",
+    "KnownEvent",
+    "MessageIds",
+    "Notice",
+    "Plan",
+    "PlanEntry",
+    "PlanRemoved",
+    "PlanUpdate",
+    "SessionInfoUpdate",
+    "SessionMessage",
+    "SessionMessageChunk",
+    "Speaker",
+    "StateUpdate",
+    "SubagentUpdate",
+    "TerminalOutputChunk",
+    "TerminalUpdate",
+    "ToolCall",
+    "ToolCallContent",
+    "ToolCallContentChunk",
+    "ToolCallUpdate",
+    "UnknownEvent",
+    "UpdateDispatch",
+    "UpdateKind",
+    "UsageUpdate",
+    "UserMessage",
+    "UserMessageChunk",
+    "decode_event",
+    "encode_event",
+    "event_from_json",
+    "event_json",
+    "kind_of",
+    "v1",
+    "v2",
+]

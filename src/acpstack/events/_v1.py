@@ -1,0 +1,86 @@
+"""Protocol version 1 at the wire edge: a v1 update as an event, an event as v1 JSON.
+
+A v1 update's JSON is an event's JSON (see `_types.py`), so reading is a direct decode.
+Writing is a direct encode except where the event says what v1 cannot:
+
+- tool status `cancelled` is `failed` with `_meta["acpstack/status"]: "cancelled"` (the
+  mark v2's encoder reads back), and a tool call's `capabilities` are left out;
+- a diff of v2's shape only (`changes`/`patch`, no `newText`) is a text block with its
+  patch, as v1's diff needs the old and new text;
+- the v2-only kinds (state, agent terminals, whole messages, tool-content chunks) have no
+  v1 update (None), nor have the unstable kinds on a stable connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from acpstack.events import _types as ev
+from acpstack.events._kinds import UPDATE_KINDS
+from acpstack.schema import v1
+
+CANCELLED_META = "acpstack/status"  # {CANCELLED_META: "cancelled"} on a v1 `failed` call
+
+_encode = msgspec.json.Encoder().encode
+
+
+def decode(data: bytes | str | dict[str, Any] | msgspec.Struct) -> ev.Event:
+    """The event of a v1 update: its JSON (bytes or parsed) or a struct of
+    `acpstack.schema.v1`/`v1_unstable` (an `UnknownSessionUpdate` is an `UnknownEvent`)."""
+    if isinstance(data, bytes | str):
+        return ev.decode_event(data)
+    if isinstance(data, dict):
+        return ev.event_from_json(data)
+    kept = getattr(data, "data", None)
+    if type(data).__name__ == "UnknownSessionUpdate" and isinstance(kept, dict):
+        return ev.UnknownEvent(kept)
+    return ev.event_from_json(msgspec.to_builtins(data))
+
+
+def encode(event: ev.Event, *, unstable: bool = False) -> bytes | None:
+    """`event` as the JSON of a v1 `session/update` (the `update` member), None when v1
+    (or stable v1, unless `unstable`) has no such update."""
+    cls = type(event)
+    if cls is ev.AgentMessageChunk or cls is ev.UserMessageChunk or cls is ev.AgentThoughtChunk:
+        return _encode(event)  # the hot path: the same JSON
+    if isinstance(event, ev.UnknownEvent):
+        return _encode(event.data)
+    kind = UPDATE_KINDS[ev.kind_of(event)]
+    if kind.v1 is None or (kind.v1 == "unstable" and not unstable):
+        return None
+    if isinstance(event, ev.ToolCall | ev.ToolCallUpdate):
+        return _encode(_tool_call(event))
+    return _encode(event)
+
+
+def _tool_call(event: ev.ToolCall | ev.ToolCallUpdate) -> ev.ToolCall | ev.ToolCallUpdate:
+    changes: dict[str, Any] = {}
+    if event.capabilities is not UNSET:
+        changes["capabilities"] = UNSET
+    if event.status == "cancelled":
+        meta = event.meta if isinstance(event.meta, dict) else {}
+        changes["status"] = "failed"
+        changes["meta"] = {**meta, CANCELLED_META: "cancelled"}
+    if isinstance(event.content, list) and any(type(c) is ev.Diff for c in event.content):
+        changes["content"] = [_diff(c) if type(c) is ev.Diff else c for c in event.content]
+    return msgspec.structs.replace(event, **changes) if changes else event
+
+
+def _diff(diff: ev.Diff) -> Any:
+    """v1's diff (without v2's fields), or a text block with the patch when the diff has
+    no old and new text."""
+    if diff.new_text is not UNSET and diff.path is not UNSET:
+        return msgspec.structs.replace(diff, changes=UNSET, patch=UNSET)
+    patch = diff.patch if isinstance(diff.patch, dict) else None
+    if patch is not None and isinstance(patch.get("text"), str):
+        text = f"```diff\n{patch['text'].rstrip()}\n```"
+    else:
+        changes = diff.changes if isinstance(diff.changes, list) else []
+        text = "\n".join(f"{c.get('operation', '?')} {c.get('path', '?')}" for c in changes)
+    return v1.Content(content=v1.TextContent(text=text))
+
+
+__all__ = ["CANCELLED_META", "decode", "encode"]
