@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from acpstack.events import _v1 as v1
 from acpstack.events import _v2 as v2
-from acpstack.events._kinds import UPDATE_KINDS, Speaker, UpdateDispatch, UpdateKind
+from acpstack.events._kinds import (
+    ALL_KINDS,
+    UPDATE_KINDS,
+    Speaker,
+    Stability,
+    UpdateDispatch,
+    UpdateKind,
+    event_kind,
+)
 from acpstack.events._types import (
     EVENT_TYPES,
     AgentMessage,
@@ -56,6 +64,7 @@ from acpstack.events._types import (
 from acpstack.events._v2 import MessageIds
 
 __all__ = [
+    "ALL_KINDS",
     "EVENT_TYPES",
     "UPDATE_KINDS",
     "AgentMessage",
@@ -81,6 +90,7 @@ __all__ = [
     "SessionMessage",
     "SessionMessageChunk",
     "Speaker",
+    "Stability",
     "StateUpdate",
     "SubagentUpdate",
     "TerminalOutputChunk",
@@ -99,6 +109,7 @@ __all__ = [
     "encode_event",
     "event_from_json",
     "event_json",
+    "event_kind",
     "kind_of",
     "v1",
     "v2",

@@ -99,8 +99,8 @@ class Diff(msgspec.Struct, kw_only=True, tag="diff", tag_field="type", repr_omit
     (whichever the agent gave; each codec derives what its version needs)."""
 
     path: str | UnsetType = UNSET
-    old_text: str | None | UnsetType = field(default=UNSET, name="oldText")
     new_text: str | UnsetType = field(default=UNSET, name="newText")
+    old_text: str | None | UnsetType = field(default=UNSET, name="oldText")
     changes: list[Json] | UnsetType = UNSET
     patch: Json | None | UnsetType = UNSET
     meta: Meta = field(default=UNSET, name="_meta")

@@ -73,7 +73,10 @@ def decode(data: bytes | str | Json | msgspec.Struct) -> ev.Event:
         kept = getattr(data, "data", None)
         if type(data).__name__ == "UnknownSessionUpdate" and isinstance(kept, dict):
             return ev.UnknownEvent(kept)
-        event = ev.event_from_json(msgspec.to_builtins(data))
+        json = msgspec.to_builtins(data)
+        if isinstance(json, dict) and "sessionUpdate" not in json and "state" in json:
+            json["sessionUpdate"] = "state_update"  # a state variant is tagged by `state`
+        event = ev.event_from_json(json)
     if isinstance(event, ev.AvailableCommandsUpdate):
         commands = [_command_from_v2(c) for c in event.available_commands]
         return msgspec.structs.replace(event, available_commands=commands)
