@@ -25,12 +25,21 @@ from acpstack.schema import v1
 CANCELLED_META = "acpstack/status"  # {CANCELLED_META: "cancelled"} on a v1 `failed` call
 
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(ev.KnownEvent).decode
+# The kinds whose event is its v1 update as it is: message chunks (the hot path).
+_SAME = frozenset({ev.AgentMessageChunk, ev.UserMessageChunk, ev.AgentThoughtChunk})
 
 
 def decode(data: bytes | str | dict[str, Any] | msgspec.Struct) -> ev.Event:
     """The event of a v1 update: its JSON (bytes or parsed) or a struct of
     `acpstack.schema.v1`/`v1_unstable` (an `UnknownSessionUpdate` is an `UnknownEvent`)."""
-    if isinstance(data, bytes | str):
+    if type(data) is bytes:
+        try:
+            event: ev.Event = _decode(data)  # the hot path: one msgspec pass
+        except msgspec.ValidationError:
+            return ev.decode_event(data)  # (kept whole, or the clear exception)
+        return event
+    if isinstance(data, str):
         return ev.decode_event(data)
     if isinstance(data, dict):
         return ev.event_from_json(data)
@@ -43,8 +52,7 @@ def decode(data: bytes | str | dict[str, Any] | msgspec.Struct) -> ev.Event:
 def encode(event: ev.Event, *, unstable: bool = False) -> bytes | None:
     """`event` as the JSON of a v1 `session/update` (the `update` member), None when v1
     (or stable v1, unless `unstable`) has no such update."""
-    cls = type(event)
-    if cls is ev.AgentMessageChunk or cls is ev.UserMessageChunk or cls is ev.AgentThoughtChunk:
+    if type(event) in _SAME:
         return _encode(event)  # the hot path: the same JSON
     if isinstance(event, ev.UnknownEvent):
         return _encode(event.data)

@@ -33,6 +33,7 @@ Json = dict[str, Any]
 PLAN_ID = "plan"  # the id of v1's one plan
 
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(ev.KnownEvent).decode
 _CHUNK_SPEAKERS: dict[type, str] = {
     ev.UserMessageChunk: "user",
     ev.AgentMessageChunk: "agent",
@@ -65,7 +66,14 @@ class MessageIds:
 def decode(data: bytes | str | Json | msgspec.Struct) -> ev.Event:
     """The event of a v2 update: its JSON (bytes or parsed) or a struct of
     `acpstack.schema.v2`/`v2_unstable`."""
-    if isinstance(data, bytes | str):
+    if type(data) is bytes:
+        try:
+            event: ev.Event = _decode(data)
+        except msgspec.ValidationError:
+            event = ev.decode_event(data)
+        if type(event) in _CHUNK_SPEAKERS:
+            return event  # the hot path: the same JSON as v1's
+    elif isinstance(data, str):
         event = ev.decode_event(data)
     elif isinstance(data, dict):
         event = ev.event_from_json(data)
@@ -116,10 +124,10 @@ def encode(event: ev.Event, ids: MessageIds, *, client_terminals: bool = False) 
     speaker = _CHUNK_SPEAKERS.get(type(event))
     if speaker is not None:  # the hot path
         chunk: Any = event
-        if not isinstance(chunk.message_id, str):
-            chunk = msgspec.structs.replace(chunk, message_id=ids.message(speaker, UNSET))
-        else:
-            ids.message(speaker, chunk.message_id)
+        if type(chunk.message_id) is str:
+            ids._last = None  # (what `ids.message` does with a given id, inlined)
+            return _encode(chunk)
+        chunk = msgspec.structs.replace(chunk, message_id=ids.message(speaker, UNSET))
         return _encode(chunk)
     if isinstance(event, ev.UnknownEvent):
         return _encode(event.data)
