@@ -234,3 +234,63 @@ def test_a_schema_struct_decodes_as_the_event_of_its_json() -> None:
     assert ev.v1.decode(kept) == ev.UnknownEvent({"sessionUpdate": "x", "y": 1})
     state = v2.IdleStateUpdate(stop_reason="end_turn")
     assert ev.v2.decode(state) == ev.StateUpdate(state="idle", stop_reason="end_turn")
+
+
+# -- the expectations of the old conversions, through the codecs -----------------------
+
+
+@pytest.mark.parametrize("event", [e for e in V1_ROUND if UPDATE_KINDS[ev.kind_of(e)].v1 == "stable"],
+                         ids=ev.kind_of)  # fmt: skip
+def test_a_stable_v1_struct_decodes_too(event: ev.KnownEvent) -> None:
+    wire = _wire(ev.v1.encode(event) or b"", v1.SessionUpdate)
+    assert type(wire).__module__ == "acpstack.schema._generated_v1"
+    assert ev.v1.decode(wire) == event
+
+
+@pytest.mark.parametrize("event", [e for e in SAMPLES if UPDATE_KINDS[ev.kind_of(e)].v2 == "stable"],
+                         ids=ev.kind_of)  # fmt: skip
+def test_a_stable_v2_struct_decodes_too(event: ev.KnownEvent) -> None:
+    wire = _wire(ev.v2.encode(event, ev.MessageIds("m")) or b"", v2.SessionUpdate)
+    assert type(wire).__module__ == "acpstack.schema._generated_v2"
+    assert ev.v2.decode(wire) == event
+
+
+def test_the_agents_cancelled_mark_is_the_one_the_codecs_read() -> None:
+    from acpstack.agent._cancel import mark_cancelled
+
+    update = v1.SessionUpdateToolCallUpdate(tool_call_id="t1", status="failed", meta={"v": 1})
+    mark_cancelled(update)
+    stored = ev.v1.decode(msgspec.json.encode(update))
+    out = json.loads(ev.v2.encode(stored, ev.MessageIds("m")) or b"")
+    assert out == {"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                   "status": "cancelled", "_meta": {"v": 1}}  # fmt: skip
+    only_mark = ev.ToolCallUpdate(tool_call_id="t1", status="failed",
+                                  meta={ev.v1.CANCELLED_META: "cancelled"})  # fmt: skip
+    assert "_meta" not in json.loads(ev.v2.encode(only_mark, ev.MessageIds("m")) or b"")
+    other = ev.ToolCallUpdate(tool_call_id="t1", status="failed",
+                              meta={ev.v1.CANCELLED_META: "other"})  # fmt: skip
+    assert json.loads(ev.v2.encode(other, ev.MessageIds("m")) or b"")["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        (v2.TextContent(text="hi"), v1.TextContent(text="hi")),
+        (
+            v2.TextContent(text="hi", annotations=v2.Annotations(priority=0.5)),
+            v1.TextContent(text="hi", annotations=v1.Annotations(priority=0.5)),
+        ),
+        (v2.TextContent(text="hi", meta={"k": 1}), v1.TextContent(text="hi", meta={"k": 1})),
+        (
+            v2.ImageContent(data="aGk=", mime_type="image/png"),
+            v1.ImageContent(data="aGk=", mime_type="image/png"),
+        ),
+    ],
+)
+def test_a_v2_block_is_the_same_block_in_the_event(block: Any, expected: Any) -> None:
+    chunk = v2.AgentMessageChunk(content=block, message_id="m")
+    for given in (chunk, msgspec.json.encode(chunk)):
+        event = ev.v2.decode(given)
+        assert isinstance(event, ev.AgentMessageChunk)
+        assert type(event.content) is type(expected)
+        assert event.content == expected
