@@ -294,3 +294,13 @@ def test_a_v2_block_is_the_same_block_in_the_event(block: Any, expected: Any) ->
         assert isinstance(event, ev.AgentMessageChunk)
         assert type(event.content) is type(expected)
         assert event.content == expected
+
+
+def test_v2s_open_values_get_v1s_fallbacks_in_v1() -> None:
+    call = ev.ToolCallUpdate(tool_call_id="c", kind="browse", status="paused")
+    wire = _wire(ev.v1.encode(call) or b"", v1.SessionUpdate)
+    assert (wire.kind, wire.status) == ("other", "in_progress")
+    plan = ev.Plan(entries=[ev.PlanEntry(content="x", priority="urgent", status="cancelled")])
+    wire = _wire(ev.v1.encode(plan) or b"", v1.SessionUpdate)
+    assert [(e.priority, e.status) for e in wire.entries] == [("medium", "pending")]
+    assert ev.v2.decode(ev.v2.encode(call, ev.MessageIds("m")) or b"") == call  # kept in v2

@@ -7,13 +7,16 @@ Writing is a direct encode except where the event says what v1 cannot:
   mark v2's encoder reads back), and a tool call's `capabilities` are left out;
 - a diff of v2's shape only (`changes`/`patch`, no `newText`) is a text block with its
   patch, as v1's diff needs the old and new text;
+- an enum value v1's closed `Literal` lacks (v2's are open) gets v1's fallback: a tool
+  call's kind `other`, its status `in_progress` (v2: an unknown status is still in
+  progress; `paused` too), a plan entry's priority `medium` and status `pending`;
 - the v2-only kinds (state, agent terminals, whole messages, tool-content chunks) have no
   v1 update (None), nor have the unstable kinds on a stable connection.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from msgspec import UNSET
@@ -28,6 +31,10 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(ev.KnownEvent).decode
 # The kinds whose event is its v1 update as it is: message chunks (the hot path).
 _SAME = frozenset({ev.AgentMessageChunk, ev.UserMessageChunk, ev.AgentThoughtChunk})
+_TOOL_KINDS = frozenset(get_args(v1.ToolKind))
+_TOOL_STATUSES = frozenset(get_args(v1.ToolCallStatus))
+_PRIORITIES = frozenset(get_args(v1.PlanEntryPriority))
+_PLAN_STATUSES = frozenset(get_args(v1.PlanEntryStatus))
 
 
 def decode(data: bytes | str | dict[str, Any] | msgspec.Struct) -> ev.Event:
@@ -61,7 +68,23 @@ def encode(event: ev.Event, *, unstable: bool = False) -> bytes | None:
         return None
     if isinstance(event, ev.ToolCall | ev.ToolCallUpdate):
         return _encode(_tool_call(event))
+    if isinstance(event, ev.Plan):
+        return _encode(_plan(event))
     return _encode(event)
+
+
+def _plan(plan: ev.Plan) -> ev.Plan:
+    if all(e.priority in _PRIORITIES and e.status in _PLAN_STATUSES for e in plan.entries):
+        return plan
+    entries = [
+        msgspec.structs.replace(
+            e,
+            priority=e.priority if e.priority in _PRIORITIES else "medium",
+            status=e.status if e.status in _PLAN_STATUSES else "pending",
+        )
+        for e in plan.entries
+    ]
+    return msgspec.structs.replace(plan, entries=entries)
 
 
 def _tool_call(event: ev.ToolCall | ev.ToolCallUpdate) -> ev.ToolCall | ev.ToolCallUpdate:
@@ -72,6 +95,10 @@ def _tool_call(event: ev.ToolCall | ev.ToolCallUpdate) -> ev.ToolCall | ev.ToolC
         meta = event.meta if isinstance(event.meta, dict) else {}
         changes["status"] = "failed"
         changes["meta"] = {**meta, CANCELLED_META: "cancelled"}
+    elif isinstance(event.status, str) and event.status not in _TOOL_STATUSES:
+        changes["status"] = "in_progress"
+    if isinstance(event.kind, str) and event.kind not in _TOOL_KINDS:
+        changes["kind"] = "other"
     if isinstance(event.content, list) and any(type(c) is ev.Diff for c in event.content):
         changes["content"] = [_diff(c) if type(c) is ev.Diff else c for c in event.content]
     return msgspec.structs.replace(event, **changes) if changes else event
