@@ -96,6 +96,7 @@ def main() -> None:
         ("v2 JSON -> client model: today (v2 decode + _v2_view)", lambda: _today_v2_client(BYTES)),
         ("v2 JSON -> event: events.v2.decode", lambda: ev.v2.decode(BYTES)),
         ("v1 update -> v1 bytes: today (encode the v1 struct)", lambda: _encode(V1_CHUNK)),
+        ("event -> stored bytes (= v1 wire): events.encode_event", lambda: ev.encode_event(EVENT)),
         ("event -> v1 bytes: events.v1.encode", lambda: ev.v1.encode(EVENT)),
         (
             "v1 update, own id -> v2 bytes: today (V2Session)",

@@ -23,7 +23,7 @@ from msgspec import UNSET
 
 from acpstack.events import _types as ev
 from acpstack.events._kinds import UPDATE_KINDS
-from acpstack.schema import v1
+from acpstack.schema import UnknownSessionUpdate, v1
 
 CANCELLED_META = "acpstack/status"  # {CANCELLED_META: "cancelled"} on a v1 `failed` call
 
@@ -50,9 +50,8 @@ def decode(data: bytes | str | dict[str, Any] | msgspec.Struct) -> ev.Event:
         return ev.decode_event(data)
     if isinstance(data, dict):
         return ev.event_from_json(data)
-    kept = getattr(data, "data", None)
-    if type(data).__name__ == "UnknownSessionUpdate" and isinstance(kept, dict):
-        return ev.UnknownEvent(kept)
+    if isinstance(data, UnknownSessionUpdate):
+        return ev.UnknownEvent(data.data)
     return ev.event_from_json(msgspec.to_builtins(data))
 
 

@@ -28,6 +28,7 @@ from msgspec import UNSET
 from acpstack.events import _types as ev
 from acpstack.events._kinds import UPDATE_KINDS
 from acpstack.events._v1 import CANCELLED_META
+from acpstack.schema import UnknownSessionUpdate
 
 Json = dict[str, Any]
 PLAN_ID = "plan"  # the id of v1's one plan
@@ -78,9 +79,8 @@ def decode(data: bytes | str | Json | msgspec.Struct) -> ev.Event:
     elif isinstance(data, dict):
         event = ev.event_from_json(data)
     else:
-        kept = getattr(data, "data", None)
-        if type(data).__name__ == "UnknownSessionUpdate" and isinstance(kept, dict):
-            return ev.UnknownEvent(kept)
+        if isinstance(data, UnknownSessionUpdate):
+            return ev.UnknownEvent(data.data)
         json = msgspec.to_builtins(data)
         if isinstance(json, dict) and "sessionUpdate" not in json and "state" in json:
             json["sessionUpdate"] = "state_update"  # a state variant is tagged by `state`
