@@ -36,7 +36,7 @@ PEERS = HERE / "peers"
 
 
 @contextlib.contextmanager
-def postgres_url() -> Iterator[str | None]:
+def postgres_url(database: str = "w9") -> Iterator[str | None]:
     try:
         from tools.cluster._postgres import LocalPostgres
     except ImportError:
@@ -49,12 +49,19 @@ def postgres_url() -> Iterator[str | None]:
         yield None
         return
     with server as pg:
-        yield pg.create_database("w9")
+        yield pg.create_database(database)
 
 
 def run(client: list[str], agent: list[str], env: dict[str, str]) -> float:
+    return float(measure(client, agent, env, "W1")["value"])
+
+
+def measure(
+    client: list[str], agent: list[str], env: dict[str, str], workload: str
+) -> dict[str, float]:
+    """What `client` printed for `workload` against `agent` (both pinned to CPU 0)."""
     done = subprocess.run(
-        pinned([*client, "W1", "--", *agent]),
+        pinned([*client, workload, "--", *agent]),
         capture_output=True,
         text=True,
         timeout=600,
@@ -63,7 +70,8 @@ def run(client: list[str], agent: list[str], env: dict[str, str]) -> float:
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{agent[-2:]}: exit {done.returncode}: {done.stderr[-400:]}")
-    return float(json.loads(lines[-1])["value"])
+    result: dict[str, float] = json.loads(lines[-1])
+    return result
 
 
 def main() -> int:

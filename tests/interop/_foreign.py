@@ -406,3 +406,45 @@ def acpx_script() -> Path | None:
             )
             stamp.write_text(ACPX_SPEC, encoding="utf-8")
     return script
+
+
+# --------------------------------------------------------------------------- hosted-model agents
+
+# The two agents that answer only with their vendors' hosted models; the tests point them at
+# the scripted model server of fake_models.py instead (versions from the registry snapshot).
+CLAUDE_AGENT_SPEC = "@agentclientprotocol/claude-agent-acp@0.69.0"
+GEMINI_CLI_SPEC = "@google/gemini-cli@0.55.1"
+HOSTED_DIR = CACHE_DIR / "hosted"
+
+
+def _npm_bin(name: str, spec: str, binary: str) -> Path | None:
+    """Install the npm package `spec` into HOSTED_DIR/name on first use and return its
+    executable `binary`; None without node/npm."""
+    if not node_available():
+        return None
+    where = HOSTED_DIR / name
+    script = where / "node_modules" / ".bin" / binary
+    stamp = where / ".acpstack-installed"
+    if _stamp_ok(stamp, spec) and script.exists():
+        return script
+    with _locked(f"hosted-{name}"):
+        if not (_stamp_ok(stamp, spec) and script.exists()):
+            if where.exists():
+                shutil.rmtree(where)
+            where.mkdir(parents=True)
+            (where / "package.json").write_text('{"private": true}\n', "utf-8")
+            npm = shutil.which("npm")
+            assert npm is not None
+            _run([npm, "install", "--no-audit", "--no-fund", "--save-exact", spec], cwd=where)
+            stamp.write_text(spec, encoding="utf-8")
+    return script
+
+
+def claude_agent_script() -> Path | None:
+    """claude-agent-acp (npm), installed on first use; None without node/npm."""
+    return _npm_bin("claude-agent-acp", CLAUDE_AGENT_SPEC, "claude-agent-acp")
+
+
+def gemini_cli_script() -> Path | None:
+    """gemini-cli (npm), installed on first use; None without node/npm."""
+    return _npm_bin("gemini-cli", GEMINI_CLI_SPEC, "gemini")

@@ -10,8 +10,8 @@ command).
 - the agent built on the official TypeScript SDK 2.4.0 (tests/interop/peers), scripted:
   it echoes the first text block and asks permission on `permission`; skipped without node.
 
-claude-agent-acp and gemini-cli are not here: they answer only with their vendors' hosted
-models (no offline model exists for them in this project's tests).
+claude-agent-acp and gemini-cli, which need a hosted model, run through the same chain
+against a scripted model server in test_hosted_agents.py.
 """
 
 from __future__ import annotations

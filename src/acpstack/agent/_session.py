@@ -104,6 +104,9 @@ class Session:
     _outbox: deque[tuple[Batch, int, bytes | None]] = field(
         default_factory=deque, init=False, repr=False
     )
+    # Events queued with nothing to deliver (a prompt) while the outbox was empty: only
+    # their storing is waited for (`drain`), without a delivery task.
+    _unconfirmed: deque[tuple[Batch, int]] = field(default_factory=deque, init=False, repr=False)
     _delivery: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _failure: Exception | None = field(default=None, init=False, repr=False)
     # Every frame of this session's updates opens with `_frame_head` (the notification's
@@ -170,7 +173,7 @@ class Session:
         if seq is not None:
             if wire is not None:
                 await self.send_wire(wire, seq)
-        elif len(self._outbox) % YIELD_EVERY == 0:
+        elif (len(self._outbox) + len(self._unconfirmed)) % YIELD_EVERY == 0:
             # A turn that streams without awaiting anything else would otherwise queue
             # until the queue is full before the writer and the delivery get a turn: let
             # them commit and send what is queued while the turn goes on.
@@ -197,6 +200,9 @@ class Session:
             batch.finish([seq])
         else:
             batch, index = writer.queue(self.session_id, kind, payload)
+            if wire is None and not self._outbox:
+                self._unconfirmed.append((batch, index))
+                return None
         self._outbox.append((batch, index, wire))
         if self._delivery is None:
             # Owned by the session: ended by `aclose`.
@@ -265,6 +271,7 @@ class Session:
     def _fail(self, error: Exception) -> Exception:
         """Remember why events stopped; what was not delivered yet is dropped."""
         self._outbox.clear()
+        self._unconfirmed.clear()
         if isinstance(error, StoreUnavailable):
             log.warning("session %s: %s", self.session_id, error)
         self._failure = error
@@ -278,9 +285,21 @@ class Session:
             raise self._failure
 
     async def drain(self) -> None:
-        """Wait until every update sent so far is delivered or dropped (never raises)."""
+        """Wait until every update sent so far is delivered or dropped, and every event
+        is stored or failed (never raises)."""
         while self._delivery is not None:
             await asyncio.wait([self._delivery])
+        unconfirmed = self._unconfirmed
+        while unconfirmed:
+            entry = unconfirmed[0]
+            batch, index = entry
+            if not batch.done:
+                await batch.wait()
+            if unconfirmed and unconfirmed[0] is entry:  # (another drain may have taken it)
+                unconfirmed.popleft()
+                result = batch.results[index]
+                if isinstance(result, Exception) and self._failure is None:
+                    self._fail(result)
 
     def clear_failure(self) -> Exception | None:
         """Forget the failure that stopped events (the next turn tries the store again);
@@ -297,6 +316,7 @@ class Session:
             task.cancel()
             await asyncio.wait([task])
         self._outbox.clear()
+        self._unconfirmed.clear()
 
     def record_prompt(
         self,

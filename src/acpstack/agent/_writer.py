@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
+import queue
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -54,28 +57,32 @@ class Batch:
     """Events committed in one transaction; `results[i]` is the seq of event i or the
     exception that refused it, once `done`."""
 
-    __slots__ = ("events", "sessions", "results", "done", "_waiter")
+    __slots__ = ("events", "sessions", "results", "done", "_waiters")
 
     def __init__(self) -> None:
         self.events: list[NewEvent] = []
         self.sessions: set[str] = set()  # whose events it holds
         self.results: list[int | Exception] = []
         self.done = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
 
     async def wait(self) -> None:
         """Until the batch is committed (or failed)."""
         if self.done:
             return
-        if self._waiter is None:
-            self._waiter = asyncio.get_running_loop().create_future()
-        await asyncio.shield(self._waiter)  # one waiter cancelled leaves it to the others
+        # A future per waiter: one waiter cancelled leaves the others waiting (cheaper
+        # than `asyncio.shield` around a shared one).
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
 
     def finish(self, results: list[int | Exception]) -> None:
         self.results = results
         self.done = True
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
 
 
 class Ticket:
@@ -103,6 +110,55 @@ def _done_ticket(result: int | Exception) -> Ticket:
     return Ticket(batch, 0)
 
 
+class StoreThread:
+    """One thread that runs store calls one after another; `run` returns an asyncio future
+    of the call's result. A `ThreadPoolExecutor` with `run_in_executor` does the same with
+    a `concurrent.futures.Future` chained to an asyncio one; this hand-off costs the loop
+    about 40% less CPU (a lone prompt with SQLite crosses to the thread and back once).
+
+    A daemon thread: a batch cut short when the process exits was never acknowledged
+    (nothing is delivered before its commit), and SQLite and PostgreSQL roll it back."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Run `fn(*args)` on the thread, after the calls before it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((loop, future, fn, args))
+        return future
+
+    def shutdown(self) -> None:
+        """End the thread once the calls queued before are done."""
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, future, fn, args = job
+            outcome: tuple[Callable[[asyncio.Future[Any], Any], None], Any, Any]
+            try:
+                outcome = (_settle, future, fn(*args))
+            except Exception as exc:  # the caller's to handle, on its loop
+                outcome = (_refuse, future, exc)
+            try:
+                loop.call_soon_threadsafe(*outcome)
+            except RuntimeError:  # the loop is closed: nobody waits for the answer
+                pass
+
+
+def _settle(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _refuse(future: asyncio.Future[Any], error: Exception) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 class StoreWriter:
     """The group-committing writer of one store in one process (see the module's doc).
     Get it with `writer_for(store)`: every `SessionAgent` of the process shares it."""
@@ -123,11 +179,7 @@ class StoreWriter:
             store, "append_events", None
         ) or (lambda events: SessionStore.append_events(store, events))
         # One thread: batches and every other call run in order, never two at once...
-        self._thread = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="acpstack-store")
-            if self.blocking
-            else None
-        )
+        self._thread = StoreThread("acpstack-store") if self.blocking else None
         # ...unless the store serves several threads: then calls have threads of their own
         side_by_side = int(getattr(store, "concurrent_calls", 1))
         self._calls = (
@@ -135,7 +187,7 @@ class StoreWriter:
                 side_by_side, thread_name_prefix="acpstack-store-calls"
             )
             if self.blocking and side_by_side > 1
-            else self._thread
+            else None
         )
 
     def forgive(self, session_id: str) -> None:
@@ -196,15 +248,19 @@ class StoreWriter:
         that never blocks). A failure of the store itself raises `StoreUnavailable`."""
         if self._thread is None:
             return fn(*args, **kwargs)
-        if self._calls is not self._thread:
+        if self._calls is not None:
             queued = self._open or self._committing  # committed after every batch before it
             if queued is not None:
                 await queued.wait()
         return await self._run_call(fn, *args, **kwargs)
 
     async def _run_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._calls, lambda: fn(*args, **kwargs))
+        assert self._thread is not None
+        call = (lambda: fn(*args, **kwargs)) if kwargs else functools.partial(fn, *args)
+        if self._calls is None:
+            future: asyncio.Future[T] = self._thread.run(call)
+        else:
+            future = asyncio.get_running_loop().run_in_executor(self._calls, call)
         try:
             return await future
         except (KeyError, ValueError, TypeError, SessionBusy, StoreUnavailable, RuntimeError):
@@ -217,7 +273,7 @@ class StoreWriter:
     ) -> T:
         """`call` for a call about one session only: with a store that serves several
         threads, it waits only for the queued batches holding events of `session_id`."""
-        if self._calls is not self._thread:
+        if self._calls is not None:
             for queued in (self._committing, self._open):
                 if queued is not None and session_id in queued.sessions:
                     await queued.wait()
@@ -225,7 +281,6 @@ class StoreWriter:
         return await self.call(fn, *args, **kwargs)
 
     async def _commit_batches(self) -> None:
-        loop = asyncio.get_running_loop()
         try:
             while self._open is not None:
                 batch, self._open = self._open, None
@@ -241,9 +296,7 @@ class StoreWriter:
                 written: list[int | Exception] = []
                 if events:
                     try:
-                        written = await loop.run_in_executor(
-                            self._thread, self._append_many, events
-                        )
+                        written = await self._thread.run(self._append_many, events)
                     except Exception as exc:
                         log.warning(
                             "session store: a batch of %d events failed: %s", len(events), exc
@@ -267,8 +320,8 @@ class StoreWriter:
     def close(self) -> None:
         """Stop the thread once what it runs now is done (the store stays open)."""
         if self._thread is not None:
-            self._thread.shutdown(wait=False)
-        if self._calls is not None and self._calls is not self._thread:
+            self._thread.shutdown()
+        if self._calls is not None:
             self._calls.shutdown(wait=False)
 
 
@@ -297,4 +350,12 @@ def writer_for(store: SessionStore) -> StoreWriter:
     return writer
 
 
-__all__ = ["Batch", "BatchObserver", "StoreWriter", "Ticket", "observe_store_batches", "writer_for"]
+__all__ = [
+    "Batch",
+    "BatchObserver",
+    "StoreThread",
+    "StoreWriter",
+    "Ticket",
+    "observe_store_batches",
+    "writer_for",
+]
