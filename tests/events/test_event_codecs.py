@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _samples import SAMPLES, TEXT, V1_DIFF, V1_SAMPLES, V2_DIFF  # noqa: E402
 
 TRACE = Path(__file__).parents[1] / "client" / "data" / "session_updates.jsonl"
+TRACE_V2 = Path(__file__).parent / "data" / "trace_v2.jsonl"
 
 
 def _in_v1(event: ev.Event) -> bool:
@@ -147,7 +148,7 @@ def test_a_diff_with_both_shapes_is_v1s_in_v1_and_v2s_in_v2() -> None:
     assert in_v2 == {"type": "diff", "changes": V2_DIFF.changes, "patch": V2_DIFF.patch}
 
 
-# -- a v1 history on a v2 connection (what `agent/_v2_convert.py` did) -------------------
+# -- a v1 history on a v2 connection -------------------------------------------------
 
 
 def test_a_v1_history_in_v2() -> None:
@@ -173,21 +174,23 @@ def test_a_v1_history_in_v2() -> None:
 
 
 def test_the_recorded_v1_trace_decodes_and_matches_the_old_v2_conversion() -> None:
-    from acpstack.agent._v2_convert import MessageIds, update_to_v2
-
-    old_ids, new_ids = MessageIds("m"), ev.MessageIds("m")
+    # `data/trace_v2.jsonl`: what the old v1-to-v2 conversion of the agent
+    # (`agent/_v2_convert.py`, removed since) made of each update of the trace, recorded
+    # with it before it went.
+    expected = [json.loads(line) for line in TRACE_V2.read_text().splitlines()]
+    ids = ev.MessageIds("m")
     lines = TRACE.read_text().splitlines()
-    assert len(lines) > 10
-    for line in lines:
+    assert len(lines) > 10 and len(lines) == len(expected)
+    for line, old in zip(lines, expected, strict=True):
         update = json.loads(line)["update"]
         event = ev.v1.decode(msgspec.json.encode(update))
         known = update["sessionUpdate"] in UPDATE_KINDS  # (the trace has a custom kind)
         assert isinstance(event, ev.UnknownEvent) != known, update
         assert json.loads(ev.v1.encode(event, unstable=True) or b"") == update
         # One change on purpose: a kind of no version (custom) goes to v2 peers too, as
-        # it came (the old conversion dropped it); a v2 client ignores what it does not know.
-        old = update_to_v2(update, old_ids) if known else [update]
-        new = ev.v2.encode(event, new_ids, client_terminals=True)
+        # it came (the old conversion dropped it); a v2 client ignores what it does not
+        # know. The recording holds it as it came.
+        new = ev.v2.encode(event, ids, client_terminals=True)
         assert ([] if new is None else [json.loads(new)]) == old, update
 
 

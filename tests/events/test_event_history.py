@@ -1,12 +1,14 @@
 """A history as today's `SessionAgent` stores it (v1 JSON, in a real SQLite file, written
 by a real turn over an in-memory connection) reads as events: every stored update decodes
-to a known event whose v1 encoding is the stored bytes, and whose v2 encoding is what the
-old v1-to-v2 conversion (`agent/_v2_convert.py`) made of it."""
+to a known event whose v1 encoding is the stored bytes, and whose v2 encoding is a valid
+v2 update of the same meaning."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import msgspec
 
 from acpstack import events as ev
 from acpstack.agent import (
@@ -17,8 +19,8 @@ from acpstack.agent import (
     diff_content,
     text_content,
 )
-from acpstack.agent._v2_convert import MessageIds, update_to_v2
 from acpstack.client import Client, connect_client
+from acpstack.schema import UnknownSessionUpdate, v2
 from acpstack.schema import v1 as acp
 from acpstack.transports import memory_pair
 
@@ -69,11 +71,18 @@ async def test_a_stored_v1_history_reads_as_events(tmp_path: Path) -> None:
     assert [ev.v1.encode(e, unstable=True) for e in events] == stored
     assert [ev.encode_event(e) for e in events] == stored
 
-    old_ids, new_ids = MessageIds("m"), ev.MessageIds("m")
-    for payload, event in zip(stored, events, strict=True):
-        old = update_to_v2(json.loads(payload), old_ids)
-        new = ev.v2.encode(event, new_ids, client_terminals=True)
-        assert ([] if new is None else [json.loads(new)]) == old
+    new_ids = ev.MessageIds("m")
+    decode_v2 = msgspec.json.Decoder(v2.SessionUpdate).decode
+    in_v2 = [ev.v2.encode(event, new_ids, client_terminals=True) for event in events]
+    wire = [decode_v2(data) for data in in_v2 if data is not None]
+    assert len(wire) == len(events)  # every kind of this turn exists in v2
+    assert not any(isinstance(update, UnknownSessionUpdate) for update in wire)
+    tags = {json.loads(data)["sessionUpdate"] for data in in_v2 if data is not None}
+    assert tags >= {"agent_thought_chunk", "agent_message_chunk", "plan_update", "usage_update",
+                    "tool_call_update"}  # fmt: skip
+    assert "tool_call" not in tags and "plan" not in tags  # v1's kinds, mapped
+    diffs = [json.loads(data) for data in in_v2 if data is not None and b'"diff"' in data]
+    assert diffs and all("patch" in d["content"][0] for d in diffs)
     cancelled = [e for e in events if isinstance(e, ev.ToolCallUpdate) and e.status == "failed"]
     assert len(cancelled) == 1
     assert json.loads(ev.v2.encode(cancelled[0], new_ids) or b"")["status"] == "cancelled"

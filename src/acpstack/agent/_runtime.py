@@ -973,7 +973,7 @@ class SessionAgent(Agent):
         return v2.CancelTerminalResponse()
 
     def _v2_options(self, session: Session) -> list[Any] | UnsetType:
-        from acpstack.agent._v2_convert import config_option_to_v2
+        from acpstack.events._v2 import config_option_to_v2
         from acpstack.schema import v2
 
         options = self._config_options(session)

@@ -4,7 +4,7 @@ Reading: a v2 update's JSON decodes straight into the events, as v2 spells most 
 v1 does; commands and config options are renamed to v1's spelling (`configId` is `id`,
 `groupId` is `group`, a command's `{type: "text", hint}` input is `{hint}`).
 
-Writing (what `agent/_v2_convert.py` did on JSON, here on events):
+Writing (what a `SessionAgent` session on a v2 connection sends):
 
 - message chunks keep (or get, from `MessageIds`) the `messageId` v2 requires;
 - `tool_call` is the call's first `tool_call_update`; v1's `failed` with the cancelled
@@ -147,14 +147,14 @@ def _to_v2(event: ev.EventStruct, client_terminals: bool) -> Json | None:
         return {**json, "availableCommands": [_command_to_v2(c) for c in event.available_commands]}
     if isinstance(event, ev.ConfigOptionUpdate):
         json = ev.event_json(event)
-        options = [_rename(o, "id", "configId", "group", "groupId") for o in event.config_options]
+        options = [config_option_to_v2(o) for o in event.config_options]
         return {**json, "configOptions": options}
     kind = UPDATE_KINDS[ev.kind_of(event)]
     if kind.v2 is None:
         return None  # current_mode_update: the mode is a config option in v2
     if isinstance(event, ev.ToolCallContentChunk):
         json = ev.event_json(event)
-        item = _tool_content_to_v2(json["content"], client_terminals)
+        item = tool_content_to_v2(json["content"], client_terminals)
         return None if item is None else {**json, "content": item}
     return ev.event_json(event)
 
@@ -164,7 +164,7 @@ def tool_call_to_v2(update: Json, client_terminals: bool = False) -> Json:
     out = {**update, "sessionUpdate": "tool_call_update"}
     content = out.get("content")
     if isinstance(content, list):
-        items = (_tool_content_to_v2(c, client_terminals) for c in content)
+        items = (tool_content_to_v2(c, client_terminals) for c in content)
         out["content"] = [c for c in items if c is not None]
     meta = out.get("_meta")
     if isinstance(meta, dict) and meta.get(CANCELLED_META) == "cancelled":
@@ -177,7 +177,8 @@ def tool_call_to_v2(update: Json, client_terminals: bool = False) -> Json:
     return out
 
 
-def _tool_content_to_v2(item: Any, client_terminals: bool) -> Json | None:
+def tool_content_to_v2(item: Any, client_terminals: bool) -> Json | None:
+    """A tool call's content item in v2's shape (None: v2 has no such item)."""
     if not isinstance(item, dict):
         return None
     if item.get("type") == "diff":
@@ -216,6 +217,11 @@ def diff_to_v2(diff: Json) -> Json:
     }
 
 
+def config_option_to_v2(option: Json) -> Json:
+    """A config option (neutral JSON, v1's spelling) in v2's: `configId`, `groupId`."""
+    return _rename(option, "id", "configId", "group", "groupId")
+
+
 def _command_to_v2(command: Json) -> Json:
     out = {k: v for k, v in command.items() if k != "input"}
     out["type"] = "command"
@@ -229,4 +235,13 @@ def _meta(obj: Json) -> Json:
     return {"_meta": obj["_meta"]} if "_meta" in obj else {}
 
 
-__all__ = ["PLAN_ID", "MessageIds", "decode", "diff_to_v2", "encode", "tool_call_to_v2"]
+__all__ = [
+    "PLAN_ID",
+    "MessageIds",
+    "config_option_to_v2",
+    "decode",
+    "diff_to_v2",
+    "encode",
+    "tool_call_to_v2",
+    "tool_content_to_v2",
+]
