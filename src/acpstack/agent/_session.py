@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import msgspec
 from msgspec import UNSET
 
+import acpstack.events as events
 from acpstack.agent._store import (
     SessionBusy,
     SessionRecord,
@@ -36,8 +37,7 @@ from acpstack.agent._store import (
 )
 from acpstack.agent._store._records import EVENT_BATCH
 from acpstack.agent._writer import Batch, StoreWriter, writer_for
-from acpstack.events import _types as events
-from acpstack.events import _v1 as events_v1
+from acpstack.events import v1 as events_v1
 from acpstack.schema import v1 as acp
 from acpstack.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, RequestError
 

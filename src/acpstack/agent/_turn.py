@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from msgspec import UNSET
 
+import acpstack.events as events
 from acpstack.agent._cancel import CancellableTool, CommandControl, mark_cancelled
 from acpstack.agent._client_terminals import ClientTerminals, Terminals
 from acpstack.agent._local_access import Fallback, LocalAccess
 from acpstack.agent._session import new_id
 from acpstack.agent._turn_extras import ClientCapabilityMissing, TurnExtras
-from acpstack.events import _types as events
 from acpstack.local import TerminalOutput
 from acpstack.schema import v1 as acp
 from acpstack.wire import CapabilityError

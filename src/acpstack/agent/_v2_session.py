@@ -18,6 +18,7 @@ from typing import Any, ClassVar, cast
 
 import msgspec
 
+import acpstack.events as events
 from acpstack.agent._cancel import CancelRegistry
 from acpstack.agent._session import (
     SAME_EVERYWHERE,
@@ -25,10 +26,9 @@ from acpstack.agent._session import (
     Session,
     permission_answer,
 )
-from acpstack.events import _types as events
-from acpstack.events import _v1 as events_v1
-from acpstack.events import _v2 as events_v2
-from acpstack.events._v2 import MessageIds, tool_call_to_v2
+from acpstack.events import MessageIds
+from acpstack.events import v1 as events_v1
+from acpstack.events import v2 as events_v2
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.schema import v2
@@ -91,7 +91,7 @@ class V2Session(Session):
     ) -> Any:
         """v2 `session/request_permission`: titled, about the tool call, reported as
         `requires_action` while the user decides; the outcome in the runtime's model."""
-        call = tool_call_to_v2(msgspec.to_builtins(tool_call), client_terminals=True)
+        call = events_v2.tool_call_to_v2(msgspec.to_builtins(tool_call), client_terminals=True)
         call.pop("sessionUpdate", None)
         title = tool_call.title if isinstance(tool_call.title, str) else "Allow this tool call?"
         params = msgspec.convert(
