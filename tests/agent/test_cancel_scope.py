@@ -10,7 +10,7 @@ import pytest
 
 from acpstack.agent import CancelScope
 from acpstack.agent._cancel import mark_cancelled
-from acpstack.agent._v2_convert import tool_call_to_v2
+from acpstack.events._v2 import tool_call_to_v2
 from acpstack.schema import v1 as acp
 
 pytestmark = pytest.mark.timeout(10)

@@ -12,6 +12,7 @@ import acpstack
 PACKAGE = Path(acpstack.__file__).resolve().parent
 ORDER = [
     "schema",
+    "events",
     "wire",
     "transports",
     "local",
@@ -27,6 +28,7 @@ ORDER = [
 ]
 RANK = {
     "schema": 0,
+    "events": 1,  # the session event model: schema only; agent, client and cli use it
     "wire": 1,
     "transports": 2,
     "local": 2,

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from acpstack.agent._v2_convert import CANCELLED_META, tool_content_to_v2
+from acpstack.events import v1 as events_v1
+from acpstack.events import v2 as events_v2
 from acpstack.local import TerminalExit
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def mark_cancelled(update: acp.ToolCallUpdate) -> None:
     `cancelled`) with the marker that v2 shows as status `cancelled`."""
     update.status = "failed"
     meta = dict(update.meta) if isinstance(update.meta, dict) else {}
-    meta[CANCELLED_META] = "cancelled"
+    meta[events_v1.CANCELLED_META] = "cancelled"
     update.meta = meta
 
 
@@ -338,7 +339,7 @@ class CommandControl:
         self._shown = True
         if tool is None or tool.final:
             return
-        shown = [tool_content_to_v2(c) for c in msgspec.to_builtins(tool.content)]
+        shown = [events_v2.tool_content_to_v2(c, True) for c in msgspec.to_builtins(tool.content)]
         content = [*(c for c in shown if c is not None)]
         content.append({"type": "terminal", "terminalId": self.terminal_id})
         if registry.offers_tool(tool.tool_call_id):  # the author's own scope has it

@@ -973,13 +973,13 @@ class SessionAgent(Agent):
         return v2.CancelTerminalResponse()
 
     def _v2_options(self, session: Session) -> list[Any] | UnsetType:
-        from acpstack.agent._v2_convert import config_option_to_v2
+        from acpstack.events import v2 as events_v2
         from acpstack.schema import v2
 
         options = self._config_options(session)
         if not options:
             return UNSET
-        plain = [config_option_to_v2(o) for o in msgspec.to_builtins(options)]
+        plain = [events_v2.config_option_to_v2(o) for o in msgspec.to_builtins(options)]
         return msgspec.convert(plain, list[v2.SessionConfigOption])
 
     # -- modes and config options -------------------------------------------------------------

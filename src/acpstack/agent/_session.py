@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import msgspec
 from msgspec import UNSET
 
+import acpstack.events as events
 from acpstack.agent._store import (
     SessionBusy,
     SessionRecord,
@@ -36,6 +37,7 @@ from acpstack.agent._store import (
 )
 from acpstack.agent._store._records import EVENT_BATCH
 from acpstack.agent._writer import Batch, StoreWriter, writer_for
+from acpstack.events import v1 as events_v1
 from acpstack.schema import v1 as acp
 from acpstack.wire import INTERNAL_ERROR, METHOD_NOT_FOUND, RequestError
 
@@ -66,6 +68,23 @@ _SEQ_META = b',"_meta":{"' + SEQ_KEY.encode() + b'":'
 
 _encode = msgspec.json.Encoder().encode
 _Raw = msgspec.Raw
+# Message chunks have the same JSON stored (an event's), on v1 and on v2 (with their id):
+# sent as stored, with a type test (the hot path of a turn).
+SAME_EVERYWHERE = frozenset(
+    {
+        events.AgentMessageChunk,
+        events.AgentThoughtChunk,
+        events.UserMessageChunk,
+        acp.AgentMessageChunk,
+        acp.AgentThoughtChunk,
+        acp.UserMessageChunk,
+    }
+)
+STORED_CHUNKS = (
+    b'{"sessionUpdate":"agent_message_chunk",',
+    b'{"sessionUpdate":"agent_thought_chunk",',
+    b'{"sessionUpdate":"user_message_chunk",',
+)
 T = TypeVar("T")
 
 
@@ -116,8 +135,8 @@ class Session:
     _head_of: object = field(default=None, init=False, repr=False)
     # Each update goes out with its seq (`SEQ_KEY`): the client asked for cursors.
     stamp_seq: bool = field(default=False, repr=False)
-    # An update goes to this session's connection as it is stored (v1's shape): no
-    # `wire_form` call per update. `V2Session` maps them.
+    # A message chunk goes to this session's connection as it is stored (no `wire_form`
+    # call): true of v1; `V2Session` maps every update.
     sent_as_stored: ClassVar[bool] = True
 
     @property
@@ -125,10 +144,15 @@ class Session:
         """The session's workspace roots: cwd first, then the additional directories."""
         return [self.cwd, *self.additional_directories]
 
-    async def send(self, update: acp.SessionUpdate) -> None:
-        """Record `update` in the store, then (once stored) send it to the client."""
+    async def send(self, update: events.Event | acp.SessionUpdate) -> None:
+        """Record `update` (an event of `acpstack.events`, or a v1 update: its JSON is an
+        event's) in the store, then (once stored) send it to the client in the shape of
+        the connection's protocol version."""
         payload = _encode(update)
-        wire = payload if self.sent_as_stored else self.wire_form(payload, update)
+        if self.sent_as_stored and type(update) in SAME_EVERYWHERE:
+            wire: bytes | None = payload
+        else:
+            wire = self.wire_form(payload, update)
         writer = self._writer or self._get_writer()
         if writer.inline and not self._outbox and self._failure is None:
             # The hot path of a store that never blocks (each streamed chunk of a turn).
@@ -216,14 +240,20 @@ class Session:
         return writer
 
     def wire_form(self, payload: bytes, update: Any = None) -> bytes | None:
-        """A stored update (`payload`, and `update` itself when the caller has it) as this
-        session's connection sends it, or None when that version has no such update. v1:
-        as stored."""
-        return payload
+        """A stored event (`payload`, and `update` itself when the caller has it) as this
+        session's connection sends it, or None when that version has no such update: v1's
+        codec (`acpstack.events.v1`). A v1 update and a message chunk go as stored."""
+        if update is None:
+            if payload.startswith(STORED_CHUNKS):
+                return payload
+            update = events.decode_event(payload)
+        elif not isinstance(update, events.EventStruct | events.UnknownEvent):
+            return payload  # a v1 update: its JSON is v1's
+        return events_v1.encode(update, unstable=True)
 
     async def deliver(self, payload: bytes, seq: int) -> None:
         """Write one stored update (`payload`, its `seq` in the history) to the client."""
-        wire = payload if self.sent_as_stored else self.wire_form(payload)
+        wire = self.wire_form(payload)
         if wire is not None:
             await self.send_wire(wire, seq)
 
@@ -331,7 +361,7 @@ class Session:
         mid = message_id or new_id()
         for index, block in enumerate(blocks):
             meta = {OPERATION_KEY: operation_id} if operation_id and index == 0 else UNSET
-            chunk = acp.UserMessageChunk(content=block, message_id=mid, meta=meta)
+            chunk = events.UserMessageChunk(content=block, message_id=mid, meta=meta)
             self.log_nowait(PROMPT, _encode(chunk))
 
     async def began(self, operation_id: str) -> bool:

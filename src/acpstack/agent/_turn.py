@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from msgspec import UNSET
 
+import acpstack.events as events
 from acpstack.agent._cancel import CancellableTool, CommandControl, mark_cancelled
 from acpstack.agent._client_terminals import ClientTerminals, Terminals
 from acpstack.agent._local_access import Fallback, LocalAccess
@@ -235,7 +236,7 @@ class Turn(TurnExtras):
     async def say(self, text: str) -> None:
         """Stream part of the agent's message (chunks of one turn share a messageId)."""
         await self.session.send(
-            acp.AgentMessageChunk(content=acp.TextContent(text=text), message_id=self.message_id)
+            events.AgentMessageChunk(content=acp.TextContent(text=text), message_id=self.message_id)
         )
 
     async def think(self, text: str) -> None:
@@ -244,7 +245,7 @@ class Turn(TurnExtras):
         if thought_id is None:
             thought_id = self._thought_id = new_id()
         await self.session.send(
-            acp.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=thought_id)
+            events.AgentThoughtChunk(content=acp.TextContent(text=text), message_id=thought_id)
         )
 
     async def plan(

@@ -1,8 +1,8 @@
 """A `SessionAgent` session on a protocol version 2 connection.
 
-The same store and the same history as a v1 session (the runtime's model has the v1
-shape, see `_v2_convert.py`); what differs is the wire: every update is sent in v2's
-shape, the foreground state (`state_update`: running, requires_action while the user is
+The same store and the same history as a v1 session (the version-neutral events of
+`acpstack.events`); what differs is the wire: every update is encoded by the v2 codec
+(`acpstack.events.v2`), the foreground state (`state_update`: running, requires_action while the user is
 asked, idle with the stop reason) is reported, the user's message is echoed, and a
 permission request carries a title and a subject. State reports and echoes are live
 events: they are not recorded (a replay sends the recorded prompt as message chunks).
@@ -14,25 +14,26 @@ import contextlib
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import msgspec
 
+import acpstack.events as events
 from acpstack.agent._cancel import CancelRegistry
-from acpstack.agent._session import Session, permission_answer
-from acpstack.agent._v2_convert import MessageIds, tool_call_to_v2, update_to_v2
+from acpstack.agent._session import (
+    SAME_EVERYWHERE,
+    STORED_CHUNKS,
+    Session,
+    permission_answer,
+)
+from acpstack.events import MessageIds
+from acpstack.events import v1 as events_v1
+from acpstack.events import v2 as events_v2
 from acpstack.rpc import ConnectionClosed
 from acpstack.schema import v1 as acp
 from acpstack.schema import v2
 
 _encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.decode
-_CHUNKS = (
-    b'{"sessionUpdate":"agent_message_chunk",',
-    b'{"sessionUpdate":"agent_thought_chunk",',
-    b'{"sessionUpdate":"user_message_chunk",',
-)
-_OWN_ID_CHUNKS = frozenset({acp.AgentMessageChunk, acp.AgentThoughtChunk, acp.UserMessageChunk})
 _OWN_ID = re.compile(rb',"messageId":"[^"\\]*"\}\Z')
 
 
@@ -50,18 +51,23 @@ class V2Session(Session):
 
     def wire_form(self, payload: bytes, update: Any = None) -> bytes | None:
         """A stored update in v2's shape (None: v2 has no such update)."""
-        if type(update) in _OWN_ID_CHUNKS and isinstance(update.message_id, str):
+        if type(update) in SAME_EVERYWHERE and isinstance(update.message_id, str):
             # A message chunk with its own id (every chunk `Turn` sends) has the same JSON
             # in both versions: sent as stored, without a second conversion.
             self.ids.message("", "own")  # as the mapping does for a chunk with an id
             return payload
-        if update is None and payload.startswith(_CHUNKS) and _OWN_ID.search(payload):
+        if update is None and payload.startswith(STORED_CHUNKS) and _OWN_ID.search(payload):
             self.ids.message("", "own")  # the same, for a stored one (replay)
             return payload
-        plain = _decode(payload) if update is None else msgspec.to_builtins(update)
-        for item in update_to_v2(plain, self.ids):  # (0 or 1)
-            return _encode(item)
-        return None
+        event: events.Event
+        if update is None:
+            event = events.decode_event(payload)
+        elif isinstance(update, events.EventStruct | events.UnknownEvent):
+            event = cast("events.Event", update)
+        else:  # a v1 update (its JSON is an event's)
+            event = events_v1.decode(update)
+        # The session's terminals are the client's (v1's `terminal/create`): not in v2.
+        return events_v2.encode(event, self.ids, client_terminals=True)
 
     async def send_live(self, update: Any) -> None:
         """Send a v2 update (a struct or its JSON object) without recording it, after the
@@ -85,7 +91,7 @@ class V2Session(Session):
     ) -> Any:
         """v2 `session/request_permission`: titled, about the tool call, reported as
         `requires_action` while the user decides; the outcome in the runtime's model."""
-        call = tool_call_to_v2(msgspec.to_builtins(tool_call))
+        call = events_v2.tool_call_to_v2(msgspec.to_builtins(tool_call), client_terminals=True)
         call.pop("sessionUpdate", None)
         title = tool_call.title if isinstance(tool_call.title, str) else "Allow this tool call?"
         params = msgspec.convert(
