@@ -75,13 +75,14 @@ class HealthProbe:
         while not self._stop.wait(self.every):
             for index, port in enumerate(self.ports):
                 sent = time.monotonic()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
                 try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
                     conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
                     conn.getresponse().read()
+                except (OSError, http.client.HTTPException):
+                    continue  # a dead (or dying: an answer cut short) server: nothing to time
+                finally:
                     conn.close()
-                except OSError:
-                    continue  # a dead server: nothing to time
                 self.samples[index].append((sent, time.monotonic() - sent))
 
 
