@@ -36,10 +36,9 @@ sys.path.insert(0, str(ROOT / "tests" / "interop"))
 import _foreign  # noqa: E402
 from fake_models import FakeModels  # noqa: E402
 
-PY = sys.executable
-RULES = f"{PY} {ROOT / 'examples' / 'proxies' / 'rules.py'}"
-AUDIT = f"{PY} {ROOT / 'examples' / 'proxies' / 'audit.py'}"
-CONDUCT = [PY, "-m", "acpstack", "conduct", "--proxy", RULES, "--proxy", AUDIT, "--"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _example_chain import CONDUCT, PY  # noqa: E402
+
 # What the rules proxy adds to a prompt; the agents themselves never read AGENTS.md aloud.
 ADDED_RULES = "Project rules (AGENTS.md):\nAlways write the tests first."
 # `touch` is not on Claude Code's list of read-only commands, so it asks permission.

@@ -31,10 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 import _foreign  # noqa: E402
 
-PY = sys.executable
-RULES = f"{PY} {ROOT / 'examples' / 'proxies' / 'rules.py'}"
-AUDIT = f"{PY} {ROOT / 'examples' / 'proxies' / 'audit.py'}"
-CONDUCT = [PY, "-m", "acpstack", "conduct", "--proxy", RULES, "--proxy", AUDIT, "--"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _example_chain import CONDUCT, PY  # noqa: E402
+
 TOOL_PROMPT = '***CALL_TOOL execute {"command": "echo hi-from-tool"}'
 
 
