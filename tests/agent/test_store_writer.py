@@ -14,7 +14,7 @@ import pytest
 
 from acpstack.agent import MemorySessionStore, SessionRecord, SqliteSessionStore
 from acpstack.agent._store import SessionStore, StoreUnavailable
-from acpstack.agent._writer import StoreWriter, writer_for
+from acpstack.agent._writer import StoreThread, StoreWriter, writer_for
 
 
 def new_store(tmp_path: Path, *sessions: str) -> SqliteSessionStore:
@@ -179,3 +179,47 @@ async def test_a_call_about_another_session_does_not_wait_for_the_batch() -> Non
     assert (await waiting) is not None and (await plain) is not None
     assert [e.payload for e in store.events("busy")] == [b"x"]
     writer.close()
+
+
+async def test_the_store_thread_runs_calls_in_order_and_returns_their_failures() -> None:
+    thread = StoreThread("acpstack-store-test")
+    seen: list[int] = []
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+
+    def record(n: int) -> int:
+        seen.append(n)
+        ran_on.append(threading.get_ident())
+        return n * 10
+
+    def refuse() -> None:
+        raise ValueError("no")
+
+    futures = [thread.run(record, n) for n in range(50)]
+    assert await asyncio.gather(*futures) == [n * 10 for n in range(50)]
+    assert seen == list(range(50)) and loop_thread not in ran_on and len(set(ran_on)) == 1
+    with pytest.raises(ValueError, match="no"):
+        await thread.run(refuse)
+    # A caller that gave up (cancelled) does not stop the calls after it.
+    gone = thread.run(record, 99)
+    gone.cancel()
+    assert await thread.run(record, 100) == 1000
+    thread.shutdown()
+
+
+def test_the_store_thread_outlives_a_closed_loop() -> None:
+    """An answer for a loop that has closed meanwhile is dropped; the thread goes on."""
+    thread = StoreThread("acpstack-store-test")
+    gate = threading.Event()
+
+    async def leave_one_waiting() -> None:
+        thread.run(gate.wait, 30)  # answered after the loop below has closed
+
+    asyncio.run(leave_one_waiting())
+    gate.set()
+
+    async def next_call() -> int:
+        return await thread.run(lambda: 7)
+
+    assert asyncio.run(next_call()) == 7
+    thread.shutdown()
