@@ -5,6 +5,7 @@ prompt gets its answer. Run it: `python examples/resume.py` (the `remote` extra)
 
 import asyncio
 
+import acpstack.events as events
 from acpstack.agent import MemorySessionStore, SessionAgent, Turn
 from acpstack.client import ClientRuntime, connect_remote
 from acpstack.schema import v1 as acp
@@ -60,7 +61,7 @@ async def one_turn(scheme: str, port: int, proxy: CuttingProxy) -> None:
     chunks: list[str] = []
 
     def on_update(_session_id: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk):
+        if isinstance(update, events.AgentMessageChunk):
             chunks.append(getattr(update.content, "text", ""))
 
     runtime = ClientRuntime(on_update=on_update)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import acpstack.events as events
 from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -41,9 +42,9 @@ async def test_plan_permission_diff_terminal_and_the_session_lifecycle(tmp_path:
         diffs = [
             c
             for u in log
-            if isinstance(u, acp.ToolCall)
+            if isinstance(u, events.ToolCall)
             for c in (u.content or [])
-            if isinstance(c, acp.Diff)
+            if isinstance(c, events.Diff)
         ]
         assert (
             diffs[-1].old_text == "- buy milk\n"
@@ -52,7 +53,7 @@ async def test_plan_permission_diff_terminal_and_the_session_lifecycle(tmp_path:
         terminals = [
             c
             for u in log
-            if isinstance(u, acp.ToolCallUpdate)
+            if isinstance(u, events.ToolCallUpdate)
             for c in (u.content or [])
             if isinstance(c, acp.Terminal)
         ]
@@ -68,7 +69,7 @@ async def test_plan_permission_diff_terminal_and_the_session_lifecycle(tmp_path:
         listed = await conn.agent.session_list(acp.ListSessionsRequest(cwd=str(tmp_path)))
         assert [s.session_id for s in listed.sessions] == [sid]
         await again.load_session(sid, str(tmp_path))
-        assert len([u for u in log2 if not isinstance(u, acp.UserMessageChunk)]) == sent
+        assert len([u for u in log2 if not isinstance(u, events.UserMessageChunk)]) == sent
         await again.resume_session(sid, str(tmp_path))
         assert (await again.prompt(sid, "rejected note")).stop_reason == "end_turn"
         assert notes.read_text() == "- buy milk\n- call Ada\n"  # the user said no

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -33,7 +34,7 @@ class Recorder(ClientRuntime):
         super().__init__(on_update=self._record)
 
     def _record(self, sid: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             self.texts.append(update.content.text)

@@ -22,6 +22,7 @@ from acpstack.cli._render import Renderer
 from acpstack.cli._view_live import LiveView
 from acpstack.cli._view_plain import PlainView
 from acpstack.client import ClientRuntime, SessionState
+from acpstack.events import v1 as events_v1
 from acpstack.schema import v1 as acp
 from acpstack.schema import v1_unstable as acpu
 
@@ -54,8 +55,9 @@ class Feed:
         self.children = ChildSessions(lambda sid: self.state if sid == MAIN else None, self.shown)
 
     def send(self, update: Any) -> None:
-        self.state.apply(update)
-        self.children.on_update(MAIN, update)
+        event = events_v1.decode(update)  # as the runtime hands it on
+        self.state.apply(event)
+        self.children.on_update(MAIN, event)
 
 
 def child(state: str | None = None, **fields: Any) -> acpu.SubagentUpdate:
@@ -173,8 +175,11 @@ def test_a_history_that_was_not_shown_stays_unshown() -> None:
 def test_updates_for_unknown_sessions_or_children_show_nothing() -> None:
     feed = Feed()
     update = child("running", title="X")
-    assert feed.children.on_update("no-such-session", update) is True
-    assert feed.children.on_update(MAIN, chunk("for a message never announced")) is True
+    assert feed.children.on_update("no-such-session", events_v1.decode(update)) is True
+    assert (
+        feed.children.on_update(MAIN, events_v1.decode(chunk("for a message never announced")))
+        is True
+    )
     assert feed.shown.events == []
 
 
@@ -184,8 +189,9 @@ def test_json_records_a_record_per_child_change_and_each_message() -> None:
     children = ChildSessions(lambda sid: state, RecordSink(records.append))
 
     def send(update: Any) -> None:
-        state.apply(update)
-        children.on_update(MAIN, update)
+        event = events_v1.decode(update)
+        state.apply(event)
+        children.on_update(MAIN, event)
 
     children.begin_turn()
     send(child("running", title="Researcher", description="reads"))
@@ -217,8 +223,9 @@ def test_the_renderer_prints_each_line_once_on_a_pipe() -> None:
     renderer = Renderer(PlainView(out), runtime, rich=False)
 
     def send(update: Any) -> None:
-        runtime.sessions[MAIN].state.apply(update)
-        renderer.on_update(MAIN, update)
+        event = events_v1.decode(update)
+        runtime.sessions[MAIN].state.apply(event)
+        renderer.on_update(MAIN, event)
 
     renderer.begin_turn()
     send(child("running", title="Researcher", description="reads the code"))

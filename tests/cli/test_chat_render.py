@@ -18,6 +18,7 @@ from acpstack.cli._render import Renderer
 from acpstack.cli._view_live import LiveView
 from acpstack.cli._view_plain import PlainView
 from acpstack.client import ClientRuntime
+from acpstack.events import v1 as events_v1
 from acpstack.schema import v1 as acp
 
 MESSAGE = (
@@ -154,8 +155,10 @@ def runtime_with_session() -> ClientRuntime:
 
 
 def feed(runtime: ClientRuntime, renderer: Renderer, update: acp.SessionUpdate) -> None:
-    runtime.sessions["s"].state.apply(update)
-    renderer.on_update("s", update)
+    """The update as the runtime hands it on: an event (read from v1's JSON)."""
+    event = events_v1.decode(update)
+    runtime.sessions["s"].state.apply(event)
+    renderer.on_update("s", event)
 
 
 def test_a_tool_call_is_one_line_and_a_diff_is_shown_once() -> None:
@@ -209,9 +212,7 @@ def test_a_read_does_not_repeat_the_file_and_a_plan_asked_again_is_shown() -> No
 def test_an_unknown_update_is_said() -> None:
     out = io.StringIO()
     renderer = Renderer(PlainView(out), runtime_with_session(), rich=False)
-    from acpstack.schema import UnknownSessionUpdate
-
-    renderer.on_update("s", UnknownSessionUpdate(session_update="future_thing", data={}))
+    renderer.on_update("s", events_v1.decode({"sessionUpdate": "future_thing"}))
     assert "not understood by this client" in out.getvalue() and "future_thing" in out.getvalue()
 
 

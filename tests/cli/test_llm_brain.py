@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import acpstack.events as events
 from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -75,10 +76,12 @@ async def test_streaming_text_reasoning_and_usage(tmp_path: Path) -> None:
             sid = (await runtime.new_session(str(tmp_path))).session_id
             result = await runtime.prompt(sid, "say hello")
             assert result.stop_reason == "end_turn"
-            chunks = [u.content.text for u in updates.of(acp.AgentMessageChunk)]
+            chunks = [u.content.text for u in updates.of(events.AgentMessageChunk)]
             assert chunks == ["Hello", ", world", "!"]
-            assert [u.content.text for u in updates.of(acp.AgentThoughtChunk)] == ["Let me think. "]
-            usage = updates.of(acp.UsageUpdate)
+            assert [u.content.text for u in updates.of(events.AgentThoughtChunk)] == [
+                "Let me think. "
+            ]
+            usage = updates.of(events.UsageUpdate)
             assert usage and (usage[-1].used, usage[-1].size) == (150, 100000)
         request = fake.requests[0]
         assert request["model"] == "fake-model" and request["stream"] is True
@@ -184,7 +187,7 @@ async def test_cancel_mid_stream(tmp_path: Path) -> None:
             await runtime.initialize()
             sid = (await runtime.new_session(str(tmp_path))).session_id
             turn = asyncio.create_task(runtime.prompt(sid, "long task"))
-            await updates.until(acp.AgentMessageChunk)
+            await updates.until(events.AgentMessageChunk)
             await runtime.cancel(sid)
             result = await asyncio.wait_for(turn, 10)
             assert result.stop_reason == "cancelled"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -125,7 +126,7 @@ async def test_search_and_list_stay_inside_the_roots(
     embedded = [
         c
         for u in client.updates
-        if isinstance(u, acp.SessionUpdateToolCallUpdate) and isinstance(u.content, list)
+        if isinstance(u, events.ToolCallUpdate) and isinstance(u.content, list)
         for c in u.content
         if isinstance(c, acp.Terminal)
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -73,8 +74,7 @@ class Client(ClientRuntime):
         return [
             type(content.content) if isinstance(content, acp.Content) else type(content)
             for update in self.updates
-            if isinstance(update, acp.SessionUpdateToolCallUpdate)
-            and isinstance(update.content, list)
+            if isinstance(update, events.ToolCallUpdate) and isinstance(update.content, list)
             for content in update.content
         ]
 
@@ -109,7 +109,7 @@ async def test_scripted_turn_lists_reads_edits_and_runs(ws: Path, caps: str) -> 
         outputs = [
             u.content[0].content.text
             for u in client.updates
-            if isinstance(u, acp.SessionUpdateToolCallUpdate)
+            if isinstance(u, events.ToolCallUpdate)
             and u.status == "in_progress"
             and isinstance(u.content, list)
         ]

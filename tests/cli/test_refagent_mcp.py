@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import spawn_agent
 from acpstack.cli._mcp_tools import MAX_NAME, function_name
 from acpstack.client import ClientRuntime
@@ -302,11 +303,11 @@ async def test_without_the_mcp_extra_the_user_is_told_once_per_session(tmp_path:
     said: list[str] = []  # the agent's text, every chunk, and its notices
 
     def on_update(sid: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             said.append(update.content.text)
-        elif isinstance(update, acp.Notice):  # our client shows notices (others: a message)
+        elif isinstance(update, events.Notice):  # our client shows notices (others: a message)
             said.append(f"[{update.severity}] {update.title}: {update.description}")
 
     async def turn(sid: str, text: str) -> str:

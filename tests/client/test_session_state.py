@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import acpstack.events as ev
 from acpstack.client import SessionState
 from acpstack.schema import v1 as acp
 from acpstack.wire import IncomingNotification, IncomingRequest, IncomingResponse, ProtocolState
@@ -52,7 +53,7 @@ def test_tool_calls_merged_by_id() -> None:
     edit = state.tool_calls["call_2"]
     assert edit.title == "Edit tests/test_app.py (1 line)" and edit.status == "completed"
     assert (
-        isinstance(edit.content[0], acp.Diff)
+        isinstance(edit.content[0], ev.Diff)
         and edit.content[0].new_text == "from app import create_app"
     )
     assert edit.locations[0].line == 1  # replaced whole by the update

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import CapabilityError, Client, RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import STABLE_METHODS, UNSET
@@ -33,7 +34,7 @@ class FullClient(ClientRuntime):
 
     def _saw(self, session_id: str, update: Any) -> None:
         if (
-            isinstance(update, acp.AgentMessageChunk)
+            isinstance(update, events.AgentMessageChunk)
             and getattr(update.content, "text", "") == "waiting"
         ):
             self.waiting.set()
@@ -102,7 +103,7 @@ async def test_every_v1_method(tmp_path: Path) -> None:
         )
         assert state.plan[0].content == "step" and state.available_commands[0].name == "go"
         assert state.current_mode_id == "ask" and state.config_options[1].current_value is True
-        assert state.title == "Titled" and state.usage.cost.currency == "EUR"  # type: ignore[union-attr]
+        assert state.title == "Titled" and state.usage.cost == {"amount": 0.5, "currency": "EUR"}  # type: ignore[union-attr]
 
         # fs/write_text_file + fs/read_text_file (line/limit) on real files.
         target = tmp_path / "dir" / "f.txt"

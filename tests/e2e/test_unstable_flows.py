@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import spawn_agent
 from acpstack.client import AskElicitation, ClientRuntime, ElicitationReply, ElicitationRules
 from acpstack.schema import v1 as acp
@@ -66,7 +67,7 @@ async def test_subagent_helpers_send_nothing_to_a_client_without_subagents(
         assert said(client, sid).startswith("child=")
         assert state.subagents == {} and state.session_messages == {}
         assert state.unknown_updates == []
-        assert all(isinstance(u, acp.AgentMessageChunk | acp.UserMessageChunk) for u in seen)
+        assert all(isinstance(u, events.AgentMessageChunk | events.UserMessageChunk) for u in seen)
 
 
 async def test_url_elicitation_stays_open_until_the_agent_completes_it(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _foreign  # noqa: E402
 
+import acpstack.events as events
 from acpstack import spawn_agent  # noqa: E402
 from acpstack.client import ClientRuntime  # noqa: E402
 from acpstack.schema import v1 as acp  # noqa: E402
@@ -122,7 +123,9 @@ async def test_our_client_drives_their_agent(
 
         result = await runtime.prompt(sid, "stream 200")
         assert result.stop_reason == "end_turn"
-        chunks = [u.content.text for u in recorder.updates if isinstance(u, acp.AgentMessageChunk)]
+        chunks = [
+            u.content.text for u in recorder.updates if isinstance(u, events.AgentMessageChunk)
+        ]
         assert chunks == [f"chunk-{i:08d} " for i in range(1, 201)]
 
         await runtime.prompt(sid, "permission")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack import spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
@@ -95,8 +96,9 @@ async def test_our_client_drives_their_v2_agent(node_ready: Path, tmp_path: Path
         assert output.exit_status is not None and output.exit_status.exit_code == 0
         assert isinstance(state.tool_calls["call-t"].content[0], acp.Terminal)
         await runtime.prompt(sid, "diff", timeout=30)
-        (shown,) = state.tool_calls["call-d"].content
-        assert isinstance(shown, acp.Content) and "+new" in shown.content.text
+        (shown,) = state.tool_calls["call-d"].content  # kept as v2 sent it: a patch
+        assert isinstance(shown, events.Diff) and isinstance(shown.patch, dict)
+        assert "+new" in shown.patch["text"]
         # Cancel: their idle says cancelled.
         import asyncio
 

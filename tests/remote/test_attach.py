@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from _serving import running
 
+import acpstack.events as events
 from acpstack import RequestError
 from acpstack.agent import MemorySessionStore, SessionAgent, Turn
 from acpstack.client import ClientRuntime, connect_remote
@@ -52,7 +53,7 @@ class Watcher:
         self.runtime = ClientRuntime(ask=self._ask, on_update=self._update)
 
     def _update(self, _sid: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             self.chunks.append(update.content.text)

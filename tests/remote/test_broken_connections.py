@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 from _serving import running
 
+import acpstack.events as ev
 from acpstack import ConnectionClosed, RequestError
 from acpstack.agent import MemorySessionStore, SessionAgent, Turn
 from acpstack.client import ClientRuntime, FailoverEvent, connect_remote, is_connection_lost
@@ -150,9 +151,7 @@ async def test_a_broken_session_stream_is_resumed_and_the_turn_answered() -> Non
     texts: list[str] = []
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
-            update.content, acp.TextContent
-        ):
+        if isinstance(update, ev.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             texts.append(update.content.text)
 
     async with proxied() as (proxy, url):
@@ -205,9 +204,7 @@ async def test_with_reconnect_a_turn_that_began_is_lost_not_run_again() -> None:
     began = asyncio.Event()
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
-            update.content, acp.TextContent
-        ):
+        if isinstance(update, ev.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             seen.append(update.content.text)
             began.set()
 
@@ -316,9 +313,7 @@ async def test_with_reconnect_a_prompt_sent_on_a_connection_that_broke_while_set
     began = asyncio.Event()
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
-            update.content, acp.TextContent
-        ):
+        if isinstance(update, ev.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             seen.append(update.content.text)
             if update.content.text == "echo: hold":
                 began.set()

@@ -19,6 +19,7 @@ import pytest
 from _faulty import FaultyProxy
 from _serving import running, serve_process
 
+import acpstack.events as ev
 from acpstack.agent import MemorySessionStore, SessionAgent, SessionStore, Turn, open_store
 from acpstack.client import (
     ClientRuntime,
@@ -60,9 +61,7 @@ async def test_the_updates_a_dead_server_stored_reach_the_client_from_the_next(
     received: list[str] = []
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
-            update.content, acp.TextContent
-        ):
+        if isinstance(update, ev.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             received.append(update.content.text)
 
     runtime = ClientRuntime(on_update=on_update)
@@ -123,9 +122,7 @@ async def test_past_the_replay_buffer_the_recorded_updates_still_arrive(scheme: 
     received: list[str] = []
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
-            update.content, acp.TextContent
-        ):
+        if isinstance(update, ev.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             received.append(update.content.text)
 
     events: list[FailoverEvent] = []

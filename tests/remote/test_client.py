@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from _serving import load_scripted, running
 
+import acpstack.events as events
 from acpstack import ConnectionClosed
 from acpstack.client import ClientRuntime, connect_remote, reconnect
 from acpstack.schema import v1 as acp
@@ -40,7 +41,7 @@ class Recorder:
         self.runtime = ClientRuntime(ask=ask, on_update=self._update)
 
     def _update(self, session_id: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             self.texts.append(update.content.text)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from _serving import SCRIPTED, serve_process
 
+import acpstack.events as events
 from acpstack.client import ClientRuntime, connect_http, connect_remote
 from acpstack.schema import v1 as acp
 from acpstack.transports import HttpClientTransport
@@ -131,7 +132,7 @@ class Recorder:
         self.runtime = ClientRuntime(ask=ask, on_update=self._update)
 
     def _update(self, _session: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             self.texts.append(update.content.text)

@@ -12,6 +12,7 @@ import h11
 import pytest
 from _serving import load_scripted, running
 
+import acpstack.events as events
 from acpstack.client import ClientRuntime, connect_http
 from acpstack.schema import v1 as acp
 from acpstack.server import AgentServer
@@ -46,7 +47,7 @@ class Recorder:
         self.runtime = ClientRuntime(ask=ask, on_update=self._update)
 
     def _update(self, session_id: str, update: Any) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             self.texts.setdefault(session_id, []).append(update.content.text)

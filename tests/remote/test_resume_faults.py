@@ -21,6 +21,7 @@ import pytest
 from _faulty import FaultyProxy
 from _serving import running
 
+import acpstack.events as events
 from acpstack.agent import MemorySessionStore, SessionAgent, Turn
 from acpstack.client import ClientRuntime, connect_remote
 from acpstack.schema import v1 as acp
@@ -64,7 +65,7 @@ async def test_every_chunk_arrives_once_in_order_whatever_the_reset_point(scheme
     chunks: list[str] = []
 
     def on_update(_sid: str, update: object) -> None:
-        if isinstance(update, acp.AgentMessageChunk) and isinstance(
+        if isinstance(update, events.AgentMessageChunk) and isinstance(
             update.content, acp.TextContent
         ):
             chunks.append(update.content.text)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from _serving import running
 
+import acpstack.events as events
 from acpstack.client import ClientRuntime, connect_remote
 from acpstack.schema import v1 as acp
 from acpstack.server import AgentServer
@@ -69,7 +70,7 @@ async def test_a_turn_in_the_version_the_client_asked_for(
         protocol_version=asked,
         on_update=lambda sid, update: (
             texts.append(getattr(update.content, "text", ""))
-            if isinstance(update, acp.AgentMessageChunk)
+            if isinstance(update, events.AgentMessageChunk)
             else None
         ),
     )

@@ -137,7 +137,7 @@ V2_MODULES = (
     "acpstack.schema._generated_v2",
     "acpstack.schema._generated_methods_v2",
     "acpstack.agent._v2_session",
-    "acpstack.client._v2_view",
+    "acpstack.client._v2_results",
 )
 V2_CONNECTION = f"""
 import asyncio, sys

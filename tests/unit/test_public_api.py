@@ -197,6 +197,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "SessionInfoUpdate",
         "SessionMessage",
         "SessionMessageChunk",
+        "SessionNotification",
         "Speaker",
         "Stability",
         "StateUpdate",

@@ -1,6 +1,7 @@
 """The table of `session/update` kinds against the generated schema: every variant of every
 protocol version has its entry (so a kind new in the schema cannot be dropped silently), and
-each consumer of the client's model dispatches through it."""
+each consumer of the client's events (the state, the chat's renderer, its child sessions)
+dispatches through it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import acpstack.events as events
 from acpstack.cli._chat_children import ChildSessions, RecordSink
 from acpstack.cli._render import Renderer
 from acpstack.cli._view_plain import PlainView
@@ -20,7 +22,6 @@ from acpstack.client import (
     UpdateDispatch,
     update_kind,
 )
-from acpstack.client._update_kinds import MODEL_KINDS, model_kind
 from acpstack.schema import UnknownSessionUpdate, v1, v1_unstable, v2, v2_unstable
 
 
@@ -51,7 +52,7 @@ def test_every_update_variant_of_the_schema_has_its_entry() -> None:
     table = {tag: (kind.v1, kind.v2) for tag, kind in UPDATE_KINDS.items()}
     assert table == schema
     assert all(kind.tag == tag for tag, kind in UPDATE_KINDS.items())
-    assert MODEL_KINDS == v1_all
+    assert events.ALL_KINDS == v1_all | v2_all == set(events.EVENT_TYPES)
 
 
 def test_the_speaker_of_each_message_kind() -> None:
@@ -66,65 +67,67 @@ def test_the_speaker_of_each_message_kind() -> None:
     }
 
 
-@pytest.mark.parametrize("module", [v1, v1_unstable], ids=["v1", "v1_unstable"])
-def test_each_model_type_has_its_kind(module: Any) -> None:
-    for cls in v1_variants(module):
-        assert model_kind(cls) == cls.__struct_config__.tag, cls
-    assert update_kind(UnknownSessionUpdate(session_update="future", data={})) is None
+def test_each_event_type_has_its_kind() -> None:
+    for tag, cls in events.EVENT_TYPES.items():
+        assert events.event_kind(cls) == tag
+    assert update_kind(events.Plan(entries=[])) == "plan"
+    assert update_kind(events.UnknownEvent({"sessionUpdate": "future"})) is None
     assert update_kind({"sessionUpdate": "plan"}) is None  # a plain object has no kind
 
 
-def test_another_versions_type_has_no_model_kind() -> None:
-    # A v2 struct reaches the model only through `_v2_view.py`: here it is unknown.
-    notice = v2.Notice(severity="info", title="t")
-    assert update_kind(notice) is None
-    assert update_kind(v1.Notice(severity="info", title="t")) == "notice"
+def test_a_schema_struct_has_no_kind_of_its_own() -> None:
+    # v1's and v2's structs become events at the wire edge (or in `SessionState.apply`).
+    assert update_kind(v2.Notice(severity="info", title="t")) is None
+    assert update_kind(v1.Notice(severity="info", title="t")) is None
+    assert update_kind(events.Notice(severity="info", title="t")) == "notice"
 
 
-def test_a_consumer_must_handle_every_model_kind() -> None:
-    handlers = dict.fromkeys(MODEL_KINDS, "handled")
-    assert UpdateDispatch(handlers, unknown="unknown").handler(v1.Plan(entries=[])) == "handled"
-    del handlers["plan"]
-    with pytest.raises(ValueError, match="'plan'"):
+def test_a_consumer_must_handle_every_kind() -> None:
+    handlers = dict.fromkeys(events.ALL_KINDS, "handled")
+    assert UpdateDispatch(handlers, unknown="unknown").handler(events.Plan(entries=[])) == "handled"
+    del handlers["state_update"]
+    with pytest.raises(ValueError, match="'state_update'"):
         UpdateDispatch(handlers, unknown="unknown")
-    with pytest.raises(ValueError, match="'state_update'"):  # v2 only: not the model's
-        UpdateDispatch({**dict.fromkeys(MODEL_KINDS, 0), "state_update": 0}, unknown=0)
+    with pytest.raises(ValueError, match="'made_up'"):
+        UpdateDispatch({**dict.fromkeys(events.ALL_KINDS, 0), "made_up": 0}, unknown=0)
 
 
-def test_an_unstable_subclass_dispatches_as_its_stable_kind() -> None:
-    dispatch = UpdateDispatch({tag: tag for tag in MODEL_KINDS}, unknown="unknown")
-    stable = v1.AgentMessageChunk(content=v1.TextContent(text="a"))
-    unstable = v1_unstable.AgentMessageChunk(content=v1_unstable.TextContent(text="a"))
-    assert dispatch.handler(stable) == dispatch.handler(unstable) == "agent_message_chunk"
-    assert dispatch.handler(UnknownSessionUpdate(session_update="x", data={})) == "unknown"
+def test_anything_of_no_kind_goes_to_unknown() -> None:
+    dispatch = UpdateDispatch({tag: tag for tag in events.ALL_KINDS}, unknown="unknown")
+    chunk = events.AgentMessageChunk(content=v1.TextContent(text="a"))
+    assert dispatch.handler(chunk) == "agent_message_chunk"
+    assert dispatch.handler(events.UnknownEvent({"sessionUpdate": "x"})) == "unknown"
+    assert dispatch.handler(v1.AgentMessageChunk(content=v1.TextContent(text="a"))) == "unknown"
 
 
-def test_kinds_the_model_does_not_hold_are_kept_whole() -> None:
-    # The unstable plan_update / plan_removed and a custom kind: kept, said, not dropped.
+def test_the_state_reads_a_v1_struct_as_its_event() -> None:
     state = SessionState("s")
-    plan = v1_unstable.PlanUpdate(plan=v1_unstable.PlanMarkdown(plan_id="p1", content="# do it"))
-    removed = v1_unstable.PlanRemoved(plan_id="p1")
-    custom = UnknownSessionUpdate.of({"sessionUpdate": "_x/thing", "n": 1})
-    for update in (plan, removed, custom):
+    state.apply(v1.AgentMessageChunk(content=v1.TextContent(text="hi")))
+    state.apply(v1_unstable.PlanRemoved(plan_id="p1"))
+    assert [m.text for m in state.messages] == ["hi"]
+    assert state.unknown_updates == []
+
+
+def test_unknown_kinds_are_kept_whole_and_said() -> None:
+    state = SessionState("s")
+    custom = events.UnknownEvent({"sessionUpdate": "_x/thing", "n": 1})
+    legacy = UnknownSessionUpdate.of({"sessionUpdate": "_x/other"})
+    for update in (custom, legacy):
         state.apply(update)
-    assert [u["sessionUpdate"] for u in state.unknown_updates] == [
-        "plan_update",
-        "plan_removed",
-        "_x/thing",
-    ]
+    assert [u["sessionUpdate"] for u in state.unknown_updates] == ["_x/thing", "_x/other"]
     out = io.StringIO()
     renderer = Renderer(PlainView(out), ClientRuntime(), rich=False)
-    for update in (plan, removed, custom):
-        renderer.on_update("s", update)
-    assert out.getvalue().count("not understood by this client") == 3
+    renderer.on_update("s", custom)
+    assert out.getvalue().count("not understood by this client") == 1
+    assert "'_x/thing'" in out.getvalue()
 
 
 def test_child_sessions_take_only_their_kinds() -> None:
     records: list[dict[str, Any]] = []
     state = SessionState("s")
     children = ChildSessions(lambda _: state, RecordSink(records.append))
-    child = v1_unstable.SubagentUpdate(session_id="c1", title="helper")
+    child = events.SubagentUpdate(session_id="c1", title="helper")
     state.apply(child)
     assert children.on_update("s", child) is True
-    assert children.on_update("s", v1.Plan(entries=[])) is False
+    assert children.on_update("s", events.Plan(entries=[])) is False
     assert [r["type"] for r in records] == ["subagent"]

@@ -1,4 +1,5 @@
-"""The narrowing of v2's open enum values to the model's closed Literals (sans-IO)."""
+"""The narrowing of v2's open enum values to v1's closed Literals, where a call's result
+has v1's types (sans-IO)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from acpstack.schema import v1 as acp
 def test_the_known_values_are_the_model_literals() -> None:
     assert values.STOP_REASONS == get_args(acp.StopReason)
     assert values.PERMISSION_KINDS == get_args(acp.PermissionOptionKind)
-    assert values.PLAN_PRIORITIES == ("high", "medium", "low")
-    assert values.PLAN_STATUSES == ("pending", "in_progress", "completed")
     assert values.TOOL_KINDS == get_args(acp.ToolKind)
     assert values.TOOL_STATUSES == ("pending", "in_progress", "completed", "failed")
     # v1's config option type is an inline Literal: the one here must be the same.
@@ -32,8 +31,6 @@ def test_a_known_stop_reason_is_kept(known: str) -> None:
 @pytest.mark.parametrize("unknown", ["_paused", "error_budget", "", None, 3, "END_TURN"])
 def test_an_unknown_value_gets_its_fallback(unknown: object) -> None:
     assert values.stop_reason(unknown) == "end_turn"
-    assert values.plan_priority(unknown) == "medium"
-    assert values.plan_status(unknown) == "pending"
     assert values.permission_kind(unknown) is None
     assert values.config_option_type(unknown) is None
     if unknown is not None:  # (null clears a tool call's kind or status: it stays null)
@@ -42,9 +39,6 @@ def test_an_unknown_value_gets_its_fallback(unknown: object) -> None:
 
 
 def test_known_values_pass_unchanged() -> None:
-    assert values.plan_priority("low") == "low"
-    assert values.plan_status("in_progress") == "in_progress"
-    assert values.plan_status("cancelled") == "pending"  # v2 only: v1 has no such status
     assert values.permission_kind("reject_always") == "reject_always"
     assert values.config_option_type("select") == "select"
     assert values.tool_kind("switch_mode") == "switch_mode"

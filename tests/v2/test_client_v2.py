@@ -1,4 +1,5 @@
-"""ClientRuntime with v1 and v2 agents: one model of a session whatever the wire.
+"""ClientRuntime with v1 and v2 agents: one model of a session (the version-neutral events)
+whatever the wire.
 
 Real agent processes over real pipes (tests/v2/peers/command_agent.py, versions chosen
 per test), and, for agents that misbehave in ways ours never does, small v2 agents built
@@ -19,11 +20,12 @@ from typing import Any
 import msgspec
 import pytest
 
+import acpstack.events as ev
 from acpstack import Agent, ConnectionClosed, RequestError, spawn_agent
 from acpstack.agent import connect_agent
 from acpstack.client import ClientRuntime, connect_client
-from acpstack.schema import UnknownSessionUpdate, v2
 from acpstack.schema import v1 as acp
+from acpstack.schema import v2
 from acpstack.transports import memory_pair
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,20 +34,15 @@ from _lines import command_agent  # noqa: E402
 
 
 class Recorder(ClientRuntime):
-    """Keeps what `on_update` (the model) and `on_wire_update` (as it came) received."""
+    """Keeps what `on_update` received (events)."""
 
     def __init__(self, **kwargs: Any) -> None:
         self.model: list[Any] = []
-        self.wire: list[Any] = []
         self.arrived = asyncio.Event()
-        super().__init__(on_update=self._model, on_wire_update=self._wire, **kwargs)
+        super().__init__(on_update=self._model, **kwargs)
 
     def _model(self, session_id: str, update: Any) -> None:
         self.model.append(update)
-        self.arrived.set()
-
-    def _wire(self, session_id: str, update: Any) -> None:
-        self.wire.append(update)
         self.arrived.set()
 
     async def until(self, condition: Callable[[], bool], timeout: float = 10) -> None:
@@ -99,10 +96,12 @@ async def test_one_model_whatever_the_wire(
         assert [(e.content, e.status) for e in state.plan] == [("say it", "completed")]
         assert (state.state, state.stop_reason) == ("idle", "end_turn")
         assert state.current_mode_id == "code"  # from session/new's answer on both wires
-        # The application sees the model's updates on both wires...
-        assert {type(u) for u in runtime.model} >= {acp.AgentMessageChunk, acp.Plan}
-        # ...and the updates as they came on the side.
-        assert any(isinstance(u, v2.IdleStateUpdate) for u in runtime.wire) == (spoken == 2)
+        # The application sees the same events on both wires (a plan is v2's plan_update,
+        # and v2 says when the turn ends).
+        kinds = {ev.kind_of(u) for u in runtime.model}
+        assert {"agent_message_chunk", "agent_thought_chunk"} <= kinds
+        assert ("plan_update" if spoken == 2 else "plan") in kinds
+        assert ("state_update" in kinds) == (spoken == 2)
         # A permission goes to the same policy, in the same shape.
         result = await runtime.prompt(sid, "permission")
         assert runtime.sessions[sid].state.messages[-1].text == "decision=allow"
@@ -271,12 +270,19 @@ async def test_v2_only_updates_in_the_model() -> None:
         output = runtime.terminal_snapshot(sid, "term")
         assert output is not None and output.output == "hello"
         assert output.exit_status is not None and output.exit_status.exit_code == 0
-        assert state.unknown_updates[0] == {"sessionUpdate": "_progress", "percent": 50}
-        unknown = [u for u in runtime.model if isinstance(u, UnknownSessionUpdate)]
-        assert [u.session_update for u in unknown] == ["_progress", "state_update"]
-        # The first whole message went to on_update as chunks (a renderer shows it).
-        chunks = [u for u in runtime.model if isinstance(u, acp.AgentMessageChunk)]
-        assert [c.content.text for c in chunks] == ["whole", " more"]
+        assert state.unknown_updates == [{"sessionUpdate": "_progress", "percent": 50}]
+        unknown = [u for u in runtime.model if isinstance(u, ev.UnknownEvent)]
+        assert [u.session_update for u in unknown] == ["_progress"]
+        # A state this client does not know is a state update too (busy: not idle).
+        states = [u.state for u in runtime.model if isinstance(u, ev.StateUpdate)]
+        assert states == ["running", "_paused", "idle"]
+        # Whole messages and chunks reach on_update as they came.
+        said = [u for u in runtime.model if ev.kind_of(u).startswith("agent_message")]
+        assert [ev.kind_of(u) for u in said] == [
+            "agent_message",
+            "agent_message_chunk",
+            "agent_message",
+        ]
 
 
 async def test_an_unknown_state_keeps_the_turn_open() -> None:
@@ -301,8 +307,9 @@ async def test_an_unknown_state_keeps_the_turn_open() -> None:
 
 
 async def test_values_the_model_does_not_know() -> None:
-    # v2's enums are open, the model's are v1's closed ones: each unknown value has one
-    # documented fallback (client/_v2_values.py), and the wire update keeps the original.
+    # v2's enums are open: the state and the events keep the agent's own values; where a
+    # call's answer has v1's closed types (a stop reason, a permission request), each
+    # unknown value has one documented fallback (client/_v2_values.py).
     asked: list[acp.RequestPermissionRequest] = []
     answers: list[Any] = []
 
@@ -355,28 +362,26 @@ async def test_values_the_model_does_not_know() -> None:
         state = runtime.sessions[sid].state
         # An unknown stop reason is a generic stop; the state keeps the agent's word.
         assert (result.stop_reason, state.stop_reason) == ("end_turn", "_paused_for_review")
-        # Unknown plan priorities are medium, unknown statuses (cancelled too) pending.
+        # The plan keeps its entries' values as sent.
         assert [(e.content, e.priority, e.status) for e in state.plan] == [
             ("known", "high", "completed"),
-            ("dropped", "medium", "pending"),
-            ("custom", "low", "pending"),
+            ("dropped", "_urgent", "cancelled"),
+            ("custom", "low", "_blocked"),
         ]
         # A permission option of an unknown kind is never offered to the policy.
         assert [[o.option_id for o in r.options] for r in asked] == [["once"], ["once"]]
         assert [a.outcome.option_id for a in answers] == ["once", "once"]
-        # A tool call's unknown kind is `other` (as v2 asks clients to show it); an unknown
-        # status or `paused` is `in_progress` (v2: "treated as still in progress"), and
-        # `cancelled` is `failed` (over, and not done: v1 has no cancelled tool call).
-        tools = [u for u in runtime.model if isinstance(u, acp.ToolCall | acp.ToolCallUpdate)]
+        # The tool call updates reach on_update with the agent's own values...
+        tools = [u for u in runtime.model if isinstance(u, ev.ToolCallUpdate)]
         assert [(t.tool_call_id, t.kind, t.status) for t in tools] == [
-            ("t1", "other", "in_progress"),
-            ("t2", "edit", "in_progress"),
-            ("t3", "read", "failed"),
-            ("t2", "other", msgspec.UNSET),
+            ("t1", "_browse", "_queued"),
+            ("t2", "edit", "paused"),
+            ("t3", "read", "cancelled"),
+            ("t2", "_x", msgspec.UNSET),
         ]
-        for tool in tools:  # values v1's schema allows
-            msgspec.json.decode(msgspec.json.encode(tool), type=acp.SessionUpdate, strict=True)
-        # The state keeps the agent's own word (as for the stop reason).
+        # ...and the state keeps them (as the stop reason). A permission request's tool
+        # call has v1's types: there an unknown kind is `other` (as v2 asks clients to
+        # show it) and `paused` is `in_progress` (v2: "treated as still in progress").
         calls = state.tool_calls
         assert [(t.kind, t.status) for t in calls.values()] == [
             ("_browse", "_queued"),
@@ -391,11 +396,8 @@ async def test_values_the_model_does_not_know() -> None:
         )
         # A config option of an unknown type is left out.
         assert [o.id for o in state.config_options] == ["fast"]
-        # The updates as they came keep every value.
-        (plan,) = [u for u in runtime.wire if isinstance(u, v2.PlanUpdate)]
-        assert [e.status for e in plan.plan.entries] == ["completed", "cancelled", "_blocked"]
-        wire_tools = [u for u in runtime.wire if isinstance(u, v2.ToolCallUpdate)]
-        assert [(u.kind, u.status) for u in wire_tools][0] == ("_browse", "_queued")
+        (plan,) = [u for u in runtime.model if isinstance(u, ev.PlanUpdate)]
+        assert [e["status"] for e in plan.plan["entries"]] == ["completed", "cancelled", "_blocked"]
 
 
 async def test_options_sharing_an_id_are_refused_even_when_one_kind_is_unknown() -> None:

@@ -273,7 +273,7 @@ class Watcher(ClientRuntime):
 
     def __init__(self, **kwargs: Any) -> None:
         self.arrived = asyncio.Event()
-        super().__init__(on_wire_update=lambda sid, update: self.arrived.set(), **kwargs)
+        super().__init__(on_update=lambda sid, update: self.arrived.set(), **kwargs)
 
     async def until(self, condition: Callable[[], bool], timeout: float = 15) -> None:
         async with asyncio.timeout(timeout):

@@ -6,9 +6,10 @@ call is one line, live while it runs and printed when it is done; a diff is show
 file content is not repeated (the agent quotes what matters). A view does the showing:
 `LiveView` on a terminal, `PlainView` on a pipe.
 
-Adding an update kind is local: write `_on_<kind>` and add it to `_handlers`, which must
-name every kind of the table `acpstack.client.UPDATE_KINDS` (a kind added there and
-not here fails when a `Renderer` is made).
+The updates are the version-neutral events (`acpstack.events`), whichever protocol
+version the agent speaks. Adding an update kind is local: write `_on_<kind>` and add it to
+`_handlers`, which must name every kind of the table `acpstack.events.UPDATE_KINDS` (a
+kind added there and not here fails when a `Renderer` is made).
 """
 
 from __future__ import annotations
@@ -23,14 +24,21 @@ from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 
+import acpstack.events as events
 from acpstack.cli._chat_children import ChildSessions, ViewSink
 from acpstack.client import ClientRuntime, SessionState, ToolCallState, UpdateDispatch
 from acpstack.schema import v1 as acp
 
-STATUS_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✗"}
+STATUS_ICONS = {
+    "pending": "○",
+    "in_progress": "◐",
+    "completed": "●",
+    "failed": "✗",
+    "cancelled": "⊘",
+}
 STATUS_STYLES = {"completed": "green", "failed": "red", "in_progress": "yellow"}
-PLAN_ICONS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
-FINAL = ("completed", "failed")
+PLAN_ICONS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "cancelled": "[-]"}
+FINAL = ("completed", "failed", "cancelled")
 #: The plan's place among the live lines (no tool call id starts with a NUL).
 PLAN_KEY = "\0plan"
 #: Lines of a tool's output shown when it is done, and live while a terminal runs.
@@ -62,6 +70,10 @@ class Renderer:
         self._last_plan: list[tuple[str, str]] | None = None
         self._live_plan: list[Text] | None = None  # the plan redrawn in place (a terminal)
         self._session_titles: dict[str, str | None] = {}  # the title last shown per session
+        self._modes: dict[str, str] = {}  # the mode last shown per session
+        # (session, speaker, messageId) of the messages whose chunks were shown: a whole
+        # message (v2) of one of them is not shown again.
+        self._streamed: set[tuple[str, str, str]] = set()
         # Unstable: subagents and inter-session messages (see `_chat_children.py`).
         self.children = ChildSessions(self._state, ViewSink(view, rich=rich))
         self._handlers: UpdateDispatch[Callable[[str, Any], None]] = UpdateDispatch(
@@ -69,15 +81,19 @@ class Renderer:
                 "agent_message_chunk": self._on_message,
                 "agent_thought_chunk": self._on_thought,
                 "user_message_chunk": self._on_user_message,
+                "agent_message": self._on_whole_message,
+                "agent_thought": self._on_whole_message,
+                "user_message": self._on_whole_message,
                 "tool_call": self._on_tool_call,
                 "tool_call_update": self._on_tool_call,
+                "tool_call_content_chunk": self._on_tool_call,
                 "plan": self._on_plan,
-                "plan_update": self._on_unknown,  # unstable, not shown yet
-                "plan_removed": self._on_unknown,
+                "plan_update": self._on_plan,  # the plan of type items is the plan shown
+                "plan_removed": self._on_plan,
                 "current_mode_update": self._on_mode,
                 "session_info_update": self._on_session_info,
                 "available_commands_update": self._ignore,  # feeds completion and /help
-                "config_option_update": self._ignore,  # shown by /config
+                "config_option_update": self._on_mode,  # (v2's mode is an option); /config
                 "usage_update": self._ignore,  # shown by /usage and the result record
                 "notice": self._on_notice,
                 "compaction_update": self._on_compaction,
@@ -85,6 +101,9 @@ class Renderer:
                 "subagent_update": self._ignore,  # shown by `self.children`
                 "session_message": self._ignore,  # shown by `self.children`
                 "session_message_chunk": self._ignore,  # shown by `self.children`
+                "state_update": self._ignore,  # the turn's end is the prompt's answer
+                "terminal_update": self._ignore,  # shown with its tool call
+                "terminal_output_chunk": self._ignore,  # (polled: `poll_terminals`)
             },
             unknown=self._on_unknown,
         )
@@ -129,27 +148,62 @@ class Renderer:
     def _ignore(self, session_id: str, update: Any) -> None:
         pass
 
-    def _on_message(self, session_id: str, update: acp.AgentMessageChunk) -> None:
-        if isinstance(update.content, acp.TextContent):
-            self.view.message(update.content.text)
-        else:
-            self.view.print(self._note(f"[{type(update.content).__name__} from the agent]"))
+    def _on_message(self, session_id: str, update: events.AgentMessageChunk) -> None:
+        self._chunk_seen(session_id, "agent", update)
+        self._show_block(update.content, self.view.message)
 
-    def _on_thought(self, session_id: str, update: acp.AgentThoughtChunk) -> None:
+    def _on_thought(self, session_id: str, update: events.AgentThoughtChunk) -> None:
+        self._chunk_seen(session_id, "thought", update)
         if isinstance(update.content, acp.TextContent):
             self.view.thought(update.content.text)
 
-    def _on_user_message(self, session_id: str, update: acp.UserMessageChunk) -> None:
+    def _on_user_message(self, session_id: str, update: events.UserMessageChunk) -> None:
         """Only history the agent replays (session/load) arrives here: our own prompts are
         recorded without a round trip."""
+        self._chunk_seen(session_id, "user", update)
         if isinstance(update.content, acp.TextContent):
             self.view.print(Text("you: ", style="bold cyan") + Text(update.content.text))
 
-    def _on_plan(self, session_id: str, update: acp.Plan) -> None:
-        """At a terminal the plan is redrawn in place (in the live area) and printed once
-        when the turn ends; on a pipe the first plan of a turn is printed whole, then only
-        the entries whose status changed (the whole plan again when its entries change)."""
-        plan = [(entry.content, str(entry.status)) for entry in update.entries]
+    def _on_whole_message(
+        self,
+        session_id: str,
+        update: events.AgentMessage | events.AgentThought | events.UserMessage,
+    ) -> None:
+        """A whole message (v2): shown when its chunks were not (say, a replayed history
+        that sends messages whole); its later versions are the agent's business."""
+        speaker = events.UPDATE_KINDS[events.kind_of(update)].speaker or "agent"
+        key = (session_id, speaker, update.message_id)
+        if key in self._streamed or not isinstance(update.content, list):
+            return
+        self._streamed.add(key)
+        for block in update.content:
+            if speaker == "agent":
+                self._show_block(block, self.view.message)
+            elif speaker == "thought":
+                if isinstance(block, acp.TextContent):
+                    self.view.thought(block.text)
+            elif isinstance(block, acp.TextContent):
+                self.view.print(Text("you: ", style="bold cyan") + Text(block.text))
+
+    def _chunk_seen(self, session_id: str, speaker: str, chunk: Any) -> None:
+        if type(chunk.message_id) is str:
+            self._streamed.add((session_id, speaker, chunk.message_id))
+
+    def _show_block(self, block: Any, show: Callable[[str], None]) -> None:
+        if isinstance(block, acp.TextContent):
+            show(block.text)
+        else:
+            self.view.print(self._note(f"[{type(block).__name__} from the agent]"))
+
+    def _on_plan(self, session_id: str, update: Any) -> None:
+        """The session's plan (`SessionState.plan`, whichever update changed it). At a
+        terminal the plan is redrawn in place (in the live area) and printed once when the
+        turn ends; on a pipe the first plan of a turn is printed whole, then only the
+        entries whose status changed (the whole plan again when its entries change)."""
+        state = self._state(session_id)
+        if state is None:
+            return
+        plan = [(entry.content, str(entry.status)) for entry in state.plan]
         if plan == self._last_plan:
             return
         previous, self._last_plan = self._last_plan, plan
@@ -172,10 +226,18 @@ class Renderer:
             lines.append(Text("  (empty)", style="dim"))
         return lines
 
-    def _on_mode(self, session_id: str, update: acp.CurrentModeUpdate) -> None:
-        self.view.print(Text(f"mode: {update.current_mode_id}", style="cyan"))
+    def _on_mode(self, session_id: str, update: Any) -> None:
+        """The session's mode when it changed (`current_mode_update`, or the config option
+        of category mode, v2's only way to say it)."""
+        state = self._state(session_id)
+        mode = state.current_mode_id if state is not None else None
+        if isinstance(update, events.CurrentModeUpdate):
+            mode = update.current_mode_id
+        if mode is not None and self._modes.get(session_id) != mode:
+            self._modes[session_id] = mode
+            self.view.print(Text(f"mode: {mode}", style="cyan"))
 
-    def _on_session_info(self, session_id: str, update: acp.SessionInfoUpdate) -> None:
+    def _on_session_info(self, session_id: str, update: events.SessionInfoUpdate) -> None:
         if isinstance(update.title, str):
             self.show_title(session_id, update.title)
 
@@ -186,12 +248,12 @@ class Renderer:
             self._session_titles[session_id] = title
             self.view.print(Text(f"session: {title}", style="dim"))
 
-    def _on_notice(self, session_id: str, update: acp.Notice) -> None:
+    def _on_notice(self, session_id: str, update: events.Notice) -> None:
         style = {"error": "red", "warning": "yellow"}.get(str(update.severity), "cyan")
         about = f": {update.description}" if isinstance(update.description, str) else ""
         self.view.print(Text(f"{update.severity}: {update.title}{about}", style=style))
 
-    def _on_compaction(self, session_id: str, update: acp.CompactionUpdate) -> None:
+    def _on_compaction(self, session_id: str, update: events.CompactionUpdate) -> None:
         if str(update.status) in ("completed", "failed"):
             error = f": {update.error}" if isinstance(update.error, str) else ""
             self.view.print(
@@ -199,15 +261,15 @@ class Renderer:
             )
 
     def _on_unknown(self, session_id: str, update: Any) -> None:
-        kind = getattr(update, "session_update", type(update).__name__)
+        kind = getattr(update, "session_update", "?")
         self.view.print(self._note(f"(update {kind!r} not understood by this client)"))
 
-    def _on_tool_call(self, session_id: str, update: acp.ToolCall | acp.ToolCallUpdate) -> None:
+    def _on_tool_call(self, session_id: str, update: Any) -> None:
         session = self.runtime.sessions.get(session_id)
         tool = session.state.tool_calls.get(update.tool_call_id) if session else None
         if tool is None or tool.tool_call_id in self._done_tools:
             return
-        diffs = [item for item in tool.content if isinstance(item, acp.Diff)]
+        diffs = [item for item in tool.content if isinstance(item, events.Diff)]
         shown = [self.diff(item, tool.tool_call_id) for item in diffs]
         if any(shown):
             self.view.print(*[r for r in shown if r is not None])
@@ -279,22 +341,35 @@ class Renderer:
 
     # -- diffs and permission questions --------------------------------------------------
 
-    def diff(self, diff: acp.Diff, owner: str) -> RenderableType | None:
-        """The diff to show, or None when it was shown already."""
+    def diff(self, diff: events.Diff | acp.Diff, owner: str) -> RenderableType | None:
+        """The diff to show, or None when it was shown already: v1's old and new text as
+        a unified diff, or v2's patch as it came."""
+        patch = getattr(diff, "patch", None)  # (v2's; a permission request's diff is v1's)
+        patch = patch if isinstance(patch, dict) else None
         key = hashlib.sha256(
-            f"{owner}\0{diff.path}\0{diff.old_text}\0{diff.new_text}".encode()
+            f"{owner}\0{diff.path}\0{diff.old_text}\0{diff.new_text}\0{patch}".encode()
         ).hexdigest()
         if key in self._shown_diffs:
             return None
         self._shown_diffs.add(key)
-        old = diff.old_text if isinstance(diff.old_text, str) else ""
-        lines = difflib.unified_diff(
-            old.splitlines(keepends=True),
-            diff.new_text.splitlines(keepends=True),
-            fromfile=diff.path if isinstance(diff.old_text, str) else "/dev/null",
-            tofile=diff.path,
-        )
-        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        if isinstance(diff.new_text, str) and isinstance(diff.path, str):
+            old = diff.old_text if isinstance(diff.old_text, str) else ""
+            lines = difflib.unified_diff(
+                old.splitlines(keepends=True),
+                diff.new_text.splitlines(keepends=True),
+                fromfile=diff.path if isinstance(diff.old_text, str) else "/dev/null",
+                tofile=diff.path,
+            )
+            text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        elif patch is not None and isinstance(patch.get("text"), str):
+            text = patch["text"]
+        else:
+            changes = getattr(diff, "changes", None)
+            text = "".join(
+                f"{c.get('operation', '?')} {c.get('path', '?')}\n"
+                for c in (changes if isinstance(changes, list) else [])
+                if isinstance(c, dict)
+            )
         text = text or "(no change)\n"
         if not self.rich:
             return Text(text.rstrip("\n"))
@@ -309,7 +384,7 @@ class Renderer:
         shown: list[RenderableType] = [Text(f"permission requested: {title}", style="bold magenta")]
         content: Any = tool.content
         for item in content if isinstance(content, list) else []:
-            if isinstance(item, acp.Diff):
+            if isinstance(item, acp.Diff | events.Diff):
                 rendered = self.diff(item, tool.tool_call_id)
                 if rendered is not None:
                     shown.append(rendered)

@@ -28,8 +28,8 @@ from acpstack.client._remote import (
     reconnect,
 )
 from acpstack.client._runtime import ClientRuntime, ClientSession
-from acpstack.client._state import Message, SessionState, ToolCallState
-from acpstack.client._update_kinds import UPDATE_KINDS, UpdateDispatch, UpdateKind, update_kind
+from acpstack.client._state import Message, SessionState, ToolCallState, update_kind
+from acpstack.events import UPDATE_KINDS, UpdateDispatch, UpdateKind
 from acpstack.local import FileSystem, TerminalExit, TerminalManager, TerminalOutput, Workspace
 
 __all__ = [

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from acpstack.client._generated_peer import AgentPeerMethods, ClientHandlers
 from acpstack.schema import PROTOCOL_VERSION
@@ -33,7 +34,7 @@ class AgentPeer(AgentPeerMethods):
         self.extensions = extensions  # the frozen extensions the connection speaks
         # The agent's answer to `initialize` as it came (a v2 answer on a v2 connection).
         self.initialize_result: acp.InitializeResponse | v2.InitializeResponse | None = None
-        # On a v2 connection: the answer in the v1 shape (see `client/_v2_view.py`).
+        # On a v2 connection: the answer in the v1 shape (see `client/_v2_results.py`).
         self.model_initialize_result: acp.InitializeResponse | None = None
 
     @property
@@ -84,7 +85,7 @@ class AgentPeer(AgentPeerMethods):
         self.initialize_result = result
         self.model_initialize_result = None
         if not isinstance(result, acp.InitializeResponse):  # v2's, on a v2 connection
-            from acpstack.client._v2_view import initialize_result
+            from acpstack.client._v2_results import initialize_result
 
             self.model_initialize_result = initialize_result(result)
         return result
@@ -110,6 +111,10 @@ class Client(ClientHandlers):
     """
 
     agent: AgentPeer
+    incoming_params: ClassVar[Mapping[str, type]] = {}
+    """Methods whose params this client takes in another type than the schema's (the
+    type must read the params' JSON): `ClientRuntime` takes `session/update` as
+    `acpstack.events.SessionNotification`, its update read straight into an event."""
 
     def on_connect(self, agent: AgentPeer) -> None:
         """Called once the connection exists, before any message is handled (sets

@@ -47,6 +47,8 @@ def connect_client(
         extensions=extensions,
         versions=protocol_versions,
     )
+    if client.incoming_params:
+        state.take_params_as(client.incoming_params)
     connection = Connection(
         transport,
         state,

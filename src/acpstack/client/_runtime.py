@@ -6,8 +6,8 @@ session state built from `session/update`, and the authentication flow. Use it a
 
 One class, in this order: construction and `initialize`; the handlers of what the agent
 sends; the session calls (new, load, resume with the authentication the agent asks for,
-prompt, cancel, close); protocol v2 (its turns end with an idle state update, and its
-shapes are mapped by `_runtime_v2.py` and `_v2_view.py`); files and terminals (`fs/*`,
+prompt, cancel, close); protocol v2 (its turns end with an idle state update; its
+requests and answers are mapped by `_runtime_v2.py` and `_v2_results.py`); files and terminals (`fs/*`,
 `terminal/*`, inside each session's workspace); and the newer methods (elicitation, auth
 status, MCP servers offered over ACP, session management). Each session it knows gets a
 `ClientSession`: its workspace, state and pending questions.
@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
+import acpstack.events as events
 from acpstack._version import __version__
 from acpstack.client import _v2_values as values
 from acpstack.client._client import Client
@@ -46,13 +47,12 @@ from acpstack.client._permissions import (
 )
 from acpstack.client._runtime_v2 import (
     TurnWait,
-    WireUpdateCallback,
     error_of,
     mcp_servers_to_v2,
     permission_request,
-    v2_view,
 )
 from acpstack.client._state import SessionState
+from acpstack.events import v2 as events_v2
 from acpstack.local import (
     BufferProvider,
     FileSystem,
@@ -63,7 +63,7 @@ from acpstack.local import (
     WriteObserver,
 )
 from acpstack.rpc import ConnectionClosed
-from acpstack.schema import PROTOCOL_VERSIONS
+from acpstack.schema import PROTOCOL_VERSIONS, UnknownSessionUpdate
 from acpstack.schema import convert as schema_convert
 from acpstack.schema import v1 as acp
 from acpstack.wire import (
@@ -76,8 +76,10 @@ from acpstack.wire import (
 )
 
 log = logging.getLogger("acpstack.client")
+# v2 updates whose spelling differs from the events' (see `events.v2.respelled`).
+_V2_SPELLED = (events.AvailableCommandsUpdate, events.ConfigOptionUpdate)
 
-UpdateCallback = Callable[[str, "acp.SessionUpdate"], None]
+UpdateCallback = Callable[[str, "events.Event"], None]
 DroppedCallback = Callable[[DroppedMessage], None]
 AuthStatusCallback = Callable[["acpu.AuthStatusUpdateNotification | acpu.AuthStatusResponse"], None]
 T = TypeVar("T")
@@ -132,9 +134,9 @@ class ClientRuntime(Client):
       `authenticate` (`auth/login`).
     - `protocol_version`: the ACP version asked for (1, or 2: the v2 draft, which a v1 agent
       answers with 1; a v2-only agent answers a request for 1 with -32022, and the runtime
-      asks again for 2). Whatever the connection speaks, the calls, `SessionState` and
-      `on_update` present one model of a session, in v1's shape (see `_v2_view.py`);
-      `on_wire_update` gets every update as it arrived.
+      asks again for 2). Whatever the connection speaks, the calls take and return v1's
+      types, and `SessionState` and `on_update` have every update as a version-neutral
+      event (`acpstack.events`: v2's kinds too, unknown kinds as `UnknownEvent`).
     """
 
     def __init__(
@@ -158,13 +160,11 @@ class ClientRuntime(Client):
         on_auth_status: AuthStatusCallback | None = None,
         on_elicitation_complete: Callable[[str], None] | None = None,
         protocol_version: int = 1,
-        on_wire_update: WireUpdateCallback | None = None,
         run_terminal_login: TerminalLogin | None = None,
     ) -> None:
         if protocol_version not in PROTOCOL_VERSIONS:
             raise ValueError(f"unknown ACP protocol version {protocol_version!r}")
         self.protocol_version: int = protocol_version
-        self.on_wire_update: WireUpdateCallback | None = on_wire_update
         self._turns: dict[str, TurnWait] = {}
         self.initialize_result: acp.InitializeResponse | None = None
         if permission_policy is None:
@@ -286,18 +286,24 @@ class ClientRuntime(Client):
             )
         return session
 
-    async def session_update(self, params: acp.SessionNotification) -> None:
-        """`session/update`: apply the update to its session's state (kept aside for a
+    # The params of `session/update` are read straight into an event (both versions).
+    incoming_params: ClassVar[Mapping[str, type]] = {"session/update": events.SessionNotification}
+
+    async def session_update(self, params: events.SessionNotification) -> None:  # type: ignore[override]
+        """`session/update` (v1): apply the event to its session's state (kept aside for a
         session not known yet) and pass it to `on_update`."""
+        update: Any = params.update  # (an unknown kind: the wire keeps it as it keeps v1's)
+        if type(update) is UnknownSessionUpdate:
+            update = events.UnknownEvent(update.data)
         session = self.sessions.get(params.session_id)
         if session is not None:
-            session.state.apply(params.update)
+            session.state.apply(update)
         else:
             self._early_states.setdefault(params.session_id, SessionState(params.session_id)).apply(
-                params.update
+                update
             )
         if self.on_update is not None:
-            self.on_update(params.session_id, params.update)
+            self.on_update(params.session_id, update)
 
     def on_message_dropped(self, dropped: DroppedMessage) -> None:
         """Count a message the agent sent that had to be discarded (on the runtime and on
@@ -621,7 +627,7 @@ class ClientRuntime(Client):
         state = self.sessions[session_id].state if session_id in self.sessions else None
         if state is not None:
             for block in blocks:
-                state.apply(acp.UserMessageChunk(content=block))
+                state.apply(events.UserMessageChunk(content=block))
         result = await self.agent.session_prompt(
             acp.PromptRequest(session_id=session_id, prompt=blocks), timeout=timeout
         )
@@ -710,7 +716,7 @@ class ClientRuntime(Client):
     async def _new_session_v2(
         self, cwd: str, additional_directories: Sequence[str], mcp_servers: Sequence[Any]
     ) -> acp.NewSessionResponse:
-        from acpstack.client import _v2_view as view
+        from acpstack.client import _v2_results as view
         from acpstack.schema import v2
 
         params = v2.NewSessionRequest(cwd=cwd, mcp_servers=mcp_servers_to_v2(mcp_servers))
@@ -718,9 +724,7 @@ class ClientRuntime(Client):
             params.additional_directories = list(additional_directories)
         result = await self.agent.call("session/new", params)
         options = view.config_options(result.config_options)
-        state = self._state_of(result.session_id)
-        state.config_options = options
-        state.current_mode_id = view.current_mode(options) or state.current_mode_id
+        self._state_of(result.session_id).set_config_options(options)
         return acp.NewSessionResponse(session_id=result.session_id, config_options=options or UNSET)
 
     async def _resume_v2(
@@ -732,7 +736,7 @@ class ClientRuntime(Client):
         *,
         replay: bool,
     ) -> list[acp.SessionConfigOption]:
-        from acpstack.client import _v2_view as view
+        from acpstack.client import _v2_results as view
         from acpstack.schema import v2
 
         params = v2.ResumeSessionRequest(
@@ -745,9 +749,7 @@ class ClientRuntime(Client):
         result = await self.agent.call("session/resume", params)
         options = view.config_options(result.config_options)
         if options:
-            state = self._state_of(session_id)
-            state.config_options = options
-            state.current_mode_id = view.current_mode(options) or state.current_mode_id
+            self._state_of(session_id).set_config_options(options)
         return options
 
     async def _prompt_v2(
@@ -854,20 +856,20 @@ class ClientRuntime(Client):
         if item is None or not item.cancellable:
             raise CapabilityError(f"{what} {item_id!r} does not advertise cancel")
 
-    async def v2_session_update(self, params: v2.UpdateSessionNotification) -> None:
-        """v2 `session/update`: apply it to the session's model (v1-shaped updates to
-        `on_update`), pass it as it came to `on_wire_update`, and end a waiting prompt at
-        its idle state."""
-        view = v2_view()
+    async def v2_session_update(self, params: events.SessionNotification) -> None:
+        """v2 `session/update`: as v1's (the event in its neutral spelling), and the end
+        of a waiting prompt at its idle state."""
+        update: Any = params.update
+        if type(update) is UnknownSessionUpdate:
+            update = events.UnknownEvent(update.data)
+        elif type(update) in _V2_SPELLED:
+            update = events_v2.respelled(update)
         session_id = params.session_id
         state = self._state_of(session_id)
-        model = view.updates(params.update, state)
-        if self.on_wire_update is not None:
-            self.on_wire_update(session_id, params.update)
+        state.apply(update)
         if self.on_update is not None:
-            for update in model:
-                self.on_update(session_id, update)
-        if isinstance(params.update, view.TURN_STATES):
+            self.on_update(session_id, update)
+        if type(update) is events.StateUpdate:
             self._turn_state(session_id, state)
 
     async def v2_session_request_permission(

@@ -1,7 +1,7 @@
 """How `ClientRuntime` speaks protocol version 2: the shapes its v2 calls and handlers
 map (the methods themselves are in `_runtime.py`).
 
-The runtime's calls keep their v1 signatures and results (the model, see `_v2_view.py`);
+The runtime's calls keep their v1 signatures and results (v1's, see `_v2_results.py`);
 on v2 they are sent in v2's shape:
 - `load_session` is `session/resume` with `replayFrom: {type: "start"}`;
 - `prompt` sends the prompt, which the agent acknowledges at once, and returns when the
@@ -20,12 +20,10 @@ v2 types load only here, for a v2 connection.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
     from acpstack.schema import v2
 
 log = logging.getLogger("acpstack.client")
-WireUpdateCallback = Callable[[str, Any], None]
 _command_ids = itertools.count(1)
 
 
@@ -55,19 +52,10 @@ class TurnWait:
     acked: bool = False  # the prompt was answered (accepted)
 
 
-@functools.cache
-def v2_view() -> ModuleType:
-    """`_v2_view` (it loads the v2 types), imported on the first v2 update: an import
-    statement in the update handler would cost two import lookups per update."""
-    from acpstack.client import _v2_view
-
-    return _v2_view
-
-
 def permission_request(params: v2.RequestPermissionRequest) -> acp.RequestPermissionRequest:
     """A v2 permission request as the model's: the question (`title`) is the tool call's
     title; a command subject is an `execute` tool call with the command as its input."""
-    from acpstack.client import _v2_view as view
+    from acpstack.client import _v2_results as view
     from acpstack.schema import v2
 
     subject = params.subject
@@ -141,8 +129,6 @@ def error_of(data: Any) -> RequestError:
 
 __all__ = [
     "TurnWait",
-    "WireUpdateCallback",
     "mcp_servers_to_v2",
     "permission_request",
-    "v2_view",
 ]

@@ -3,9 +3,8 @@
 The kind of an update is its `sessionUpdate` tag, the wire's own discriminator. The
 table says which protocol version carries each kind (stable or unstable) and whose
 message a chunk or a whole message belongs to. Every kind is an event type
-(`acpstack.events`); the client's model of a session still has the v1 shape, and
-`acpstack.client._update_kinds` narrows the dispatch to the kinds v1 carries until the
-client keeps events.
+(`acpstack.events`), the model both sides keep: the agent's store, the client's
+`SessionState`, the chat's renderer.
 
 A consumer gives one handler per kind to `UpdateDispatch`, which refuses a map that misses
 a kind or names one that does not exist: a kind added to the table cannot be dropped
@@ -33,11 +32,6 @@ class UpdateKind:
     v1: Stability | None
     v2: Stability | None
     speaker: Speaker | None = None
-
-    @property
-    def in_model(self) -> bool:
-        """The client's (still v1-shaped) model of a session carries it."""
-        return self.v1 is not None
 
 
 UPDATE_KINDS: Mapping[str, UpdateKind] = {

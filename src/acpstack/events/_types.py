@@ -347,6 +347,76 @@ KnownEvent = (
 )
 Event = KnownEvent | UnknownEvent
 
+
+class SessionNotification(msgspec.Struct, kw_only=True):
+    """The params of a `session/update` with its update read as an event, in one msgspec
+    pass (`ClientRuntime` takes its updates so, in either protocol version). Named as the
+    schema's params type is, so the wire's lenient reading keeps an update of an unknown
+    kind whole (an `UnknownSessionUpdate`) as it does for that type."""
+
+    session_id: str = field(name="sessionId")
+    update: KnownEvent
+    meta: Meta = field(default=UNSET, name="_meta")
+
+    @classmethod
+    def read_leniently(cls, params: Any) -> SessionNotification | None:
+        """Params that did not validate (the wire asks before it refuses them): an update
+        holding a content block of a type this library does not know (v2's content is an
+        open union) is kept whole, as an `UnknownEvent`; anything else stays invalid."""
+        if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+            return None
+        update = params.get("update")
+        if not isinstance(update, dict) or not _has_unknown_block(update):
+            return None
+        if isinstance(event_from_json(_known_blocks(update)), UnknownEvent):
+            return None  # invalid for another reason too
+        notification = cls(session_id=params["sessionId"], update=UserMessageChunk(content=_EMPTY))
+        notification.update = UnknownEvent(update)  # type: ignore[assignment]
+        return notification
+
+
+# What a `content` member may hold: content blocks and a tool call's content items.
+_CONTENT_TYPES = frozenset(
+    {"text", "image", "audio", "resource_link", "resource", "content", "diff", "terminal"}
+)
+_EMPTY = v1.TextContent(text="")
+_EMPTY_JSON = {"type": "text", "text": ""}
+
+
+def _known_blocks(value: Any) -> Any:
+    """`value` with each object `_has_unknown_block` finds replaced by an empty text block."""
+    if isinstance(value, list):
+        return [_known_blocks(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _known_blocks(v) for k, v in value.items()}
+    content = value.get("content")
+    if isinstance(content, dict) and content.get("type") not in _CONTENT_TYPES:
+        out["content"] = _EMPTY_JSON
+    elif isinstance(content, list):
+        out["content"] = [
+            _EMPTY_JSON
+            if isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES
+            else _known_blocks(item)
+            for item in content
+        ]
+    return out
+
+
+def _has_unknown_block(value: Any) -> bool:
+    """An object under a `content` member (or in a list there), anywhere in `value`, of a
+    `type` this library does not know (v2's content blocks and tool content are open)."""
+    if isinstance(value, list):
+        return any(_has_unknown_block(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    content = value.get("content")
+    for item in content if isinstance(content, list) else [content]:
+        if isinstance(item, dict) and item.get("type") not in _CONTENT_TYPES:
+            return True
+    return any(_has_unknown_block(v) for v in value.values() if isinstance(v, list | dict))
+
+
 EVENT_TYPES: dict[str, type[EventStruct]] = {
     cls.__struct_config__.tag: cls for cls in get_args(KnownEvent)
 }

@@ -85,6 +85,12 @@ def decode(data: bytes | str | Json | msgspec.Struct) -> ev.Event:
         if isinstance(json, dict) and "sessionUpdate" not in json and "state" in json:
             json["sessionUpdate"] = "state_update"  # a state variant is tagged by `state`
         event = ev.event_from_json(json)
+    return respelled(event)
+
+
+def respelled(event: ev.Event) -> ev.Event:
+    """An event read from v2's JSON as it is (say, by `events.SessionNotification`) in
+    the events' spelling: commands and config options renamed to v1's."""
     if isinstance(event, ev.AvailableCommandsUpdate):
         commands = [_command_from_v2(c) for c in event.available_commands]
         return msgspec.structs.replace(event, available_commands=commands)
@@ -242,6 +248,7 @@ __all__ = [
     "decode",
     "diff_to_v2",
     "encode",
+    "respelled",
     "tool_call_to_v2",
     "tool_content_to_v2",
 ]

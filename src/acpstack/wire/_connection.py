@@ -124,6 +124,7 @@ class ProtocolState(OnePass):
         self._initialize_params: Any = None  # client side: what our `initialize` said
         self._table_version = 0
         self._calls = None
+        self._params_types = {}
         self._use_tables(self.versions[0])
         self._decoder = FrameDecoder(max_message_size, framing)
         self._ids = itertools.count(0)

@@ -93,6 +93,11 @@ def _convert(data: Any, tp: type, where: str) -> Any:
     try:
         return lenient_convert(data, tp)
     except (msgspec.ValidationError, ValueError, TypeError, RecursionError) as exc:
+        # A type of `take_params_as` may keep what it cannot read (None: it cannot).
+        read_leniently = getattr(tp, "read_leniently", None)
+        kept = read_leniently(data) if read_leniently is not None else None
+        if kept is not None:
+            return kept
         path, detail = _error_path(exc, where)
         raise RequestError.invalid_params({"path": path, "detail": detail}) from None
 

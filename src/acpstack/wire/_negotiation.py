@@ -5,6 +5,7 @@ that version's method tables, so everything after `initialize` decodes in its ty
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -42,6 +43,7 @@ class Negotiation:
     _requests_in: dict[str, MethodSpec]
     _notifications_in: dict[str, MethodSpec]
     _calls: Any
+    _params_types: dict[str, type]
     _requests_out: dict[str, MethodSpec]
     _notifications_out: dict[str, MethodSpec]
     _local_caps: Any
@@ -72,6 +74,14 @@ class Negotiation:
     def _queue_error(self, rid: RequestId, err: RequestError) -> None:
         raise NotImplementedError
 
+    def take_params_as(self, params_types: Mapping[str, type]) -> None:
+        """Decode the params of these incoming methods into the given types instead of
+        the method table's (in every version; e.g. a client that keeps `session/update`s
+        as version-neutral events). The type must read that method's params JSON."""
+        self._params_types = dict(params_types)
+        version, self._table_version = self._table_version, 0
+        self._use_tables(version)
+
     def _use_tables(self, version: int) -> None:
         """Speak `version`'s methods (v2's tables load only when a connection needs them)."""
         if version == self._table_version:
@@ -88,6 +98,10 @@ class Negotiation:
         self._notifications_in = {
             s.name: s for s in table if s.handled_by in mine and s.kind == "notification"
         }
+        for name, params in self._params_types.items():
+            for specs in (self._requests_in, self._notifications_in):
+                if name in specs:
+                    specs[name] = msgspec.structs.replace(specs[name], params=params)
         self._requests_out = {
             s.name: s for s in table if s.handled_by in peer and s.kind == "request"
         }

@@ -150,7 +150,8 @@ class OnePass(Negotiation):
         return IncomingRequest(env.id, call.name, call.spec, env.params)
 
     def _call_decoder(self) -> Any:
-        key = (self.role, self._table_version, self.unstable, self.extensions)
+        overrides = tuple(sorted(self._params_types.items(), key=lambda item: item[0]))
+        key = (self.role, self._table_version, self.unstable, self.extensions, overrides)
         decode = _call_decoders.get(key)
         if decode is None:
             decode = call_decoder(self._requests_in, self._notifications_in)

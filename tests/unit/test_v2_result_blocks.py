@@ -1,5 +1,5 @@
-"""A v2 content block as the client model's v1 block (sans-IO): the plain text block's
-shortcut and the general conversion give the same value."""
+"""A v2 content block as v1's (a permission request's tool call keeps v1's shape), sans-IO:
+the plain text block's shortcut and the general conversion give the same value."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from acpstack.client import _v2_view as view
+from acpstack.client import _v2_results as view
 from acpstack.schema import v1 as acp
 from acpstack.schema import v2
 
