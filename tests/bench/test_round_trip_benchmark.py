@@ -1,5 +1,6 @@
-"""W10 (`python -m benchmarks.persisted_round_trip`) and its breakdown
-(`python -m benchmarks.prompt_commit_cost`) run end to end, small: the agents are real
+"""W10 (`python -m benchmarks.persisted_round_trip`), its breakdown
+(`python -m benchmarks.prompt_commit_cost`) and the client's cost per update
+(`python -m benchmarks.client_update_cost`) run end to end, small: the agents are real
 processes over real pipes, the SQLite store a real file. The official SDKs and PostgreSQL
 are left out here (their venvs, node and a server are the benchmark's to set up); the test
 runs the peers with this interpreter instead of the benchmark's own venv."""
@@ -59,3 +60,22 @@ def test_commit_cost_breakdown_runs() -> None:
     )
     for step in ("COMMIT", "empty hand-off", "writer, SQLite", "writer, memory"):
         assert step in done.stdout, done.stdout
+
+
+def test_client_update_cost_runs_each_client_over_each_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.client_update_cost", "--updates", "200", "--reps", "1"],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        cwd=REPO,
+        check=True,
+    )
+    rows = [line.rsplit(maxsplit=1) for line in done.stdout.splitlines()[1:]]
+    assert [name.strip() for name, _ in rows] == [
+        "v1 bare Client",
+        "v1 ClientRuntime",
+        "v2 bare Client",
+        "v2 ClientRuntime",
+    ]
+    assert all(float(cost) > 0 for _, cost in rows), done.stdout
