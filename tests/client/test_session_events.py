@@ -222,3 +222,32 @@ def test_the_renderer_shows_a_mode_once_whichever_update_says_it() -> None:
         events.CurrentModeUpdate(current_mode_id="code"),
     )
     assert out.count("mode: plan") == 1 and out.count("mode: code") == 1
+
+
+def test_the_agents_echo_of_the_prompt_is_not_shown_again_but_a_replayed_one_is() -> None:
+    echo = {
+        "sessionUpdate": "user_message",
+        "messageId": "u1",
+        "content": [{"type": "text", "text": "ECHO-MARK"}],
+    }
+    out = io.StringIO()
+    runtime = ClientRuntime()
+    runtime.register_session("s", "/tmp")
+    renderer = Renderer(PlainView(out), runtime, rich=False)
+    renderer.begin_turn()  # the user typed a prompt: a v2 agent echoes it
+    renderer.on_update("s", v2_event(echo))
+    renderer.end_turn("s")
+    assert "ECHO-MARK" not in out.getvalue()
+    renderer.begin_turn(prompted=False)  # a history replayed: the user's messages are shown
+    renderer.on_update("s", v2_event({**echo, "messageId": "u2"}))
+    renderer.on_update(
+        "s",
+        events_v1.decode(
+            {
+                "sessionUpdate": "user_message_chunk",
+                "content": {"type": "text", "text": "CHUNK-MARK"},
+            }
+        ),
+    )
+    renderer.end_turn("s")
+    assert "you: ECHO-MARK" in out.getvalue() and "you: CHUNK-MARK" in out.getvalue()

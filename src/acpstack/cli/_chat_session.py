@@ -70,7 +70,8 @@ async def load_session(chat: Chat, session_id: str, *, switched: bool = False) -
         chat.opts.book.lock_session(session_id)
     chat.replaying = True
     if chat.renderer is not None and not chat.headless:
-        chat.renderer.begin_turn()  # the history: what changes in it is shown once, at its end
+        # The history: what changes in it is shown once, at its end.
+        chat.renderer.begin_turn(prompted=False)
     try:
         if can_load and not (chat.headless and can_resume):
             await chat.runtime.load_session(session_id, cwd, mcp_servers=chat.opts.mcp_servers)

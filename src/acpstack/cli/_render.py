@@ -71,6 +71,7 @@ class Renderer:
         self._live_plan: list[Text] | None = None  # the plan redrawn in place (a terminal)
         self._session_titles: dict[str, str | None] = {}  # the title last shown per session
         self._modes: dict[str, str] = {}  # the mode last shown per session
+        self._in_turn = False
         # (session, speaker, messageId) of the messages whose chunks were shown: a whole
         # message (v2) of one of them is not shown again.
         self._streamed: set[tuple[str, str, str]] = set()
@@ -112,12 +113,15 @@ class Renderer:
         self.children.on_update(session_id, update)  # also ends a message it shows live
         self._handlers.handler(update)(session_id, update)
 
-    def begin_turn(self) -> None:
+    def begin_turn(self, *, prompted: bool = True) -> None:
+        """A turn starts: the user's prompt (`prompted`), or a history being replayed."""
+        self._in_turn = prompted  # the user's message now is the prompt just typed: not shown
         self._last_plan = None  # a plan the agent sends again (e.g. asked for it) is shown
         self.children.begin_turn()
 
     def end_turn(self, session_id: str | None) -> None:
         """Print what is still live (tool calls a cancelled turn left running) once."""
+        self._in_turn = False
         self.children.end_turn()
         if self._live_plan is not None:  # its last state, printed once
             self.view.tool_done(PLAN_KEY, list(self._live_plan))
@@ -158,10 +162,10 @@ class Renderer:
             self.view.thought(update.content.text)
 
     def _on_user_message(self, session_id: str, update: events.UserMessageChunk) -> None:
-        """Only history the agent replays (session/load) arrives here: our own prompts are
-        recorded without a round trip."""
+        """History the agent replays (session/load); in a turn, the agent's echo of the
+        prompt the user just typed (v2 agents echo it), which is not shown again."""
         self._chunk_seen(session_id, "user", update)
-        if isinstance(update.content, acp.TextContent):
+        if isinstance(update.content, acp.TextContent) and not self._in_turn:
             self.view.print(Text("you: ", style="bold cyan") + Text(update.content.text))
 
     def _on_whole_message(
@@ -182,7 +186,7 @@ class Renderer:
             elif speaker == "thought":
                 if isinstance(block, acp.TextContent):
                     self.view.thought(block.text)
-            elif isinstance(block, acp.TextContent):
+            elif isinstance(block, acp.TextContent) and not self._in_turn:
                 self.view.print(Text("you: ", style="bold cyan") + Text(block.text))
 
     def _chunk_seen(self, session_id: str, speaker: str, chunk: Any) -> None:
