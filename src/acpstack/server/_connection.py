@@ -147,8 +147,12 @@ class RemoteConnection:
         # what one read from the agent held is routed whole before any receiver is woken,
         # so each receiver sends it at once, in one write
         routed = self._routed
+        decoder = self._decoder
         try:
-            for frame in self._decoder.feed(data):
+            if decoder.whole_line(data) and data[-2] != 13 and not data.isspace():
+                self._route(data[:-1])  # the usual read: one message line (nothing to split)
+                return
+            for frame in decoder.feed(data):
                 if isinstance(frame, bytes):
                     self._route(frame)
                 else:
