@@ -84,6 +84,17 @@ def test_envelope_kinds_sessions_and_odd_input() -> None:
         == "response"
     )
     assert peek_envelope(b'{"jsonrpc":"2.0","id":1,"result":null}').kind == "response"
+    # a prompt's outcome comes with the peek (the server's metrics count it from there)
+    ended = peek_envelope(b'{"jsonrpc":"2.0","id":4,"result":{"stopReason":"cancelled"}}')
+    assert (ended.stop_reason, ended.error) == ("cancelled", None)
+    failed = peek_envelope(b'{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"x"}}')
+    assert (failed.stop_reason, failed.error) == (None, {"code": -32603, "message": "x"})
+    assert peek_envelope(b'{"id":4,"result":{"stopReason":7}}').stop_reason is None
+    assert peek_envelope(b'{"id":4,"result":{"_meta":{"stopReason":"x"}}}').stop_reason is None
+    loose = peek_envelope(b'{"id":[1],"result":{"stopReason":"end_turn"}}')  # the slow path
+    assert loose.kind == "invalid"
+    loose = peek_envelope(b'{"id":4,"result":{"stopReason":"end_turn"},"error":[1]}')
+    assert (loose.stop_reason, loose.error) == ("end_turn", [1])
     assert peek_envelope(b'{"jsonrpc":"2.0","method":"x","params":[1,2]}').kind == "notification"
     assert (
         peek_envelope(b'{"jsonrpc":"2.0","method":"x","params":{"sessionId":5}}').session_id is None

@@ -147,8 +147,12 @@ class RemoteConnection:
         # what one read from the agent held is routed whole before any receiver is woken,
         # so each receiver sends it at once, in one write
         routed = self._routed
+        decoder = self._decoder
         try:
-            for frame in self._decoder.feed(data):
+            if decoder.whole_line(data) and data[-2] != 13 and not data.isspace():
+                self._route(data[:-1])  # the usual read: one message line (nothing to split)
+                return
+            for frame in decoder.feed(data):
                 if isinstance(frame, bytes):
                     self._route(frame)
                 else:
@@ -173,7 +177,7 @@ class RemoteConnection:
         if env.session_id is not None or env.result_session_id is not None:
             self.opened_session = True
         turn = env.kind == "response" and env.id in self.turns
-        self.stats.agent_said(frame, env.kind, env.method, turn)
+        self.stats.agent_said(env, turn)
         if turn:
             self.turns.discard(env.id)
             self._turn_sessions.pop(env.id, None)
@@ -182,7 +186,7 @@ class RemoteConnection:
         if env.kind == "response" and env.id in self._opening:
             asked = self._opening.pop(env.id)
             opened = env.result_session_id or asked
-            if opened is not None and b'"error"' not in frame:
+            if opened is not None and env.error is None:
                 self.session_ids.add(opened)
                 self.stats.sessions_opened += 1
         sharing = self.sharing

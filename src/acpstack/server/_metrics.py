@@ -14,19 +14,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from acpstack.server._guard import GuardCounters
+from acpstack.transports import Envelope
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-class _Outcome(msgspec.Struct):
-    result: Any = None
-    error: Any = None
-
-
-_outcome = msgspec.json.Decoder(_Outcome)
 
 
 @dataclass
@@ -47,25 +38,21 @@ class ServerStats:
         self.store_batches += 1
         self.store_batch_seconds += seconds
 
-    def agent_said(self, frame: bytes, kind: str, method: str | None, turn: bool) -> None:
-        """Count one message from an agent (`turn`: the answer to a `session/prompt`)."""
-        if kind == "notification":
-            if method == "session/update":
+    def agent_said(self, env: Envelope, turn: bool) -> None:
+        """Count one message from an agent, from what routing it found out (`turn`: the
+        answer to a `session/prompt`): no second decode of the message."""
+        if env.kind == "notification":
+            if env.method == "session/update":
                 self.updates_sent += 1
             return
-        if kind != "response" or (not turn and b'"error"' not in frame):
+        if env.kind != "response":
             return
-        try:
-            answer = _outcome.decode(frame)
-        except (msgspec.DecodeError, RecursionError):
-            return
-        error = answer.error
+        error = env.error
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             self.errors[error["code"]] += 1
         if turn:
-            result = answer.result
-            reason = result.get("stopReason") if isinstance(result, dict) else None
-            self.turns[reason if isinstance(reason, str) and error is None else "error"] += 1
+            reason = env.stop_reason
+            self.turns[reason if reason is not None and error is None else "error"] += 1
 
 
 def render(

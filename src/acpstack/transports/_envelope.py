@@ -19,11 +19,17 @@ class _SessionRef(msgspec.Struct):
     session_id: Any = msgspec.field(default=None, name="sessionId")
 
 
+class _ResultRef(msgspec.Struct):
+    session_id: Any = msgspec.field(default=None, name="sessionId")
+    # a prompt's outcome, read here so that the server's metrics need no second decode
+    stop_reason: Any = msgspec.field(default=None, name="stopReason")
+
+
 class _Peek(msgspec.Struct):
     id: int | str | None | UnsetType = UNSET
     method: Any = UNSET
     params: _SessionRef | UnsetType = UNSET
-    result: _SessionRef | UnsetType = UNSET
+    result: _ResultRef | UnsetType = UNSET
     error: Any = UNSET
 
 
@@ -44,6 +50,10 @@ class Envelope(msgspec.Struct, frozen=True):
     """`params.sessionId` of a request or notification, when a string."""
     result_session_id: str | None = None
     """`result.sessionId` of a response (to session/new, fork, ...), when a string."""
+    stop_reason: str | None = None
+    """`result.stopReason` of a response (to session/prompt), when a string."""
+    error: Any = None
+    """The `error` member of a response, as decoded (None when it has none)."""
 
 
 INVALID = Envelope("invalid")
@@ -72,8 +82,18 @@ def _classify(rid: Any, method: Any, params: Any, result: Any, error: Any) -> En
             return Envelope("notification", None, method, session)
         return Envelope("request", rid, method, session)
     if rid is not UNSET and (result is not UNSET or error is not UNSET):
-        session = result.session_id if isinstance(result, _SessionRef) else None
-        return Envelope("response", rid, None, None, session if isinstance(session, str) else None)
+        session = reason = None
+        if isinstance(result, _ResultRef):
+            session, reason = result.session_id, result.stop_reason
+        return Envelope(
+            "response",
+            rid,
+            None,
+            None,
+            session if isinstance(session, str) else None,
+            reason if isinstance(reason, str) else None,
+            None if error is UNSET else error,
+        )
     return INVALID
 
 
@@ -87,18 +107,22 @@ def _peek_loose(data: Any) -> Envelope:
     if isinstance(rid, bool):
         return INVALID
 
-    def ref(value: Any) -> Any:
-        if isinstance(value, dict):
-            return _SessionRef(value.get("sessionId"))
-        return UNSET if value is UNSET else None
-
+    params, result = data.get("params", UNSET), data.get("result", UNSET)
     return _classify(
         rid,
         data.get("method", UNSET),
-        ref(data.get("params", UNSET)),
-        ref(data.get("result", UNSET)),
+        _SessionRef(params.get("sessionId"))
+        if isinstance(params, dict)
+        else _unset_or_none(params),
+        _ResultRef(result.get("sessionId"), result.get("stopReason"))
+        if isinstance(result, dict)
+        else _unset_or_none(result),
         data.get("error", UNSET),
     )
+
+
+def _unset_or_none(value: Any) -> Any:
+    return UNSET if value is UNSET else None
 
 
 def single_line(message: bytes) -> bytes:

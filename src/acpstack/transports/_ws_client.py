@@ -123,6 +123,8 @@ class WebSocketClientTransport:
         self._inbox = Inbox()
         self._frames = FrameDecoder(max_message_size, "ndjson")
         self._ws: Any = None
+        self._open_state: Any = None  # websockets' State.OPEN and CLOSED (with the protocol)
+        self._closed_state: Any = None
         self._pipe: _Pipe | None = None
         self._transport: asyncio.Transport | None = None
         self._handshake: asyncio.Future[Any] | None = None
@@ -217,6 +219,9 @@ class WebSocketClientTransport:
         if self._compression:
             deflate: Any = require_extra("websockets.extensions.permessage_deflate")
             extensions = [deflate.ClientPerMessageDeflateFactory()]
+        state: Any = require_extra("websockets.protocol").State
+        # compared by identity on every message (an enum's `name` is a slow property)
+        self._open_state, self._closed_state = state.OPEN, state.CLOSED
         return client.ClientProtocol(
             uri.parse_uri(self.url), extensions=extensions, max_size=self._max
         )
@@ -239,8 +244,11 @@ class WebSocketClientTransport:
         self._flush()  # pongs, the reply to a close
         if messages:
             self._received += len(messages)
-            self._inbox.data(b"\n".join(messages) + b"\n")
-        if ws.close_rcvd is not None or ws.state.name == "CLOSED":
+            if len(messages) == 1:  # the usual read: one copy, not a join and a copy
+                self._inbox.data(messages[0] + b"\n")
+            else:
+                self._inbox.data(b"\n".join(messages) + b"\n")
+        if ws.close_rcvd is not None or ws.state is self._closed_state:
             self._lost(f"the WebSocket closed ({_close_text(ws)})")
 
     def _events(self, messages: list[bytes]) -> None:
@@ -385,13 +393,17 @@ class WebSocketClientTransport:
         connection ended."""
         if self._ended or self._ws is None:
             return
-        lines = [frame for frame in self._frames.feed(data) if isinstance(frame, bytes)]
+        frames = self._frames
+        if frames.whole_line(data) and data[-2] != 13 and not data.isspace():
+            lines = [data[:-1]]  # the usual write: one message line (nothing to split)
+        else:
+            lines = [frame for frame in frames.feed(data) if isinstance(frame, bytes)]
         for line in lines:
             self._keep(line)
         if self._resuming is not None:
             return  # they go with the others once resumed
         ws = self._ws
-        if self._fast is not None and not ws.extensions and ws.state.name == "OPEN":
+        if self._fast is not None and not ws.extensions and ws.state is self._open_state:
             if lines and self._transport is not None and not self._transport.is_closing():
                 self._transport.write(self._fast.text_frames(lines))
             return
