@@ -1,13 +1,20 @@
 """Benchmark client on acpstack's public API: `acpstack_client.py WORKLOAD -- AGENT ARGV...`.
 
 Prints one JSON line with the measurement. Checks counts, order and sizes of what it received.
+With `ACPSTACK_BENCH_CHAIN_IN_PROCESS=N` it reaches the agent through a proxy chain it runs
+itself: `acpstack.proxy.Conductor` with N pass-through `Proxy` instances, all in this
+process (what a Python host embedding a chain runs).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from _async_workloads import Tally, measure, settle
@@ -15,7 +22,7 @@ from _common import N_LONG_STREAM, rss_mb
 
 import acpstack
 from acpstack import Client, spawn_agent
-from acpstack.client import AgentPeer
+from acpstack.client import AgentPeer, ClientConnection
 from acpstack.schema import v1 as acp
 
 
@@ -76,12 +83,35 @@ async def long_stream(d: Driver) -> dict[str, object]:
     return {"value": end - start, "start": start, "end": end}
 
 
+@contextlib.asynccontextmanager
+async def connected(
+    agent: list[str], client: Client
+) -> AsyncIterator[tuple[ClientConnection, int]]:
+    """The connection to the agent (directly, or through an in-process chain) and the pid
+    of the agent's process (0 when the client does not hold it)."""
+    proxies = int(os.environ.get("ACPSTACK_BENCH_CHAIN_IN_PROCESS") or 0)
+    if not proxies:
+        async with spawn_agent(agent, client) as conn:
+            yield conn, conn.transport.pid  # type: ignore[attr-defined]
+        return
+    from acpstack.client import connect_client
+    from acpstack.proxy import Conductor, Proxy
+    from acpstack.transports import memory_pair
+
+    ours, theirs = memory_pair()
+    chain = asyncio.ensure_future(Conductor([Proxy() for _ in range(proxies)], agent).run(theirs))
+    conn = connect_client(client, ours)
+    async with conn.connection:
+        yield conn, 0
+    await chain
+
+
 async def run(workload: str, agent: list[str]) -> dict[str, object]:
     client = BenchClient()
     started = time.perf_counter()
-    async with spawn_agent(agent, client) as conn:
+    async with connected(agent, client) as (conn, pid):
         await conn.agent.initialize(INIT)
-        driver = Driver(client, conn.agent, conn.transport.pid)  # type: ignore[attr-defined]
+        driver = Driver(client, conn.agent, pid)
         if workload == "W7":
             return await long_stream(driver)
         return await measure(workload, driver, started)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from acpstack.proxy import ChainEnded, Conductor
+from acpstack.proxy import ChainEnded, Conductor, Proxy
 from acpstack.proxy._link import Link, Message, RequestId, loads, raw
 from acpstack.transports import memory_pair
 
@@ -190,3 +190,57 @@ async def test_a_line_that_is_not_json_gets_a_parse_error_and_the_chain_goes_on(
     finally:
         await ours.close()
         await asyncio.wait_for(running, WAIT)
+
+
+# -- proxies in the conductor's process ----------------------------------------------------
+
+
+class Tagging(Proxy):
+    """Adds a mark to every prompt on its way to the agent (in this process)."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__()
+        self.mark = mark
+
+    async def prompt(self, params: Any) -> Any:
+        return {**params, "prompt": [*params["prompt"], {"type": "text", "text": self.mark}]}
+
+
+class Dying(Proxy):
+    """Ends on the first prompt: its end of the pipe closes, as a process's would."""
+
+    async def prompt(self, params: Any) -> Any:
+        assert self._link is not None
+        await self._link.transport.close()
+        return params
+
+
+async def test_in_process_proxies_route_as_processes_do() -> None:
+    # Two `Proxy` instances in this process and one process between them: the same rules.
+    async with chain([Tagging("first"), PASS, Tagging("second")]) as client:
+        result = await client.result("initialize", init())
+        assert result["protocolVersion"] == 1
+        assert result["agentCapabilities"]["mcpCapabilities"]["acp"] is True
+        prompt = {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}
+        answer = await client.result("session/prompt", prompt)
+        assert answer["seen"] == ["initialize", "session/prompt"]
+        # Each proxy's hook ran, in chain order.
+        assert [block["text"] for block in answer["params"]["prompt"]] == ["hi", "first", "second"]
+
+
+async def test_an_in_process_proxy_that_ends_ends_the_chain_with_its_name() -> None:
+    ours, theirs = memory_pair()
+    conductor = Conductor([Dying()], AGENT)
+    running = asyncio.ensure_future(conductor.run(theirs))
+    client = RawClient()
+    client.link = Link(ours, "the conductor", client)
+    client.link.start()
+    try:
+        await client.result("initialize", init())
+        reply = await client.call("session/prompt", {"sessionId": "s", "prompt": []})
+        error = loads(reply.error)
+        assert error["code"] == -32603 and "proxy 0 (Dying, in process) ended" in error["message"]
+        with pytest.raises(ChainEnded, match=r"proxy 0 \(Dying, in process\) ended"):
+            await asyncio.wait_for(running, WAIT)
+    finally:
+        await ours.close()
