@@ -48,7 +48,9 @@ class Run:
     def failover(self, connection: int, lost: float, back: float) -> None:
         self.events[connection] += [["lost", lost, "it broke", 0], ["reconnected", back, "", 1]]
 
-    def judge(self, servers_down: list[str] | None = None, killed: bool = True) -> Account:
+    def judge(
+        self, servers_down: list[str] | None = None, killed: bool = True, dead: float | None = None
+    ) -> Account:
         load = {
             "records": self.records,
             "connections": {
@@ -70,6 +72,7 @@ class Run:
             killed_after_turns=4,
             servers_down=[DOWN_NODE1] if servers_down is None else servers_down,
             exit_code=1 if self.problems else 0,
+            dead=None if dead is None else {"node1": dead},
         )
 
 
@@ -191,3 +194,15 @@ def test_a_load_that_printed_nothing_fails_with_its_stderr() -> None:
     )
     assert account.problems[0].startswith("the load ended (exit 1) without a result: Traceback")
     assert "8 of 8 turns never ended" in account.problems
+
+
+def test_a_turn_begun_while_the_kill_lands_is_not_one_begun_after_it() -> None:
+    # The SIGKILL's time is read just before the signal is sent; on a loaded machine the
+    # server may begin a turn in between. Only a turn begun after it was reaped is wrong.
+    run = Run()
+    lost_on_the_killed_server(run)
+    run.begun["node1"].append(("node1-a", 2, KILL + 0.01))
+    assert run.judge(dead=KILL + 0.02).problems == []
+    late = "node1 began session node1-a turn 2 after its SIGKILL"
+    assert late in run.judge(dead=KILL + 0.005).problems
+    assert late in run.judge().problems  # without the reaping time: the SIGKILL's own

@@ -263,9 +263,12 @@ def judge(
     servers_down: list[str],
     exit_code: int = 0,
     stderr_tail: str = "",
+    dead: dict[str, float] | None = None,
 ) -> Account:
     """The account of one run, from the load's JSON line (`{}` when it printed none),
-    each server's turn log and the kill times."""
+    each server's turn log and the kill times (`dead`: when each killed server was reaped;
+    a turn it began after that is impossible, one begun after the SIGKILL's clock read and
+    before the signal landed is not)."""
     turns = [Turn.of(row) for row in load.get("records", [])]
     problems: list[str] = []
     notes: list[str] = []
@@ -282,7 +285,7 @@ def judge(
     for server, rows in begun.items():
         for sid, turn, at in rows:
             starts.setdefault((sid, turn), []).append((at, server))
-            if server in killed and at > killed[server]:
+            if server in killed and at > (dead or killed).get(server, killed[server]):
                 problems.append(f"{server} began session {sid} turn {turn} after its SIGKILL")
     # The server a connection was on in each epoch: where the turns sent then began.
     epochs: dict[tuple[int, int], Counter[str]] = {}

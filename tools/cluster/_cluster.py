@@ -130,6 +130,7 @@ class Cluster(Service):
         self.store_url = ""
         self.turn_logs: tempfile.TemporaryDirectory[str] | None = None
         self.killed: dict[str, float] = {}  # node name -> time.monotonic() of the SIGKILL
+        self.dead: dict[str, float] = {}  # node name -> time.monotonic() once it was reaped
         self.killed_wall = 0.0
 
     @property
@@ -216,6 +217,9 @@ class Cluster(Service):
         self.killed_wall = time.time()  # for HAProxy's log, which has wall-clock times
         os.kill(node.proc.pid, signal.SIGKILL)
         node.proc.wait(timeout=20)
+        # Gone for certain only now: between the clock read above and the signal, a loaded
+        # machine may let the server run on (and begin a turn) for a while.
+        self.dead[self.name(index)] = time.monotonic()
 
     def terminate(self, index: int) -> None:
         """SIGTERM one server (it drains: running turns finish, new clients go elsewhere);

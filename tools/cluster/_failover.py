@@ -268,6 +268,7 @@ def run_failover(
             servers_down=cluster.servers_down(),
             exit_code=code,
             stderr_tail=stderr_tail,
+            dead=dict(cluster.dead),
         )
     seconds = float(result.get("seconds") or 0) or 1.0
     received = sum(t.chunks for t in account.turns if t.outcome == "acknowledged")
