@@ -512,6 +512,11 @@ class HttpClientTransport(MessageTransport):
 
     def _receive(self, messages: list[bytes], session: str | None) -> None:
         for index, message in enumerate(messages):
+            if b'"id"' not in message and b"\\u" not in message and b"\n" not in message:
+                # No `id` key: a notification (or not JSON-RPC), which the transport routes
+                # nowhere and the runtime decodes anyway. Inside a JSON string a quote is
+                # escaped, and without `\u` escapes a key `id` can only be spelled `"id"`.
+                continue
             try:
                 env = peek_envelope(message)
             except msgspec.DecodeError:
