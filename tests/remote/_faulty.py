@@ -18,6 +18,7 @@ class FaultyProxy:
         self.server: asyncio.Server | None = None
         self.resets = 0
         self.bytes_down = 0  # from the server, over every connection
+        self.accepted = 0  # connections from clients
         self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._armed: tuple[Direction, int] | None = None  # reset after this many more bytes
         self.fired = asyncio.Event()
@@ -43,6 +44,7 @@ class FaultyProxy:
         self._deaf.update(client for client, _server in self._links)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:

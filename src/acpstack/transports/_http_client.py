@@ -146,6 +146,10 @@ class HttpClientTransport(MessageTransport):
         self._failed: set[str] = set()  # sessions refused with 409 until load/resume
         self._reply_sessions: dict[RequestId, str] = {}  # agent request id -> stream it came on
         self._session_requests: dict[RequestId, str] = {}  # our pending request id -> its session
+        # A broken stream finding out whether the server can resume the connection: when
+        # a server dies every stream of the connection breaks at once, and one question is
+        # enough (the others wait for its answer instead of asking the survivors again).
+        self._resume_probe: asyncio.Future[None] | None = None
 
     def _start_receiving(self) -> None:
         pass  # the streams open after initialize
@@ -386,31 +390,42 @@ class HttpClientTransport(MessageTransport):
         decoder = SseDecoder(self._max_message_size)
         loop = asyncio.get_running_loop()
         deadline: float | None = None
-        delay, resuming = 0.05, False
-        while True:
-            outcome = await self._read_stream_once(session, opened, decoder, resuming)
-            if outcome is None:
-                return  # refused: handled
-            ended, broken, was_open = outcome
-            if was_open:  # it worked since the last break: a new break gets the full time
-                opened, deadline, delay = None, None, 0.05
-            if deadline is None:
-                deadline = loop.time() + self.resume_timeout
-            if (
-                not broken
-                or not self.resumable
-                or self._finished
-                or self._closing
-                or ended.startswith(REFUSED)
-                or loop.time() + delay > deadline
-            ):
-                break
-            log.info("%s; resuming it", ended)
-            await asyncio.sleep(delay)
-            delay, resuming = min(delay * 2, 1.0), True
-            self.resumes += 1
-        _settle(opened, BROKEN)  # it never opened
-        self._stream_ended(session, ended, broken)
+        delay, resuming, probing = 0.05, False, None
+        try:
+            while True:
+                outcome = await self._read_stream_once(session, opened, decoder, resuming)
+                if outcome is None:
+                    return  # refused: handled
+                ended, broken, was_open = outcome
+                if was_open:  # it worked since the last break: a new break gets the full time
+                    opened, deadline, delay = None, None, 0.05
+                if deadline is None:
+                    deadline = loop.time() + self.resume_timeout
+                if (
+                    not broken
+                    or not self.resumable
+                    or self._finished
+                    or self._closing
+                    or ended.startswith(REFUSED)
+                    or loop.time() + delay > deadline
+                ):
+                    break
+                log.info("%s; resuming it", ended)
+                probe = self._resume_probe
+                if probe is not None and not probe.done() and probe is not probing:
+                    await probe  # another stream asks the server; a refusal ends the connection
+                    if self._finished or self._closing:
+                        break
+                else:
+                    if probing is None or probing.done():
+                        probing = self._resume_probe = loop.create_future()
+                    await asyncio.sleep(delay)
+                delay, resuming = min(delay * 2, 1.0), True
+                self.resumes += 1
+            _settle(opened, BROKEN)  # it never opened
+            self._stream_ended(session, ended, broken)
+        finally:
+            _settle(probing, None)
 
     async def _read_stream_once(
         self,
@@ -440,10 +455,13 @@ class HttpClientTransport(MessageTransport):
                 response.body = b"".join([chunk async for chunk in stream.body()])
                 if resuming:
                     self._finish(f"the stream could not be resumed: {_describe(response)}")
+                    _settle(self._resume_probe, None)
                 else:
                     self._stream_refused(session, response)
                 return None
             _settle(opened, OPEN)
+            if resuming:  # the server still has the connection: the other streams go on
+                _settle(self._resume_probe, None)
             was_open = True
             decoder.reset()
             async for chunk in stream.body():
@@ -494,6 +512,11 @@ class HttpClientTransport(MessageTransport):
 
     def _receive(self, messages: list[bytes], session: str | None) -> None:
         for index, message in enumerate(messages):
+            if b'"id"' not in message and b"\\u" not in message and b"\n" not in message:
+                # No `id` key: a notification (or not JSON-RPC), which the transport routes
+                # nowhere and the runtime decodes anyway. Inside a JSON string a quote is
+                # escaped, and without `\u` escapes a key `id` can only be spelled `"id"`.
+                continue
             try:
                 env = peek_envelope(message)
             except msgspec.DecodeError:
@@ -550,7 +573,7 @@ class HttpClientTransport(MessageTransport):
                 await posts.aclose()
 
 
-def _settle(opened: asyncio.Future[str] | None, state: str) -> None:
+def _settle(opened: asyncio.Future[Any] | None, state: object) -> None:
     if opened is not None and not opened.done():
         opened.set_result(state)
 
