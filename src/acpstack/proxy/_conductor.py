@@ -35,8 +35,10 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from acpstack.proxy._inprocess import InProcessEnd
 from acpstack.proxy._link import Link, Message, Outbox, RequestId, envelope, loads, raw, unwrap
 from acpstack.proxy._mcp_bridge import McpBridge
+from acpstack.proxy._proxy import Proxy
 from acpstack.transports import Transport
 
 log = logging.getLogger("acpstack.proxy")
@@ -57,18 +59,23 @@ REQUEST_CANCELLED = -32800
 CHAIN_ENDED = -32603
 
 Command = Sequence[str] | str
+#: A proxy: a command line (a process), or a `Proxy` object (run in the conductor's process).
+Component = Command | Proxy
 
 
 class ChainEnded(Exception):
     """A component of the chain ended (or could not start); the message says which and how."""
 
 
-def _shown(command: Command) -> str:
+def _shown(command: Component) -> str:
+    if isinstance(command, Proxy):
+        return f"{type(command).__name__}, in-process"
     return command if isinstance(command, str) else shlex.join(command)
 
 
 class Conductor:
-    """Spawns `proxies` (each a command line or argv) and `agent`, and routes one upstream
+    """Spawns `proxies` (each a command line or argv; a `Proxy` object runs as a task of
+    this process instead, on an in-memory link) and `agent`, and routes one upstream
     connection through them. Without `agent` it runs in proxy mode: it must be initialized
     with `proxy/initialize`, and its last proxy's successor is its own (chains nest).
 
@@ -78,7 +85,7 @@ class Conductor:
 
     def __init__(
         self,
-        proxies: Sequence[Command],
+        proxies: Sequence[Component],
         agent: Command | None,
         *,
         legacy_names: bool = False,
@@ -86,7 +93,7 @@ class Conductor:
         env: dict[str, str] | None = None,
         record: str | None = None,
     ) -> None:
-        self.proxy_commands: list[Command] = list(proxies)
+        self.proxy_commands: list[Component] = list(proxies)
         self.agent_command: Command | None = agent
         self.proxy_mode: bool = agent is None
         self.cwd: str | None = cwd
@@ -117,12 +124,16 @@ class Conductor:
         from acpstack.transports import SubprocessTransport
 
         try:
-            commands = [*self.proxy_commands]
+            commands: list[Component] = [*self.proxy_commands]
             names = [f"proxy {i} (`{_shown(c)}`)" for i, c in enumerate(commands)]
             if self.agent_command is not None:
                 commands.append(self.agent_command)
                 names.append(f"the agent (`{_shown(self.agent_command)}`)")
             for command, name in zip(commands, names, strict=True):
+                if isinstance(command, Proxy):
+                    end = InProcessEnd(command, name)
+                    self.components.append(Link(end, name, self, self._outbox))
+                    continue
                 try:
                     argv = shlex.split(command) if isinstance(command, str) else list(command)
                     argv = self._recorded(argv, len(self.components))
@@ -348,7 +359,9 @@ def _stderr_to_ours(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-async def conduct_stdio(proxies: Sequence[Command], agent: Command | None, **options: Any) -> None:
+async def conduct_stdio(
+    proxies: Sequence[Component], agent: Command | None, **options: Any
+) -> None:
     """Run a conductor on this process's stdin/stdout (`acpstack conduct`)."""
     from acpstack.transports import open_stdio_transport
 
