@@ -1,9 +1,11 @@
 """`python -m benchmarks.proxy_chain`: W1 and W2 through a proxy chain against direct.
 
-acpstack's benchmark client and agent (peers/acpstack_*.py), once directly and once through
-`acpstack conduct` with two pass-through proxies (peers/pass_proxy.py): the chain adds two
-processes and three hops each way. Prints one JSON object: each workload's figures both ways
-and the ratio chain ÷ direct as a cost (above 1: the chain is slower). `--quick` runs the
+acpstack's benchmark client and agent (peers/acpstack_*.py): directly; through `acpstack
+conduct` with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: two
+more processes, three pipe hops each way instead of one); and through the same two proxies
+run inside the conductor's process (`in-process`, `--proxy-module`: two pipe hops each way,
+one more process). Prints one JSON object: each workload's figures and the ratio of each
+chain to direct as a cost (above 1: the chain is slower). `--quick` runs the
 smaller workloads; `--reps N` takes the median of N runs (default 1).
 """
 
@@ -20,18 +22,11 @@ from pathlib import Path
 PEERS = Path(__file__).resolve().parent / "peers"
 AGENT = [sys.executable, str(PEERS / "acpstack_agent.py")]
 PASS = f"{sys.executable} {PEERS / 'pass_proxy.py'}"
-CHAIN = [
-    sys.executable,
-    "-m",
-    "acpstack",
-    "conduct",
-    "--proxy",
-    PASS,
-    "--proxy",
-    PASS,
-    "--",
-    *AGENT,
-]
+CONDUCT = [sys.executable, "-m", "acpstack", "conduct"]
+CHAIN = [*CONDUCT, "--proxy", PASS, "--proxy", PASS, "--", *AGENT]
+PASS_MODULE = str(PEERS / "pass_proxy.py")
+IN_PROCESS = [*CONDUCT, "--proxy-module", PASS_MODULE, "--proxy-module", PASS_MODULE, "--", *AGENT]
+SETUPS = (("direct", AGENT), ("chain", CHAIN), ("in-process", IN_PROCESS))
 
 
 def once(workload: str, agent: list[str], quick: bool) -> dict[str, float]:
@@ -51,20 +46,24 @@ def main() -> None:
     for workload, keys in (("W1", ("value",)), ("W2", ("p50", "p99"))):
         runs = {
             name: [once(workload, agent, args.quick) for _ in range(args.reps)]
-            for name, agent in (("direct", AGENT), ("chain", CHAIN))
+            for name, agent in SETUPS
         }
         for key in keys:
             figures = {
                 name: statistics.median(float(r[key]) for r in got) for name, got in runs.items()
             }
             faster = workload == "W1"  # updates/s: higher is better; W2: µs, lower is better
-            cost = (
-                figures["direct"] / figures["chain"]
-                if faster
-                else figures["chain"] / figures["direct"]
-            )
+            costs = {
+                f"{name} cost (x)": round(
+                    figures["direct"] / figures[name]
+                    if faster
+                    else figures[name] / figures["direct"],
+                    2,
+                )
+                for name in ("chain", "in-process")
+            }
             label = f"{workload} {'updates/s' if faster else key + ' µs'}"
-            report[label] = {**figures, "chain cost (x)": round(cost, 2)}
+            report[label] = {**figures, **costs}
     print(json.dumps(report, indent=2))
 
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         args.record = os.path.abspath(args.record)
         os.makedirs(args.record, exist_ok=True)
-    from acpstack.proxy._inprocess import load_proxy
+    from acpstack.proxy import load_proxy
 
     try:
         proxies = [load_proxy(p) if isinstance(p, PythonProxy) else p for p in args.proxy]
