@@ -1,12 +1,12 @@
 """`python -m benchmarks.proxy_chain`: W1 and W2 through a proxy chain against direct.
 
 acpstack's benchmark client and agent (peers/acpstack_*.py): directly; through `acpstack
-conduct` with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: two
-more processes, three pipe hops each way instead of one); and through the same two proxies
-run inside the conductor's process (`in-process`, `--proxy-module`: two pipe hops each way,
-one more process). Prints one JSON object: each workload's figures and the ratio of each
-chain to direct as a cost (above 1: the chain is slower). `--quick` runs the
-smaller workloads; `--reps N` takes the median of N runs (default 1).
+conduct` with no proxy (`conductor alone`: the floor of any chain a conductor process runs);
+with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe
+hops each way instead of one); and with the same two proxies run inside the conductor's
+process (`in-process`, `--proxy-module`: two pipe hops each way). Prints one JSON object:
+each workload's figures and the ratio of each setup to direct as a cost (above 1: slower).
+`--quick` runs the smaller workloads; `--reps N` takes the median of N runs (default 1).
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ CONDUCT = [sys.executable, "-m", "acpstack", "conduct"]
 CHAIN = [*CONDUCT, "--proxy", PASS, "--proxy", PASS, "--", *AGENT]
 PASS_MODULE = str(PEERS / "pass_proxy.py")
 IN_PROCESS = [*CONDUCT, "--proxy-module", PASS_MODULE, "--proxy-module", PASS_MODULE, "--", *AGENT]
-SETUPS = (("direct", AGENT), ("chain", CHAIN), ("in-process", IN_PROCESS))
+ALONE = [*CONDUCT, "--", *AGENT]  # the conductor with no proxy: what its own process costs
+SETUPS = (
+    ("direct", AGENT),
+    ("conductor alone", ALONE),
+    ("chain", CHAIN),
+    ("in-process", IN_PROCESS),
+)
 
 
 def once(workload: str, agent: list[str], quick: bool) -> dict[str, float]:
@@ -60,7 +66,7 @@ def main() -> None:
                     else figures[name] / figures["direct"],
                     2,
                 )
-                for name in ("chain", "in-process")
+                for name, _ in SETUPS[1:]
             }
             label = f"{workload} {'updates/s' if faster else key + ' µs'}"
             report[label] = {**figures, **costs}
