@@ -1,12 +1,15 @@
 """`python -m benchmarks.proxy_chain`: W1 and W2 through a proxy chain against direct.
 
-acpstack's benchmark client and agent (peers/acpstack_*.py), three ways, alternating: directly;
-through `acpstack conduct` with two pass-through proxies (peers/pass_proxy.py), which adds
-three processes and three process hops each way; and through an in-process chain (the
-client runs `acpstack.proxy.Conductor` with two pass-through `Proxy` instances in its own
-process: the same process hops as direct). Prints one JSON object: each workload's figures
-each way and each chain's ratio to direct as a cost (above 1: the chain is slower). `--quick` runs the
-smaller workloads; `--reps N` takes the median of N runs (default 1).
+acpstack's benchmark client and agent (peers/acpstack_*.py): directly; through `acpstack
+conduct` with no proxy (`conductor alone`: the floor of any chain a conductor process runs);
+with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe
+hops each way instead of one); and with the same two proxies run inside the conductor's
+process (`in-process`, `--proxy-module`: two pipe hops each way); and with the two proxies
+and the conductor in the benchmark client's own process (`client-hosted`: what a Python host
+running `acpstack.proxy.Conductor` itself gets; one pipe hop each way, as direct). The
+setups alternate repetition by repetition. Prints one JSON object:
+each workload's figures and the ratio of each setup to direct as a cost (above 1: slower).
+`--quick` runs the smaller workloads; `--reps N` takes the median of N runs (default 1).
 """
 
 from __future__ import annotations
@@ -22,23 +25,24 @@ from pathlib import Path
 PEERS = Path(__file__).resolve().parent / "peers"
 AGENT = [sys.executable, str(PEERS / "acpstack_agent.py")]
 PASS = f"{sys.executable} {PEERS / 'pass_proxy.py'}"
-CHAIN = [
-    sys.executable,
-    "-m",
-    "acpstack",
-    "conduct",
-    "--proxy",
-    PASS,
-    "--proxy",
-    PASS,
-    "--",
-    *AGENT,
-]
+CONDUCT = [sys.executable, "-m", "acpstack", "conduct"]
+CHAIN = [*CONDUCT, "--proxy", PASS, "--proxy", PASS, "--", *AGENT]
+PASS_MODULE = str(PEERS / "pass_proxy.py")
+IN_PROCESS = [*CONDUCT, "--proxy-module", PASS_MODULE, "--proxy-module", PASS_MODULE, "--", *AGENT]
+ALONE = [*CONDUCT, "--", *AGENT]  # the conductor with no proxy: what its own process costs
+# name, the agent's command line, proxies the benchmark client runs in its own process
+SETUPS = (
+    ("direct", AGENT, 0),
+    ("conductor alone", ALONE, 0),
+    ("chain", CHAIN, 0),
+    ("in-process", IN_PROCESS, 0),
+    ("client-hosted", AGENT, 2),
+)
 
 
-def once(workload: str, agent: list[str], quick: bool, in_process: int = 0) -> dict[str, float]:
+def once(workload: str, agent: list[str], quick: bool, hosted: int = 0) -> dict[str, float]:
     env = dict(os.environ, ACPSTACK_BENCH_QUICK="1" if quick else "0")
-    env["ACPSTACK_BENCH_CHAIN_IN_PROCESS"] = str(in_process)
+    env["ACPSTACK_BENCH_CHAIN_IN_PROCESS"] = str(hosted)
     argv = [sys.executable, str(PEERS / "acpstack_client.py"), workload, "--", *agent]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env, check=True)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -51,13 +55,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     args = parser.parse_args()
     report: dict[str, object] = {}
-    # name: (agent argv, proxies the client runs in its own process)
-    ways = {"direct": (AGENT, 0), "chain": (CHAIN, 0), "in-process chain": (AGENT, 2)}
     for workload, keys in (("W1", ("value",)), ("W2", ("p50", "p99"))):
-        runs: dict[str, list[dict[str, float]]] = {name: [] for name in ways}  # alternating
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in SETUPS}
         for _ in range(args.reps):
-            for name, (agent, in_process) in ways.items():
-                runs[name].append(once(workload, agent, args.quick, in_process))
+            for name, agent, hosted in SETUPS:
+                runs[name].append(once(workload, agent, args.quick, hosted))
         for key in keys:
             figures = {
                 name: statistics.median(float(r[key]) for r in got) for name, got in runs.items()
@@ -70,8 +72,7 @@ def main() -> None:
                     else figures[name] / figures["direct"],
                     2,
                 )
-                for name in ways
-                if name != "direct"
+                for name, _, _ in SETUPS[1:]
             }
             label = f"{workload} {'updates/s' if faster else key + ' µs'}"
             report[label] = {**figures, **costs}

@@ -239,8 +239,8 @@ async def test_an_in_process_proxy_that_ends_ends_the_chain_with_its_name() -> N
         await client.result("initialize", init())
         reply = await client.call("session/prompt", {"sessionId": "s", "prompt": []})
         error = loads(reply.error)
-        assert error["code"] == -32603 and "proxy 0 (Dying, in process) ended" in error["message"]
-        with pytest.raises(ChainEnded, match=r"proxy 0 \(Dying, in process\) ended"):
+        assert error["code"] == -32603 and "proxy 0 (`Dying, in-process`) ended" in error["message"]
+        with pytest.raises(ChainEnded, match=r"proxy 0 \(`Dying, in-process`\) ended"):
             await asyncio.wait_for(running, WAIT)
     finally:
         await ours.close()

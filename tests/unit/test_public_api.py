@@ -170,7 +170,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve_client_check",
         "unknown_selectors",
     ],
-    "acpstack.proxy": ["ChainEnded", "Conductor", "Proxy", "conduct_stdio", "tool"],
+    "acpstack.proxy": ["ChainEnded", "Conductor", "Proxy", "conduct_stdio", "load_proxy", "tool"],
     "acpstack.events": [
         "ALL_KINDS",
         "EVENT_TYPES",

@@ -11,6 +11,10 @@ from acpstack.cli._args import with_agent_command
 from acpstack.cli._errors import EXIT_USAGE, CliError
 
 
+class PythonProxy(str):
+    """A --proxy-module value: loaded when the chain starts (so usage errors come first)."""
+
+
 def add_parser(sub: Any) -> None:
     conduct = sub.add_parser(
         "conduct",
@@ -25,6 +29,15 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="COMMAND",
         help="a proxy's command line (repeat for a chain, first = nearest the client)",
+    )
+    conduct.add_argument(
+        "--proxy-module",
+        dest="proxy",
+        action="append",
+        type=PythonProxy,
+        metavar="FILE.py[:CLASS]",
+        help="a Python proxy (a subclass of acpstack.proxy.Proxy) run inside the conductor's "
+        "process, with no pipe or process of its own; in the chain where it stands among --proxy",
     )
     conduct.add_argument(
         "--legacy-names",
@@ -50,10 +63,16 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         args.record = os.path.abspath(args.record)
         os.makedirs(args.record, exist_ok=True)
+    from acpstack.proxy import load_proxy
+
+    try:
+        proxies = [load_proxy(p) if isinstance(p, PythonProxy) else p for p in args.proxy]
+    except ValueError as exc:
+        raise CliError(f"--proxy-module: {exc}", EXIT_USAGE) from None
     try:
         run_loop(
             conduct_stdio(
-                args.proxy, args.agent_command, legacy_names=args.legacy_names, record=args.record
+                proxies, args.agent_command, legacy_names=args.legacy_names, record=args.record
             )
         )
     except ChainEnded as exc:

@@ -20,11 +20,6 @@ and never forwarded; `session/cancel` is a notification like any other.
 
 When any component ends, the chain ends: pending requests of the upstream peer fail with
 an error naming the component and how it ended, and every process is stopped.
-
-A proxy is a command (a process of its own) or a `Proxy` instance, which runs in the
-conductor's process on an in-memory pipe: the same messages and routing, without a process
-hop (a Python host that runs the conductor itself keeps the chain's cost near the direct
-path's; see docs/proxies.md).
 """
 
 from __future__ import annotations
@@ -40,10 +35,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from acpstack.proxy._inprocess import InProcessEnd
 from acpstack.proxy._link import Link, Message, Outbox, RequestId, envelope, loads, raw, unwrap
 from acpstack.proxy._mcp_bridge import McpBridge
 from acpstack.proxy._proxy import Proxy
-from acpstack.transports import Transport, memory_pair
+from acpstack.transports import Transport
 
 log = logging.getLogger("acpstack.proxy")
 
@@ -63,7 +59,8 @@ REQUEST_CANCELLED = -32800
 CHAIN_ENDED = -32603
 
 Command = Sequence[str] | str
-Component = Command | Proxy  # a process to start, or a proxy to run in this process
+#: A proxy: a command line (a process), or a `Proxy` object (run in the conductor's process).
+Component = Command | Proxy
 
 
 class ChainEnded(Exception):
@@ -72,13 +69,14 @@ class ChainEnded(Exception):
 
 def _shown(command: Component) -> str:
     if isinstance(command, Proxy):
-        return f"{type(command).__name__}, in process"
-    return f"`{command if isinstance(command, str) else shlex.join(command)}`"
+        return f"{type(command).__name__}, in-process"
+    return command if isinstance(command, str) else shlex.join(command)
 
 
 class Conductor:
-    """Spawns `proxies` (each a command line or argv, or a `Proxy` instance to run in this
-    process) and `agent`, and routes one upstream connection through them. Without `agent` it runs in proxy mode: it must be initialized
+    """Spawns `proxies` (each a command line or argv; a `Proxy` object runs as a task of
+    this process instead, on an in-memory link) and `agent`, and routes one upstream
+    connection through them. Without `agent` it runs in proxy mode: it must be initialized
     with `proxy/initialize`, and its last proxy's successor is its own (chains nest).
 
     `legacy_names` sends `_proxy/initialize` and `_proxy/successor` (older conductors and
@@ -106,7 +104,6 @@ class Conductor:
         self.upstream: Link | None = None
         self.components: list[Link] = []
         self.ended: ChainEnded | None = None
-        self._in_process: list[asyncio.Task[None]] = []  # the `Proxy` instances' `serve`
         self._done = asyncio.Event()
         self._outbox = Outbox()  # one write per link for each read routed
         # (link, id of its request) -> (link we forwarded it on, id there): for cancellation.
@@ -127,15 +124,15 @@ class Conductor:
         from acpstack.transports import SubprocessTransport
 
         try:
-            commands = [*self.proxy_commands]
-            names = [f"proxy {i} ({_shown(c)})" for i, c in enumerate(commands)]
+            commands: list[Component] = [*self.proxy_commands]
+            names = [f"proxy {i} (`{_shown(c)}`)" for i, c in enumerate(commands)]
             if self.agent_command is not None:
                 commands.append(self.agent_command)
-                names.append(f"the agent ({_shown(self.agent_command)})")
+                names.append(f"the agent (`{_shown(self.agent_command)}`)")
             for command, name in zip(commands, names, strict=True):
                 if isinstance(command, Proxy):
-                    transport = self._run_here(command, name)
-                    self.components.append(Link(transport, name, self, self._outbox))
+                    end = InProcessEnd(command, name)
+                    self.components.append(Link(end, name, self, self._outbox))
                     continue
                 try:
                     argv = shlex.split(command) if isinstance(command, str) else list(command)
@@ -158,21 +155,6 @@ class Conductor:
         if self.ended is not None:
             raise self.ended
 
-    def _run_here(self, proxy: Proxy, name: str) -> Transport:
-        """Serve `proxy` in this process; the conductor's end of its pipe. If `serve`
-        fails, its pipe closes and the chain ends as when a process dies."""
-        ours, theirs = memory_pair()
-
-        async def serve() -> None:
-            try:
-                await proxy.serve(theirs)
-            except Exception:
-                log.exception("%s failed", name)
-                await theirs.close()
-
-        self._in_process.append(asyncio.ensure_future(serve()))
-        return ours
-
     def _recorded(self, argv: list[str], index: int) -> list[str]:
         """With `record`, the component runs behind `acpstack inspect --record`: each hop's
         traffic in its own recording (`0-proxy.jsonl`, ..., `N-agent.jsonl`)."""
@@ -192,11 +174,6 @@ class Conductor:
         results = await asyncio.gather(
             *(link.transport.close() for link in links), return_exceptions=True
         )
-        if self._in_process:  # their pipes are closed: each `serve` returns
-            _, pending = await asyncio.wait(self._in_process, timeout=5)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
                 raise result
@@ -382,7 +359,9 @@ def _stderr_to_ours(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-async def conduct_stdio(proxies: Sequence[Command], agent: Command | None, **options: Any) -> None:
+async def conduct_stdio(
+    proxies: Sequence[Component], agent: Command | None, **options: Any
+) -> None:
     """Run a conductor on this process's stdin/stdout (`acpstack conduct`)."""
     from acpstack.transports import open_stdio_transport
 
