@@ -12,7 +12,6 @@ and the chain ends as it does when a proxy process exits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import inspect
 import logging
@@ -68,9 +67,11 @@ class InProcessEnd:
         return 0
 
     async def settle(self) -> None:
-        """Wait (briefly) for the proxy's task, so that `close_reason` can say how it ended."""
-        with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._task), 5)
+        """Wait (briefly) for the proxy's task, so that `close_reason` can say how it ended.
+        (`asyncio.wait`: the task's own end never raises here, and a cancellation of the
+        caller still does.)"""
+        if not self._task.done():
+            await asyncio.wait({self._task}, timeout=5)
 
     def close_reason(self) -> str | None:
         return self._reason
@@ -82,8 +83,7 @@ class InProcessEnd:
             done, _ = await asyncio.wait({self._task}, timeout=5)
             if not done:
                 self._task.cancel()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await self._task
+                await asyncio.wait({self._task})  # (its end: `_serve` raises nothing else)
 
 
 def load_proxy(spec: str) -> Proxy:
