@@ -3,11 +3,30 @@ two example proxies, rules first, then audit."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 RULES = f"{PY} {ROOT / 'examples' / 'proxies' / 'rules.py'}"
 AUDIT = f"{PY} {ROOT / 'examples' / 'proxies' / 'audit.py'}"
 CONDUCT = [PY, "-m", "acpstack", "conduct", "--proxy", RULES, "--proxy", AUDIT, "--"]
+
+
+def chat_turn(project: Path, chain: list[str], timeout: float = 80) -> list[dict[str, Any]]:
+    """`acpstack chat -p "add a line"` through `chain` in `project` (see conftest.py's
+    `project`): the turn succeeds and the agent saw the rules (the scripted agent adds
+    them to the README); the audit file's records."""
+    done = subprocess.run(
+        [PY, "-m", "acpstack", "chat", "--approve-all", "-p", "add a line", "--", *chain],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Always write the tests first." in (project / "README.md").read_text()
+    return [json.loads(line) for line in (project / "audit.jsonl").read_text().splitlines()]

@@ -18,6 +18,9 @@ from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _example_chain import chat_turn  # noqa: E402
+
 pytestmark = pytest.mark.timeout(90)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,28 +34,10 @@ def conduct(*proxies: str) -> list[str]:
     return [*ACPSTACK, "conduct", *(f"--proxy={p}" for p in proxies), "--", *AGENT]
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "README.md").write_text("# demo\n")
-    (tmp_path / "AGENTS.md").write_text("Always write the tests first.\n")
-    monkeypatch.setenv("AUDIT_FILE", str(tmp_path / "audit.jsonl"))
-    return tmp_path
-
-
 def test_chat_through_rules_and_audit_proxies_completes_a_turn_with_tool_calls(
     project: Path,
 ) -> None:
-    done = subprocess.run(
-        [*ACPSTACK, "chat", "--approve-all", "-p", "add a line", "--", *conduct(RULES, AUDIT)],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=80,
-    )
-    assert done.returncode == 0, done.stderr
-    # The scripted agent adds the task it was given to the README: it saw the rules.
-    assert "Always write the tests first." in (project / "README.md").read_text()
-    records = [json.loads(line) for line in (project / "audit.jsonl").read_text().splitlines()]
+    records = chat_turn(project, conduct(RULES, AUDIT))
     kinds = [record["kind"] for record in records]
     assert "tool_call" in kinds and "command" in kinds
     edit = next(r for r in records if r["kind"] == "permission")

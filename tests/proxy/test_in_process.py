@@ -4,7 +4,6 @@ the same behaviour as the same proxies run as processes, with no process of thei
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _example_chain import chat_turn  # noqa: E402
 from test_chain import ACPSTACK, AGENT, ROOT, Waiting, children, gone  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
@@ -31,28 +31,11 @@ def conduct(*components: str) -> list[str]:
     return [*ACPSTACK, "conduct", *options, "--", *AGENT]
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "README.md").write_text("# demo\n")
-    (tmp_path / "AGENTS.md").write_text("Always write the tests first.\n")
-    monkeypatch.setenv("AUDIT_FILE", str(tmp_path / "audit.jsonl"))
-    return tmp_path
-
-
 @pytest.mark.parametrize("audit", [AUDIT, AUDIT_PROCESS], ids=["in-process", "mixed"])
 def test_a_turn_through_in_process_rules_and_audit_reaches_the_agent_and_is_audited(
     project: Path, audit: str
 ) -> None:
-    done = subprocess.run(
-        [*ACPSTACK, "chat", "--approve-all", "-p", "add a line", "--", *conduct(RULES, audit)],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=80,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Always write the tests first." in (project / "README.md").read_text()
-    records = [json.loads(line) for line in (project / "audit.jsonl").read_text().splitlines()]
+    records = chat_turn(project, conduct(RULES, audit))
     kinds = [record["kind"] for record in records]
     assert "tool_call" in kinds and "command" in kinds and "permission" in kinds
 
