@@ -4,7 +4,10 @@ acpstack's benchmark client and agent (peers/acpstack_*.py): directly; through `
 conduct` with no proxy (`conductor alone`: the floor of any chain a conductor process runs);
 with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe
 hops each way instead of one); and with the same two proxies run inside the conductor's
-process (`in-process`, `--proxy-module`: two pipe hops each way); and with the two proxies
+process (`in-process`, `--proxy-module`: two pipe hops each way; a proxy in the conductor's
+process is routed past the messages it has no hook for, so these two cost no hop); the
+example proxies `rules.py` and `audit.py` the same way (`in-process rules+audit`: hooks that
+do work, on every prompt and every update); and with the two proxies
 and the conductor in the benchmark client's own process (`client-hosted`: what a Python host
 running `acpstack.proxy.Conductor` itself gets; one pipe hop each way, as direct). The
 setups alternate repetition by repetition. Prints one JSON object:
@@ -30,6 +33,11 @@ CHAIN = [*CONDUCT, "--proxy", PASS, "--proxy", PASS, "--", *AGENT]
 PASS_MODULE = str(PEERS / "pass_proxy.py")
 IN_PROCESS = [*CONDUCT, "--proxy-module", PASS_MODULE, "--proxy-module", PASS_MODULE, "--", *AGENT]
 ALONE = [*CONDUCT, "--", *AGENT]  # the conductor with no proxy: what its own process costs
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "proxies"
+# The two example proxies in the conductor's process: a prompt hook and an update hook (every
+# update goes through the audit proxy; the W1/W2 turns have no tool call for it to write).
+HOOKS = [*CONDUCT, "--proxy-module", str(EXAMPLES / "rules.py")]
+HOOKS += ["--proxy-module", str(EXAMPLES / "audit.py"), "--", *AGENT]
 # name, the agent's command line, proxies the benchmark client runs in its own process
 SETUPS = (
     ("direct", AGENT, 0),
@@ -37,6 +45,7 @@ SETUPS = (
     ("chain", CHAIN, 0),
     ("in-process", IN_PROCESS, 0),
     ("client-hosted", AGENT, 2),
+    ("in-process rules+audit", HOOKS, 0),
 )
 
 

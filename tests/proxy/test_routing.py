@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from acpstack.proxy import ChainEnded, Conductor, Proxy
+from acpstack.proxy import ChainEnded, Conductor, Proxy, tool
 from acpstack.proxy._link import Link, Message, RequestId, loads, raw
 from acpstack.transports import memory_pair
 
@@ -244,3 +244,146 @@ async def test_an_in_process_proxy_that_ends_ends_the_chain_with_its_name() -> N
             await asyncio.wait_for(running, WAIT)
     finally:
         await ours.close()
+
+
+# -- in-process proxies are routed past what they would pass on unchanged -------------------
+
+
+class Quiet(Proxy):
+    """Overrides nothing."""
+
+
+class Prompting(Proxy):
+    async def prompt(self, params: Any) -> Any:
+        return {**params, "tagged": True}
+
+
+class Updating(Proxy):
+    """A slow `update` hook: each update takes a few loop turns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates: list[int] = []
+
+    async def update(self, params: Any) -> Any:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self.updates.append(params["update"]["index"])
+        return params
+
+
+class Asking(Proxy):
+    async def permission(self, params: Any, ask: Any) -> Any:
+        return await ask(params)
+
+
+class WithTools(Proxy):
+    @tool
+    def add(self, a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+
+class Routing(Proxy):
+    """Changes the routing itself: never passed by."""
+
+    def on_notification(self, link: Link, message: Any) -> None:
+        super().on_notification(link, message)
+
+
+def passes(proxy: Proxy, method: str, down: bool, request: bool) -> bool:
+    return proxy.passes_through(method, down=down, request=request)
+
+
+@pytest.mark.parametrize(
+    ("proxy", "method", "down", "is_request", "expected"),
+    [
+        (Quiet(), "session/prompt", True, True, True),
+        (Quiet(), "session/update", False, False, True),
+        (Quiet(), "session/request_permission", False, True, True),
+        (Quiet(), "fs/read_text_file", False, True, True),
+        (Quiet(), "session/cancel", True, False, True),
+        (Quiet(), "initialize", True, True, False),
+        (Quiet(), "proxy/initialize", True, True, False),
+        (Quiet(), "proxy/successor", False, False, False),
+        (Quiet(), "$/cancel_request", True, False, False),
+        (Prompting(), "session/prompt", True, True, False),
+        (Prompting(), "session/new", True, True, True),
+        (Prompting(), "session/update", False, False, True),
+        (Updating(), "session/update", False, False, False),
+        (Updating(), "_pong", False, False, False),  # every notification up keeps its turn
+        (Updating(), "session/prompt", True, True, False),  # its answer comes back up
+        (Updating(), "fs/read_text_file", False, True, True),
+        (Asking(), "session/request_permission", False, True, False),
+        (Asking(), "fs/read_text_file", False, True, True),
+        (WithTools(), "session/new", True, True, False),
+        (WithTools(), "mcp/message", False, True, False),
+        (WithTools(), "session/prompt", True, True, True),
+        (Routing(), "session/prompt", True, True, False),
+        (Routing(), "session/update", False, False, False),
+    ],
+)
+def test_what_a_proxy_passes_through(
+    proxy: Proxy, method: str, down: bool, is_request: bool, expected: bool
+) -> None:
+    assert passes(proxy, method, down, is_request) is expected
+
+
+def count_frames(proxy: Proxy) -> list[bytes]:
+    """A spy on the frames the proxy's link is handed from now on."""
+    link = proxy._link
+    assert link is not None
+    seen: list[bytes] = []
+    handle = link._frame
+
+    def spy(frame: Any) -> None:
+        seen.append(frame)
+        handle(frame)
+
+    link._frame = spy  # type: ignore[method-assign]
+    return seen
+
+
+async def test_a_pass_through_proxy_is_not_handed_what_it_would_pass_on() -> None:
+    quiet, tagging = Quiet(), Prompting()
+    async with chain([quiet, tagging]) as client:
+        assert client.link is not None
+        assert (await client.result("initialize", init()))["protocolVersion"] == 1
+        quiet_frames, tagging_frames = count_frames(quiet), count_frames(tagging)
+        prompt = {"sessionId": "s", "prompt": []}
+        answer = await client.result("session/prompt", prompt)
+        assert answer["params"] == {**prompt, "tagged": True}
+        assert await client.result("_echo", {"x": 1}) == {
+            "method": "_echo",
+            "params": {"x": 1},
+            "seen": ["initialize", "session/prompt", "_echo"],
+        }
+        client.link.notify("_ping", None)  # type: ignore[arg-type]
+        pong = await asyncio.wait_for(client.notes.get(), WAIT)
+        assert pong.method == "_pong"
+        assert await client.result("_ask", {"q": 1}) == {
+            "answered": "_question",
+            "params": {"q": 1},
+        }
+        # The pass-through proxy saw none of it; the prompt hook saw its prompt and that
+        # prompt's answer, nothing else.
+        assert quiet_frames == []
+        assert len(tagging_frames) == 2 and b'"session/prompt"' in tagging_frames[0]
+
+
+async def test_an_answer_does_not_overtake_the_updates_an_update_hook_holds() -> None:
+    updating = Updating()
+    async with chain([Quiet(), updating, Quiet()]) as client:
+        await client.result("initialize", init())
+        answer = await client.result("_chatter", {"count": 50})
+        assert answer["method"] == "_chatter"
+        # Every update reached the client before the answer did, in order.
+        got = [client.notes.get_nowait() for _ in range(client.notes.qsize())]
+        assert [loads_index(m) for m in got] == list(range(50))
+        assert updating.updates == list(range(50))
+
+
+def loads_index(message: Any) -> int:
+    assert message.method == "session/update"
+    index: int = loads(message.params)["update"]["index"]
+    return index

@@ -12,6 +12,8 @@ and goes to the neighbour that way:
 
 Delivered to a proxy from above it is plain, from below it is wrapped; to the agent and
 to upstream (going up) it is plain; in proxy mode, to the outer successor it is wrapped.
+A proxy running in the conductor's process is skipped for the messages it would pass on
+unchanged (`Proxy.passes_through`: it has no hook for them), so it costs nothing there.
 `initialize` becomes `proxy/initialize` for a proxy and stays `initialize` for the agent,
 with the protocol version capped at what we speak. Results and errors come back unchanged,
 except that a proxy learns `mcpCapabilities.acp` from the agent's answer (the conductor
@@ -57,6 +59,7 @@ SUCCESSOR = frozenset(
 CANCEL_REQUEST = "$/cancel_request"
 REQUEST_CANCELLED = -32800
 CHAIN_ENDED = -32603
+_SKIPS_KEPT = 1024
 
 Command = Sequence[str] | str
 #: A proxy: a command line (a process), or a `Proxy` object (run in the conductor's process).
@@ -109,6 +112,8 @@ class Conductor:
         # (link, id of its request) -> (link we forwarded it on, id there): for cancellation.
         self._relayed: dict[tuple[int, RequestId], tuple[Link, RequestId]] = {}
         self.bridge: McpBridge = McpBridge(self)
+        # (entry position, down, method, request) -> the position it is delivered to
+        self._skips: dict[tuple[int, bool, str, bool], int] = {}
         self.agent_speaks_acp_mcp: bool = False
 
     @property
@@ -209,10 +214,26 @@ class Conductor:
             return position, wrapped
         return position, False
 
-    def _target(self, position: int, down: bool, method: str) -> tuple[Link, str, bool]:
-        """The link to deliver to, the method to use there, and whether to wrap it."""
-        target = position + 1 if down else position - 1
-        return self._at(target, down, method)
+    def _target(
+        self, position: int, down: bool, method: str, request: bool
+    ) -> tuple[Link, str, bool, int]:
+        """The link to deliver to, the method to use there, whether to wrap it, and its
+        position. In-process proxies that would pass the message on unchanged are skipped."""
+        key = (position, down, method, request)
+        target = self._skips.get(key)
+        if target is None:
+            step = 1 if down else -1
+            target = position + step
+            while 0 <= target < self.depth and self._passed_by(target, method, down, request):
+                target += step
+            if len(self._skips) >= _SKIPS_KEPT:  # (method names come from the peers)
+                self._skips.clear()
+            self._skips[key] = target
+        return (*self._at(target, down, method), target)
+
+    def _passed_by(self, position: int, method: str, down: bool, request: bool) -> bool:
+        proxy = self.proxy_commands[position]
+        return isinstance(proxy, Proxy) and proxy.passes_through(method, down=down, request=request)
 
     def _at(self, target: int, down: bool, method: str) -> tuple[Link, str, bool]:
         if target == -1:
@@ -272,7 +293,7 @@ class Conductor:
         if method == CANCEL_REQUEST:
             log.debug("%s wrapped a $/cancel_request: cancellation is per hop, dropped", link.name)
             return
-        target, out_method, wrap = self._target(position, down, method)
+        target, out_method, wrap, _ = self._target(position, down, method, False)
         if self.bridge.takes_notification(target, out_method, params):
             return
         if wrap:
@@ -289,9 +310,9 @@ class Conductor:
         if opened is None:
             return
         position, down, method, params = opened
-        target, out_method, wrap = self._target(position, down, method)
+        target, out_method, wrap, at = self._target(position, down, method, True)
         key = (id(link), rid)
-        to_agent = down and not self.proxy_mode and position + 1 == self.depth
+        to_agent = down and not self.proxy_mode and at == self.depth
         agent_initialize = to_agent and method in INITIALIZE
         if method in INITIALIZE:
             params = _cap_version(params)

@@ -121,6 +121,36 @@ class Proxy:
     def _overrides(self, hook: str) -> bool:
         return getattr(type(self), hook) is not getattr(Proxy, hook)
 
+    def passes_through(self, method: str, *, down: bool, request: bool) -> bool:
+        """Whether this proxy would send a `method` message (heading `down` to the agent or
+        up to the client) on at once, unchanged, as it came: then the conductor of an
+        in-process proxy routes it past the proxy instead of waking it. The handshake and
+        the envelopes always reach it; a subclass that changes the routing itself (not only
+        the hooks) is never passed by."""
+        if self._routes_itself() or method in _ALWAYS_SEEN:
+            return False
+        if down:
+            if not request:
+                return True  # notifications to the agent are forwarded as they come
+            if method == "session/prompt" and self._overrides("prompt"):
+                return False
+            if method in SESSION_OPENERS and self.tools:
+                return False  # it adds its MCP server to the session
+            # The answer comes back the way the request went, and it must not overtake
+            # the updates an `update` hook is still working on.
+            return not self._overrides("agent_request") and not self._overrides("update")
+        if not request:
+            # With an `update` hook every notification up waits its turn behind updates.
+            return not self._overrides("update")
+        if method == "mcp/message":
+            return not self.tools
+        if method == "session/request_permission":
+            return not self._overrides("permission")
+        return not self._overrides("client_request")
+
+    def _routes_itself(self) -> bool:
+        return any(self._overrides(name) for name in _ROUTING)
+
     # -- running --------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -421,6 +451,12 @@ class Proxy:
         except Exception as exc:
             return {"content": [{"type": "text", "text": f"{name} failed: {exc}"}], "isError": True}
         return {"content": [{"type": "text", "text": str(value)}], "isError": False}
+
+
+#: What every proxy sees, skipped or not: the handshake, envelopes and cancellations.
+_ALWAYS_SEEN = frozenset({"initialize", "$/cancel_request"}) | INITIALIZE | SUCCESSOR
+#: The methods that route messages: a subclass overriding one is never passed by.
+_ROUTING = ("on_request", "on_notification", "_from_successor", "_relay", "_in_order", "serve")
 
 
 def _proxy_meta(params: Any) -> bool:

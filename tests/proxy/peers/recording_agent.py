@@ -2,7 +2,8 @@
 
 - a request is answered `{"method", "params", "seen"}` (`seen`: every method it received so
   far, in order), except: `initialize` (an ordinary answer, protocolVersion echoed), `_hold`
-  (never answered), `_ask` (first asks its client `_question` and answers with the reply);
+  (never answered), `_ask` (first asks its client `_question` and answers with the reply),
+  `_chatter` (first sends `params["count"]` `session/update` notifications numbered from 0);
 - a notification `_ping` is answered with a notification `_pong` carrying its params.
 """
 
@@ -35,6 +36,11 @@ for line in sys.stdin:
         result = {"protocolVersion": params["protocolVersion"], "agentCapabilities": caps}
     elif method == "_hold":
         continue
+    elif method == "_chatter":
+        for index in range(params["count"]):
+            update = {"sessionUpdate": "agent_message_chunk", "index": index}
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {"update": update}})
+        result = {"method": method, "params": params, "seen": list(seen)}
     elif method == "_ask":
         asked[len(asked) + 1000] = message["id"]
         send({"jsonrpc": "2.0", "id": len(asked) + 999, "method": "_question", "params": params})
