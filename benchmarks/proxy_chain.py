@@ -1,17 +1,19 @@
 """`python -m benchmarks.proxy_chain`: W1 and W2 through a proxy chain against direct.
 
-acpstack's benchmark client and agent (peers/acpstack_*.py): directly; through `acpstack
-conduct` with no proxy (`conductor alone`: the floor of any chain a conductor process runs);
-with two pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe
-hops each way instead of one); and with the same two proxies run inside the conductor's
-process (`in-process`, `--proxy-module`: two pipe hops each way; a proxy in the conductor's
-process is routed past the messages it has no hook for, so these two cost no hop); the
-example proxies `rules.py` and `audit.py` the same way (`in-process rules+audit`: hooks that
-do work, on every prompt and every update); and with the two proxies
-and the conductor in the benchmark client's own process (`client-hosted`: what a Python host
-running `acpstack.proxy.Conductor` itself gets; one pipe hop each way, as direct). The
-setups alternate repetition by repetition. Prints one JSON object:
-each workload's figures and the ratio of each setup to direct as a cost (above 1: slower).
+acpstack's benchmark client and agent (peers/acpstack_*.py), every process pinned to CPU 0
+as in BENCHMARKS.md (unpinned, a round trip between two processes has two speeds, about
+30 and about 100 µs here, depending on whether they share a core, and the ratios follow
+that rather than the chain): directly; through `acpstack conduct` with no proxy
+(`conductor alone`: the floor of any chain a conductor process runs); with two
+pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe hops each
+way instead of one); the same two inside the conductor's process (`in-process`,
+`--proxy-module`: the conductor routes past a proxy what it has no hook for, so these cost
+no hop); the example proxies `rules.py` and `audit.py` the same way (`in-process
+rules+audit`: hooks that work on every prompt and every update); and the two pass-through
+proxies and the conductor in the benchmark client's own process (`client-hosted`: what a
+Python host running `acpstack.proxy.Conductor` itself gets; one pipe hop each way, as
+direct). The setups alternate repetition by repetition. Prints one JSON object: each
+workload's figures and the ratio of each setup to direct as a cost (above 1: slower).
 `--quick` runs the smaller workloads; `--reps N` takes the median of N runs (default 1).
 """
 
@@ -24,6 +26,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmarks._runner import pinned
 
 PEERS = Path(__file__).resolve().parent / "peers"
 AGENT = [sys.executable, str(PEERS / "acpstack_agent.py")]
@@ -52,7 +56,7 @@ SETUPS = (
 def once(workload: str, agent: list[str], quick: bool, hosted: int = 0) -> dict[str, float]:
     env = dict(os.environ, ACPSTACK_BENCH_QUICK="1" if quick else "0")
     env["ACPSTACK_BENCH_CHAIN_IN_PROCESS"] = str(hosted)
-    argv = [sys.executable, str(PEERS / "acpstack_client.py"), workload, "--", *agent]
+    argv = pinned([sys.executable, str(PEERS / "acpstack_client.py"), workload, "--", *agent])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env, check=True)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result

@@ -456,7 +456,7 @@ class Proxy:
 #: What every proxy sees, skipped or not: the handshake, envelopes and cancellations.
 _ALWAYS_SEEN = frozenset({"initialize", "$/cancel_request"}) | INITIALIZE | SUCCESSOR
 #: The methods that route messages: a subclass overriding one is never passed by.
-_ROUTING = ("on_request", "on_notification", "_from_successor", "_relay", "_in_order", "serve")
+_ROUTING = ("on_request", "on_notification", "_from_successor", "_relay", "_in_order")
 
 
 def _proxy_meta(params: Any) -> bool:

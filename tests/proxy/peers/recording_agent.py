@@ -5,6 +5,8 @@
   (never answered), `_ask` (first asks its client `_question` and answers with the reply),
   `_chatter` (first sends `params["count"]` `session/update` notifications numbered from 0);
 - a notification `_ping` is answered with a notification `_pong` carrying its params.
+- `_ask` and `_ping` with params `{"as": METHOD}` use METHOD instead of `_question`/`_pong`
+  (a permission request, an `fs/*` request, a `session/update`, ...).
 """
 
 import json
@@ -12,6 +14,10 @@ import sys
 
 seen: list[str] = []
 asked: dict[int, object] = {}
+
+
+def named(params: object, default: str) -> str:
+    return str(params.get("as", default)) if isinstance(params, dict) else default
 
 
 def send(message: dict[str, object]) -> None:
@@ -29,7 +35,7 @@ for line in sys.stdin:
     params = message.get("params")
     if "id" not in message:
         if method == "_ping":
-            send({"jsonrpc": "2.0", "method": "_pong", "params": params})
+            send({"jsonrpc": "2.0", "method": named(params, "_pong"), "params": params})
         continue
     if method == "initialize":
         caps = {"loadSession": False, "mcpCapabilities": {"http": False}}
@@ -43,7 +49,8 @@ for line in sys.stdin:
         result = {"method": method, "params": params, "seen": list(seen)}
     elif method == "_ask":
         asked[len(asked) + 1000] = message["id"]
-        send({"jsonrpc": "2.0", "id": len(asked) + 999, "method": "_question", "params": params})
+        question = named(params, "_question")
+        send({"jsonrpc": "2.0", "id": len(asked) + 999, "method": question, "params": params})
         continue
     else:
         result = {"method": method, "params": params, "seen": list(seen)}
