@@ -6,13 +6,14 @@
 Starts one `acpstack serve` (agent: tools/cluster/stream_agent.py) on a store (an SQLite
 file, or a throwaway PostgreSQL as tools/cluster starts it), opens SESSIONS sessions with
 TURNS turns each over CONNECTIONS connections, then restarts the server (so that, like a
-failover's survivor, it holds none of them) opens CONNECTIONS fresh
+failover's survivor, it holds none of them), opens CONNECTIONS fresh
 connections and sends every session's `session/resume` at once, as the clients of a dead
 server do on the survivor. It prints one JSON line: the time until every resume
 was answered, each resume's answer time (median, p90, slowest), the `initialize`s, and how
 late a `/healthz` probe sent during the burst came back (the server's loop held). With
 `--debug` the server runs under asyncio's debug mode and the slow steps it logged (callbacks
-holding the loop over 100 ms) are counted and the first few printed.
+holding the loop over 100 ms) are counted and the first few printed; with `--profile FILE`
+the restarted server runs under cProfile and writes its profile there when it stops.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=17)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--debug", action="store_true", help="asyncio debug mode on the server")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the burst's server to FILE")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="acpstack-burst-") as tmp:
@@ -162,6 +164,8 @@ def main() -> None:
             # As on a failover's survivor: a server that never held these sessions,
             # so each resume reads its session from the store.
             node.stop()
+            if args.profile:
+                argv = [sys.executable, "-m", "cProfile", "-o", args.profile, *argv[1:]]
             node = Node(argv, env)
             node.wait_ready()
             url = f"{scheme}://127.0.0.1:{node.port}/acp"
