@@ -8,6 +8,7 @@ server failed to stop ends with a failed assertion, never a hang.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -28,6 +29,7 @@ LIMITS = ServerLimits(
     header_timeout=1.0,
     body_timeout=1.0,
     max_untrusted_connections=8,
+    untrusted_grace=0.0,  # the cap at once (the burst's grace has its own test)
     max_message_size=64 * 1024,
     sessionless_idle_timeout=0.5,
 )
@@ -235,6 +237,36 @@ async def test_idle_connections_beyond_the_cap_are_evicted_oldest_first(
     for other in idle:
         other.close()
     assert await healthz(port) == 200
+
+
+async def test_a_burst_of_new_connections_is_not_refused_below_twice_the_cap() -> None:
+    # A failover's clients connect all at once (each with its streams) before the server
+    # has read any request: within `untrusted_grace`, none is refused up to twice the cap;
+    # past twice the cap the oldest is refused even then (file descriptors stay bounded).
+    limits = dataclasses.replace(LIMITS, untrusted_grace=60.0)
+    app = AgentServer(
+        load_scripted().ScriptedAgent, security=ServerSecurity(token=TOKEN), limits=limits
+    )
+    async with running(app) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        cap = limits.max_untrusted_connections
+        burst = [await Raw.open(port) for _ in range(2 * cap)]
+        async with asyncio.timeout(10):
+            while len(app.guard.waiting) < 2 * cap:  # each accepted
+                await asyncio.sleep(0.01)
+        assert app.guard.evicted == 0
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+        ).encode()
+        for raw in burst:
+            await raw.send(post_head(len(body), extra=b"Connection: close\r\n") + body)
+        answers = await asyncio.gather(*(raw.answer() for raw in burst))
+        assert [status(a) for a in answers] == [200] * (2 * cap)
+        idle = [await Raw.open(port) for _ in range(2 * cap + 1)]
+        assert status(await idle[0].answer()) == 503  # the one past twice the cap
+        assert app.guard.evicted == 1
+        for raw in [*burst, *idle]:
+            raw.close()
 
 
 async def test_abandoned_initializes_are_reaped_after_the_sessionless_timeout(

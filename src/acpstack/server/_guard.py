@@ -7,6 +7,9 @@
 - a cap on connections that have not yet passed the token check (`max_untrusted_connections`):
   past it, the oldest of them is answered 503 and closed, so idle sockets cannot use up
   the process's file descriptors, and a newcomer (an editor reconnecting) still gets in.
+  Connections younger than `untrusted_grace` are not refused below twice the cap (a
+  failover's burst connects all at once, before any request is read), and a connection
+  that sent a whole request head no longer counts (a refused one is closed by its answer).
 
 A request that passed the token check marks its connection trusted through
 `scope["extensions"]["acpstack.trust"]` (see `trust`). Body deadlines, `Connection: close`
@@ -109,9 +112,14 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             self._header_bytes = 0
             self._reading_headers = True
             self._header_timer = HeaderTimer(self.loop, limits.header_timeout, self._header_late)
+            self._arrived = self.loop.time()
             counters.waiting[self] = None
-            while len(counters.waiting) > limits.max_untrusted_connections:
+            cap = limits.max_untrusted_connections
+            while len(counters.waiting) > cap:
                 oldest = next(iter(counters.waiting))
+                young = self._arrived - oldest._arrived < limits.untrusted_grace
+                if young and len(counters.waiting) <= 2 * cap:
+                    break  # a burst: the oldest is new too (and all after it are newer)
                 counters.evicted += 1
                 oldest._trust()
                 # at once, lingering or not: this is about freeing its file descriptor
@@ -154,6 +162,10 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
         def on_headers_complete(self) -> None:
             self._reading_headers = False
             self._header_timer.cancel()
+            # A whole request head is not an idle socket: it no longer counts against the
+            # cap (a failover's burst of requests arrives together, before the application
+            # has checked any of them); a refused one is closed by the answer.
+            self._trust()
             self.scope["extensions"] = {TRUST_EXTENSION: self._trust}
             super().on_headers_complete()
 

@@ -47,8 +47,12 @@ class ServerLimits:
     # from the end of the headers to the end of the body; then 408 and closed
     body_timeout: float = 30.0
     # TCP connections that have not yet passed the token check; more are answered 503
-    # and closed at once (they would otherwise hold file descriptors)
+    # and closed, oldest first (they would otherwise hold file descriptors), once they
+    # have waited `untrusted_grace` seconds, or at once past twice this many
     max_untrusted_connections: int = 256
+    # a burst of new connections (a failover's resumes, each with its streams) arrives
+    # before any has sent its request: none is refused for being new
+    untrusted_grace: float = 1.0
     # a connection that never opened a session, with no receiver attached, is closed
     # after this long (abandoned `initialize`s would otherwise hold connection slots)
     sessionless_idle_timeout: float = 30.0

@@ -121,6 +121,6 @@ _HELP = {
     "connections": "ACP connections open",
     "sessions": "sessions open on this server's connections",
     "turns_running": "turns (session/prompt requests) not answered yet",
-    "untrusted_tcp_connections": "TCP connections that have not passed the token check",
+    "untrusted_tcp_connections": "TCP connections that have not yet sent a request head",
     "draining": "1 while the server drains (after SIGTERM)",
 }
