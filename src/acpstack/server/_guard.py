@@ -101,6 +101,21 @@ def request_unread(protocol: Any) -> bool:
     return cycle is not None and cycle.more_body and not cycle.disconnected
 
 
+def _make_room(counters: GuardCounters, limits: ServerLimits, now: float) -> None:
+    """Past the cap, refuse the oldest untrusted connections (503, closed at once) - but
+    not, below twice the cap, those younger than the grace: a burst of new ones."""
+    cap = limits.max_untrusted_connections
+    while len(counters.waiting) > cap:
+        oldest = next(iter(counters.waiting))
+        if now - oldest._arrived < limits.untrusted_grace and len(counters.waiting) <= 2 * cap:
+            return  # a burst: the oldest is new too (and all after it are newer)
+        counters.evicted += 1
+        oldest._trust()
+        # at once, lingering or not: this is about freeing its file descriptor
+        oldest._refuse(b"503 Service Unavailable", b"too many connections\n")
+        oldest._linger.close_now()
+
+
 def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -> Any:
     """A subclass of uvicorn's `HttpToolsProtocol` (`base`) that enforces `limits`."""
 
@@ -114,17 +129,7 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             self._header_timer = HeaderTimer(self.loop, limits.header_timeout, self._header_late)
             self._arrived = self.loop.time()
             counters.waiting[self] = None
-            cap = limits.max_untrusted_connections
-            while len(counters.waiting) > cap:
-                oldest = next(iter(counters.waiting))
-                young = self._arrived - oldest._arrived < limits.untrusted_grace
-                if young and len(counters.waiting) <= 2 * cap:
-                    break  # a burst: the oldest is new too (and all after it are newer)
-                counters.evicted += 1
-                oldest._trust()
-                # at once, lingering or not: this is about freeing its file descriptor
-                oldest._refuse(b"503 Service Unavailable", b"too many connections\n")
-                oldest._linger.close_now()
+            _make_room(counters, limits, self._arrived)
             self._header_timer.arm()
 
         def _header_late(self) -> None:
