@@ -149,34 +149,6 @@ def test_persists_across_reopen(postgres_url: str) -> None:
     assert orphans == [(0,)]
 
 
-def test_a_connection_used_just_now_is_lent_without_a_check(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The pool checks a connection before lending it (a query's round trip) only when it
-    # sat unused for a while; one used a moment ago is lent as it is.
-    from acpstack.agent._store import _postgres
-
-    with PostgresSessionStore(postgres_url, pool_size=1) as store:
-        checks: list[object] = []
-        real_check = store._check_connection
-
-        def counted(conn: Any) -> None:
-            checks.append(conn)
-            real_check(conn)
-
-        monkeypatch.setattr(store, "_check_connection", counted)
-        store.create(SessionRecord("c", "/x"))
-        for i in range(20):
-            store.append_event("c", "update", b"%d" % i)
-            assert store.get("c") is not None
-        assert len(checks) <= 1  # at most the first lend: not yet used by us
-        monkeypatch.setattr(_postgres, "CHECK_IDLE_AFTER", 0.0)  # "a while" is now
-        checks.clear()
-        for _ in range(3):
-            assert store.get("c") is not None
-        assert len(checks) == 3
-
-
 def test_refuses_newer_schema(postgres_url: str) -> None:
     PostgresSessionStore(postgres_url).close()
     sql(

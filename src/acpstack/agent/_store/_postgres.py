@@ -29,8 +29,6 @@ import os
 import secrets
 import socket
 import threading
-import time
-import weakref
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
@@ -77,10 +75,6 @@ logger = logging.getLogger("acpstack.agent.store")
 
 # How long a call waits for a connection of the pool before it connects by itself (the
 # pool may be in its reconnect back-off after an outage, with the server back already).
-#: A pooled connection used less than this many seconds ago is lent without a check first:
-#: it worked a moment ago. An older one is checked (a query's round trip), so that after a
-#: PostgreSQL restart no batch fails on a connection that died while it sat in the pool.
-CHECK_IDLE_AFTER = 1.0
 LEND_WAIT = 1.0
 INSTALL_HINT = 'in the acpstack checkout, pip install ".[postgres]" (or pip install "psycopg[binary,pool]>=3.2")'
 # Nothing to change by default: commits wait for the server's disk (see the module docstring).
@@ -195,10 +189,6 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         self._lend_timeout = connect_timeout
         self._pool_timeout: type[Exception] = pool_module.PoolTimeout
         self._pool: ConnectionPool[Any] | None = None
-        self._check_connection = pool_module.ConnectionPool.check_connection
-        self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
-            weakref.WeakKeyDictionary()
-        )
         # Connect once directly first: a failure says why (a pool would only time out).
         self._presence: psycopg.Connection[Any] | None = self._connect_presence()
         try:
@@ -213,7 +203,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 num_workers=1,
                 # A connection is checked before it is lent: after the server restarted (an
                 # outage, a failover) no batch fails on a connection that died meanwhile.
-                check=self._check_unless_just_used,
+                check=pool_module.ConnectionPool.check_connection,
             )
         except BaseException:
             self._presence.close()
@@ -243,15 +233,8 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
             return
         try:
             yield conn
-            self._last_used[conn] = time.monotonic()  # (not after a failure: checked again)
         finally:
             pool.putconn(conn)
-
-    def _check_unless_just_used(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's check before lending: skipped for a connection used just now."""
-        used = self._last_used.get(conn)
-        if used is None or time.monotonic() - used >= CHECK_IDLE_AFTER:
-            self._check_connection(conn)
 
     def _connect_presence(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] = self._psycopg.connect(
