@@ -19,7 +19,7 @@ from acpstack.client import ClientRuntime
 from acpstack.schema import v1 as acp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _example_chain import chat_turn  # noqa: E402
+from _example_chain import CHECKS, chat_turn, check_chain  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -203,15 +203,7 @@ def test_conduct_says_which_component_cannot_start() -> None:
 async def test_a_chain_passes_the_agent_checks_it_once_failed(project: Path) -> None:
     # Through a proxy whose update hook awaits (the audit example), answers used to overtake
     # the updates before them; lines of other shapes got the wrong error codes.
-    from acpstack.conformance import AgentTarget, CheckOptions, Verdict, check_agent
+    from acpstack.conformance import Verdict
 
-    only = (
-        "prompt.no-late-updates",
-        "session.load",
-        "robust.not-an-object",
-        "robust.wrong-jsonrpc",
-    )
-    command = tuple(conduct(RULES, AUDIT))
-    options = CheckOptions(timeout=15.0, settle=0.3, eof_grace=3.0, only=only)
-    report = await check_agent(AgentTarget(command=command, cwd=project), options)
-    assert {r.id: r.verdict for r in report.results} == dict.fromkeys(only, Verdict.PASS)
+    verdicts = await check_chain(project, conduct(RULES, AUDIT))
+    assert verdicts == dict.fromkeys(CHECKS, Verdict.PASS)

@@ -15,7 +15,7 @@ from acpstack import RequestError, spawn_agent
 from acpstack.client import ClientRuntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _example_chain import chat_turn  # noqa: E402
+from _example_chain import CHECKS, chat_turn, check_chain  # noqa: E402
 from test_chain import ACPSTACK, AGENT, ROOT, Waiting, children, gone  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
@@ -128,15 +128,7 @@ def test_a_proxy_module_that_cannot_load_is_a_usage_error(
 
 
 async def test_in_process_chain_passes_the_agent_checks(project: Path) -> None:
-    from acpstack.conformance import AgentTarget, CheckOptions, Verdict, check_agent
+    from acpstack.conformance import Verdict
 
-    only = (
-        "prompt.no-late-updates",
-        "session.load",
-        "robust.not-an-object",
-        "robust.wrong-jsonrpc",
-    )
-    command = tuple(conduct(RULES, AUDIT))
-    options = CheckOptions(timeout=15.0, settle=0.3, eof_grace=3.0, only=only)
-    report = await check_agent(AgentTarget(command=command, cwd=project), options)
-    assert {r.id: r.verdict for r in report.results} == dict.fromkeys(only, Verdict.PASS)
+    verdicts = await check_chain(project, conduct(RULES, AUDIT))
+    assert verdicts == dict.fromkeys(CHECKS, Verdict.PASS)
