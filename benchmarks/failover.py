@@ -1,6 +1,6 @@
 """Failover: three `acpstack serve` behind HAProxy on one PostgreSQL, one killed with SIGKILL.
 
-`python -m benchmarks.failover [--sessions 1000] [--profile http|ws|both] [--runs 5]`
+`python -m benchmarks.failover [--sessions 1000] [--profile http|http-streams|ws|both|all] [--runs 5]`
 runs tools/cluster/_failover.py (the same run as tests/remote/test_failover.py, at any
 size): every session streams TURNS turns of CHUNKS chunks through HAProxy; server 0
 (`node1`) is killed once `--kill-at` of the turns are done. Prints one JSON object per run
@@ -90,10 +90,10 @@ def main() -> int:
     parser.add_argument("--kill-at", type=float, default=0.4)
     parser.add_argument(
         "--profile",
-        choices=["http", "http-one-stream", "ws", "both", "all"],
+        choices=["http", "http-streams", "ws", "both", "all"],
         default="both",
-        help="both: http and ws; all: the three (http-one-stream: HTTP with every message "
-        "on the connection's one event stream)",
+        help="both: http and ws; all: the three (http: the client as it comes, every "
+        "message on the connection's one event stream; http-streams: a stream per session)",
     )
     parser.add_argument("--runs", "--reps", type=int, default=1, help="runs of each profile")
     parser.add_argument(
@@ -105,7 +105,7 @@ def main() -> int:
     )
     parser.add_argument("--account", action="store_true", help="print each run's account")
     args = parser.parse_args()
-    profiles = {"both": ["http", "ws"], "all": ["http", "http-one-stream", "ws"]}.get(
+    profiles = {"both": ["http", "ws"], "all": ["http", "http-streams", "ws"]}.get(
         args.profile, [args.profile]
     )
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in profiles}

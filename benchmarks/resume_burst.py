@@ -1,6 +1,6 @@
 """A failover's burst on one server, small and alone: many `session/resume`s at once.
 
-    python -m benchmarks.resume_burst [--store sqlite|postgres] [--transport ws|http]
+    python -m benchmarks.resume_burst [--store sqlite|postgres] [--transport ws|http|http-streams]
         [--sessions 170] [--connections 17] [--turns 3] [--debug]
 
 Starts one `acpstack serve` (agent: tools/cluster/stream_agent.py) on a store (an SQLite
@@ -9,8 +9,9 @@ TURNS turns each over CONNECTIONS connections, then restarts the server (so that
 failover's survivor, it holds none of them), opens CONNECTIONS fresh
 connections and sends every session's `session/resume` at once, as the clients of a dead
 server do on the survivor. It prints one JSON line: the time until every resume
-was answered, each resume's answer time (median, p90, slowest), the `initialize`s, and how
-late a `/healthz` probe sent during the burst came back (the server's loop held). With
+was answered, each resume's answer time (median, p90, slowest), the `initialize`s, how
+late a `/healthz` probe sent during the burst came back (the server's loop held), and the
+CPU seconds the burst cost the server and the clients (`server_cpu_s`, `client_cpu_s`). With
 `--debug` the server runs under asyncio's debug mode and the slow steps it logged (callbacks
 holding the loop over 100 ms) are counted and the first few printed; with `--profile FILE`
 the restarted server runs under cProfile and writes its profile there when it stops.
@@ -75,6 +76,12 @@ async def create(url: str, sessions: int, connections: int, turns: int) -> list[
     return [sid for group in groups for sid in group]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process `pid` has used (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def healthz_late(port: int) -> float:
     """Seconds a `/healthz` took (a thread's blocking call: the loop here is not measured)."""
     began = time.monotonic()
@@ -83,7 +90,9 @@ def healthz_late(port: int) -> float:
     return time.monotonic() - began
 
 
-async def burst(url: str, port: int, groups: list[list[str]]) -> dict[str, Any]:
+async def burst(
+    url: str, port: int, groups: list[list[str]], one_stream: bool = True
+) -> dict[str, Any]:
     """Fresh connections, then every session's resume at once; the answers' times."""
     answered: list[float] = []
     initialize: list[float] = []
@@ -93,7 +102,8 @@ async def burst(url: str, port: int, groups: list[list[str]]) -> dict[str, Any]:
 
     async def one_connection(ids: list[str]) -> None:
         nonlocal ready
-        async with connect_remote(url, Quiet(), timeout=TIMEOUT) as conn:
+        options = {} if one_stream else {"one_stream": False}
+        async with connect_remote(url, Quiet(), timeout=TIMEOUT, **options) as conn:
             start = time.monotonic()
             await conn.agent.initialize(timeout=TIMEOUT)
             initialize.append(time.monotonic() - start)
@@ -133,7 +143,7 @@ async def burst(url: str, port: int, groups: list[list[str]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--transport", choices=("ws", "http"), default="ws")
+    parser.add_argument("--transport", choices=("ws", "http", "http-streams"), default="ws")
     parser.add_argument("--sessions", type=int, default=170)
     parser.add_argument("--connections", type=int, default=17)
     parser.add_argument("--turns", type=int, default=3)
@@ -170,7 +180,12 @@ def main() -> None:
             node.wait_ready()
             url = f"{scheme}://127.0.0.1:{node.port}/acp"
             groups = [ids[i :: args.connections] for i in range(args.connections)]
-            result = asyncio.run(burst(url, node.port, groups))
+            server_cpu = cpu_seconds(node.proc.pid)
+            client_cpu = time.process_time()
+            one_stream = args.transport != "http-streams"
+            result = asyncio.run(burst(url, node.port, groups, one_stream))
+            result["server_cpu_s"] = round(cpu_seconds(node.proc.pid) - server_cpu, 3)
+            result["client_cpu_s"] = round(time.process_time() - client_cpu, 3)
         finally:
             node.stop()
             if postgres is not None:

@@ -156,7 +156,7 @@ async def test_a_broken_session_stream_is_resumed_and_the_turn_answered() -> Non
 
     async with proxied() as (proxy, url):
         runtime = ClientRuntime(on_update=on_update)
-        async with connect_remote(url, runtime) as conn:
+        async with connect_remote(url, runtime, one_stream=False) as conn:
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
             turn = asyncio.ensure_future(runtime.prompt(sid, "hold"))
@@ -173,7 +173,7 @@ async def test_a_broken_session_stream_is_resumed_and_the_turn_answered() -> Non
 async def test_a_session_stream_that_breaks_ends_the_connection() -> None:
     async with proxied() as (proxy, url):
         runtime = ClientRuntime()
-        async with connect_remote(url, runtime, resume_timeout=0):
+        async with connect_remote(url, runtime, resume_timeout=0, one_stream=False):
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
             other = (await runtime.new_session("/tmp")).session_id
@@ -211,7 +211,9 @@ async def test_with_reconnect_a_turn_that_began_is_lost_not_run_again() -> None:
     async with proxied() as (proxy, url):
         runtime = ClientRuntime(on_update=on_update)
         events: list[FailoverEvent] = []
-        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
+        async with connect_remote(
+            url, runtime, reconnect=True, resume_timeout=0, one_stream=False
+        ) as conn:
             conn.transport.policy.on_event = events.append
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
@@ -231,7 +233,7 @@ async def test_with_reconnect_a_turn_that_began_is_lost_not_run_again() -> None:
 async def test_with_reconnect_a_prompt_the_server_never_began_is_answered() -> None:
     async with proxied() as (proxy, url):
         runtime = ClientRuntime()
-        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0):
+        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0, one_stream=False):
             await runtime.initialize()
             sid = (await runtime.new_session("/tmp")).session_id
             # the session's stream opens before the prompt is POSTed: cut it then, so the
@@ -279,7 +281,9 @@ async def test_with_reconnect_a_session_that_is_back_goes_on_while_another_reatt
     async with proxied() as (proxy, url):
         runtime = ClientRuntime()
         events = Events()
-        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
+        async with connect_remote(
+            url, runtime, reconnect=True, resume_timeout=0, one_stream=False
+        ) as conn:
             conn.transport.policy.on_event = events
             await runtime.initialize()
             quick = (await runtime.new_session("/tmp")).session_id
@@ -321,7 +325,9 @@ async def test_with_reconnect_a_prompt_sent_on_a_connection_that_broke_while_set
     async with proxied() as (proxy, url):
         runtime = ClientRuntime(on_update=on_update)
         events = Events()
-        async with connect_remote(url, runtime, reconnect=True, resume_timeout=0) as conn:
+        async with connect_remote(
+            url, runtime, reconnect=True, resume_timeout=0, one_stream=False
+        ) as conn:
             conn.transport.policy.on_event = events
             await runtime.initialize()
             quick = (await runtime.new_session("/tmp")).session_id

@@ -269,7 +269,7 @@ async def test_the_streams_of_sessions_reattached_at_once_open_side_by_side() ->
             sessions = [(await first.runtime.new_session("/tmp")).session_id for _ in range(3)]
         gate.seen.clear()
         again = Recorder()
-        async with connect_remote(base, again.runtime):
+        async with connect_remote(base, again.runtime, one_stream=False):
             await again.runtime.initialize()
             await asyncio.gather(*(again.runtime.resume_session(s, "/tmp") for s in sessions))
     streams = [s for method, s in gate.seen if method == "GET"]

@@ -80,12 +80,12 @@ async def test_every_session_on_the_connections_one_stream() -> None:
     assert all(session is None for _, session in log.seen)
 
 
-async def test_a_client_that_does_not_ask_gets_a_stream_per_session() -> None:
+async def test_a_client_that_asks_for_a_stream_per_session_gets_one() -> None:
     app = AgentServer(load_scripted().ScriptedAgent)
     log = RequestLog(app)
     async with running(log, lifespan_app=app) as url:  # type: ignore[arg-type]
         rec = Recorder()
-        async with connect_http(url, rec.runtime) as conn:
+        async with connect_http(url, rec.runtime, one_stream=False) as conn:
             await rec.runtime.initialize()
             assert isinstance(conn.transport, HttpClientTransport)
             assert not conn.transport.one_stream

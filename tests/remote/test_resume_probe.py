@@ -29,7 +29,7 @@ async def test_one_resume_question_when_every_stream_breaks_and_the_server_is_go
         try:
             runtime = ClientRuntime()
             url = f"http://127.0.0.1:{port}/acp"
-            async with connect_remote(url, runtime) as conn:
+            async with connect_remote(url, runtime, one_stream=False) as conn:
                 await runtime.initialize()
                 for _ in range(SESSIONS):
                     await runtime.new_session("/tmp")

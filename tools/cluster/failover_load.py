@@ -1,9 +1,10 @@
 """Many sessions streaming through a load balancer while a server dies; then a check of
 every session's history. Run by tools/cluster/_failover.py (or by hand):
 
-    python tools/cluster/failover_load.py URL SESSIONS PER_CONNECTION TURNS CHUNKS
+    python tools/cluster/failover_load.py URL SESSIONS PER_CONNECTION TURNS CHUNKS [--streams]
 
-URL is http(s):// or ws(s)://. Each connection (`reconnect=True`) opens PER_CONNECTION
+URL is http(s):// or ws(s)://; over HTTP `--streams` asks for a stream per session instead
+of the client's default, one stream for the connection. Each connection (`reconnect=True`) opens PER_CONNECTION
 sessions of tools/cluster/stream_agent.py; every session runs TURNS turns one after the
 other, each streaming CHUNKS chunks. A turn ends "acknowledged" (its answer came, with
 every chunk in order, once, and the model history it reported), "lost" (an error with
@@ -154,6 +155,20 @@ def time_private_requests(transport: Any, log: ConnectionLog) -> None:
             log.asks.append([method, round(sent, 6), round(time.monotonic(), 6), ok])
 
     transport._ask = timed
+    connect = getattr(transport, "_connect", None)
+    if connect is not None:
+
+        async def timed_connect() -> Any:
+            sent = time.monotonic()
+            ok = False
+            try:
+                made = await connect()
+                ok = True
+                return made
+            finally:
+                log.asks.append(["connect", round(sent, 6), round(time.monotonic(), 6), ok])
+
+        transport._connect = timed_connect
 
 
 @dataclass
@@ -163,7 +178,7 @@ class Load:
     per_connection: int
     turns: int
     chunks: int
-    one_stream: bool = False  # HTTP: every message on the connection's one stream
+    one_stream: bool = True  # HTTP: every message on the connection's one stream (the default)
     logs: dict[str, SessionLog] = field(default_factory=dict)
     records: list[TurnRecord] = field(default_factory=list)
     connections: dict[int, ConnectionLog] = field(default_factory=dict)
@@ -438,7 +453,7 @@ async def main(
     per_connection: int,
     turns: int,
     chunks: int,
-    one_stream: bool = False,
+    one_stream: bool = True,
     first: int = 0,
 ) -> int:
     """`first`: the number of this process's first connection (several drivers share a
@@ -505,5 +520,5 @@ if __name__ == "__main__":
     url, (sessions, per_connection, turns, chunks) = sys.argv[1], map(int, sys.argv[2:6])
     options = sys.argv[6:]
     first = int(options[options.index("--first") + 1]) if "--first" in options else 0
-    one_stream = "--one-stream" in options
+    one_stream = "--streams" not in options  # --streams: a stream per session
     sys.exit(run(main(url, sessions, per_connection, turns, chunks, one_stream, first)))

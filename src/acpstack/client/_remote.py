@@ -49,7 +49,7 @@ async def connect_http(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     reconnect: bool | Failover = False,
     resume_timeout: float = 15.0,
-    one_stream: bool = False,
+    one_stream: bool = True,
 ) -> AsyncIterator[ClientConnection]:
     """Connect `client` to the agent at `url` (http:// or https://) over streamable HTTP.
 
