@@ -5,9 +5,11 @@ What a client is told while another node has the session, and when a node loses 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
+import acpstack.events as ev
 from acpstack.agent import SESSION_BUSY, PostgresSessionStore, SessionAgent, Turn
 from acpstack.client import AgentPeer, ClientRuntime
 from acpstack.schema import v1 as acp
@@ -232,3 +234,45 @@ def test_a_dead_nodes_sessions_are_taken_over_side_by_side(postgres_url: str) ->
             alive.acquire("s2")  # not refused as busy
             assert alive.holder("s2") is not None
             third.rollback()
+
+
+async def test_a_resume_with_a_cursor_reads_the_events_only_when_some_came_after_it(
+    postgres_url: str,
+) -> None:
+    """A failover's resume names the last update its client got (`acpstack/after`). The
+    node taking the session over learns the session's last seq with its lease, so when
+    nothing came after the cursor (the usual case) it reads no events at all."""
+    with PostgresSessionStore(postgres_url) as one, PostgresSessionStore(postgres_url) as two:
+        first = ClientRuntime()
+        async with connected_pair(EchoAgent(store=one), first):
+            await first.initialize()
+            sid = (await first.new_session("/tmp")).session_id
+            await first.prompt(sid, "a")
+            await first.prompt(sid, "b")
+        seqs = [e.seq for e in one.events(sid) if e.kind == "update"]
+        reads: list[int] = []
+        events_of = two.events
+
+        def counted(session_id: str, after_seq: int = 0) -> Any:
+            reads.append(after_seq)
+            return events_of(session_id, after_seq)
+
+        two.events = counted  # type: ignore[method-assign]
+        for after, replayed, read in ((seqs[-1], [], []), (seqs[-2], ["echo: b"], [seqs[-2]])):
+            texts: list[str] = []
+            reads.clear()
+
+            def on_update(_sid: str, update: object, texts: list[str] = texts) -> None:
+                if isinstance(update, ev.AgentMessageChunk):
+                    texts.append(getattr(update.content, "text", ""))
+
+            runtime = ClientRuntime(on_update=on_update)
+            async with connected_pair(EchoAgent(store=two), runtime) as pair:
+                await runtime.initialize()
+                await pair.agent.session_resume(
+                    acp.ResumeSessionRequest(
+                        session_id=sid, cwd="/tmp", meta={"acpstack/after": after}
+                    )
+                )
+                assert texts == replayed
+                assert reads == read

@@ -294,6 +294,32 @@ def test_acquires_are_counted(stores: tuple[PostgresSessionStore, PostgresSessio
     b.acquire("x")
 
 
+def test_acquire_owned_reads_and_holds_in_one_step_only_what_it_may(
+    stores: tuple[PostgresSessionStore, PostgresSessionStore],
+) -> None:
+    a, b = stores
+    a.create(SessionRecord("x", "/x", title="mine", meta={"owner": "ann"}))
+    assert a.acquire_owned("missing", "owner", None) is None
+    assert a.acquire_owned("x", "owner", "bob") is None  # someone else's: nothing held
+    b.acquire("x")
+    b.release("x")
+    a.append_event("x", "update", b"1")
+    taken = a.acquire_owned("x", "owner", "ann")
+    assert taken is not None
+    record, last_seq = taken
+    assert (record.session_id, record.title, last_seq) == ("x", "mine", 1)
+    assert a.holder("x") == a.name
+    assert b.acquire_owned("x", "owner", "ann") is None  # live on A: B gets nothing
+    with pytest.raises(SessionBusy):
+        b.acquire("x")
+    assert a.acquire_owned("x", "owner", None) is not None  # None: any owner; counted
+    a.release("x")
+    assert a.holder("x") == a.name
+    a.release("x")
+    assert a.holder("x") is None
+    assert b.acquire_owned("x", "owner", None) is not None
+
+
 def test_unknown_and_unheld_sessions(
     stores: tuple[PostgresSessionStore, PostgresSessionStore],
 ) -> None:

@@ -450,11 +450,8 @@ class SessionAgent(Agent):
     ) -> Session:
         check_absolute(cwd, "cwd")
         async with self._lifecycle.exclusive(session_id):
-            record = await self._stored_about(session_id, self.store.get, session_id)
-            if record is None or not self._owns(record):
-                raise self._not_found(session_id)
             # held before the old copy lets go: no other process slips in
-            await hold(self.store, session_id)
+            record, last_seq = await self._hold_stored(session_id)
             try:
                 old = self.sessions.pop(session_id, None)
                 if old is not None:
@@ -477,8 +474,29 @@ class SessionAgent(Agent):
                 await let_go(self.store, session_id)
                 raise
             session = self._session_of(record)
+            session.stored_seq = last_seq
             await self._activate(session, servers)
             return session
+
+    async def _hold_stored(self, session_id: str) -> tuple[SessionRecord, int | None]:
+        """The stored record of a session this principal may drive, made live in this
+        process (a shared store's lease), and the seq of its last event when the store said
+        (else None): in one statement where the store can (PostgreSQL's `acquire_owned`: a
+        failover resumes hundreds at once), else, or when that one did not take it, read
+        first and held next, which says why not."""
+        take: Callable[..., tuple[SessionRecord, int] | None] | None
+        take = getattr(self.store, "acquire_owned", None)
+        if take is not None:
+            taken: tuple[SessionRecord, int] | None = await self._stored_about(
+                session_id, take, session_id, OWNER, self.principal
+            )
+            if taken is not None:
+                return taken
+        record = await self._stored_about(session_id, self.store.get, session_id)
+        if record is None or not self._owns(record):
+            raise self._not_found(session_id)
+        await hold(self.store, session_id)
+        return record, None
 
     async def _activate(self, session: Session, servers: Sequence[Any]) -> None:
         self.sessions[session.session_id] = session

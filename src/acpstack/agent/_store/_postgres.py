@@ -29,6 +29,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
@@ -79,6 +80,10 @@ LEND_WAIT = 1.0
 INSTALL_HINT = 'in the acpstack checkout, pip install ".[postgres]" (or pip install "psycopg[binary,pool]>=3.2")'
 # Nothing to change by default: commits wait for the server's disk (see the module docstring).
 STORE_SETTINGS: dict[str, str] = {}
+# Seconds a check of the presence connection stands for (see _ensure_presence). A node
+# whose presence broke can lose its sessions to another node at any moment anyway (its
+# writes are then refused by the fence); the check only makes it take its lock again.
+PRESENCE_FRESH = 1.0
 # The server drops a vanished node's presence connection after about 25 s (over TCP).
 PRESENCE_SETTINGS = {
     "tcp_keepalives_idle": "10",
@@ -131,6 +136,16 @@ WHERE session_id = %(sid)s
            ELSE pg_try_advisory_xact_lock_shared(owner) END
 RETURNING 1
 """
+# `_ACQUIRE` for a session whose meta says it belongs to `principal` (any, when NULL),
+# returning its record and last seq: a resume's read and lease in one round trip
+_ACQUIRE_OWNED = f"""
+UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
+WHERE session_id = %(sid)s
+  AND (%(principal)s::text IS NULL OR meta::jsonb ->> %(owner_key)s = %(principal)s::text)
+  AND CASE WHEN owner IS NULL OR owner = %(me)s THEN true
+           ELSE pg_try_advisory_xact_lock_shared(owner) END
+RETURNING {_ROW}, last_seq
+"""
 _INSERT = (
     "INSERT INTO acpstack_sessions (session_id, cwd, additional_directories, mcp_servers, "
     "mode_id, config_values, title, created_at, updated_at, meta, archived, last_seq) "
@@ -173,6 +188,7 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         self._psycopg = driver
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # session -> acquires not yet released
+        self._presence_checked = -PRESENCE_FRESH  # when the presence connection last answered
         # the writer may run this many calls (reads, leases) at once beside its batches:
         # a burst of resumes after a failover does not queue behind a few connections
         # (with 4, a server's 170 resumes took 2.0-3.1 s each in the failover benchmark;
@@ -250,19 +266,25 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return conn
 
     def _ensure_presence(self) -> None:
-        """Hold our presence lock again if its connection broke (e.g. a server restart)."""
+        """Hold our presence lock again if its connection broke (e.g. a server restart).
+        A check less than PRESENCE_FRESH seconds old stands: the resumes of a failover
+        (hundreds at once) would each wait their turn for this one connection."""
         with self._lock:
             conn = self._presence
             if conn is None:
                 raise RuntimeError("session store is closed")
             if not conn.closed:
+                if time.monotonic() - self._presence_checked < PRESENCE_FRESH:
+                    return
                 try:
                     conn.execute("SELECT 1")
+                    self._presence_checked = time.monotonic()
                     return
                 except self._psycopg.Error:
                     conn.close()
             logger.warning("session store: the presence connection broke; reconnecting")
             self._presence = self._connect_presence()
+            self._presence_checked = time.monotonic()
 
     def _args(self, session_id: str, **more: Any) -> dict[str, Any]:
         return {"sid": session_id, "me": self.key, "held": session_id in self._held, **more}
@@ -482,6 +504,29 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 raise self._refusal(conn, session_id)
         with self._lock:
             self._held[session_id] = self._held.get(session_id, 0) + 1
+
+    def acquire_owned(
+        self, session_id: str, owner_key: str, principal: str | None
+    ) -> tuple[SessionRecord, int] | None:
+        """`acquire` and `get` in one statement, for a session whose `meta[owner_key]` is
+        `principal` (any session when None): its record, now held here, and the seq of its
+        last event (0: none). None, and nothing held, when the session is unknown, someone
+        else's or held by another live node (`get` and `acquire` say which)."""
+        self._ensure_presence()
+        params = {
+            "sid": session_id,
+            "me": self.key,
+            "name": self.name,
+            "owner_key": owner_key,
+            "principal": principal,
+        }
+        with self._conn() as conn:
+            row = conn.execute(_ACQUIRE_OWNED, params, prepare=True).fetchone()
+        if row is None:
+            return None
+        with self._lock:
+            self._held[session_id] = self._held.get(session_id, 0) + 1
+        return self._record(row[:-1]), row[-1]
 
     def release(self, session_id: str) -> None:
         """Undo one `acquire`; the last one lets other processes take the session."""
