@@ -143,6 +143,24 @@ async def test_slow_headers_get_408_within_the_header_timeout(
     assert await healthz(port) == 200
 
 
+async def test_slow_headers_of_a_second_request_on_a_kept_alive_connection_get_408(
+    server: tuple[AgentServer, int],
+) -> None:
+    """A request head that came whole costs no timer; the next one on the same
+    connection that does not come whole is timed all the same."""
+    app, port = server
+    raw = await Raw.open(port)
+    await raw.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    first = b""
+    while b"\r\n\r\n" not in first:
+        first += await raw._read()
+    assert status(first) == 200
+    await raw.send(b"POST /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n")
+    answer = await raw.answer()  # what is left of the first answer, then the second
+    assert b"HTTP/1.1 408 " in answer, answer[-300:]
+    assert app.guard.header_timeouts == 1
+
+
 async def test_a_body_that_never_ends_gets_408_within_the_body_timeout(
     server: tuple[AgentServer, int],
 ) -> None:

@@ -70,6 +70,10 @@ class HeaderTimer:
         self._loop, self._timeout, self._on_late = loop, timeout, on_late
         self._handle: asyncio.TimerHandle | None = None
 
+    @property
+    def armed(self) -> bool:
+        return self._handle is not None
+
     def arm(self) -> None:
         self.cancel()
         self._handle = self._loop.call_later(self._timeout, self._late)
@@ -153,16 +157,21 @@ def guarded_protocol(base: Any, limits: ServerLimits, counters: GuardCounters) -
             if self._reading_headers:
                 self._header_bytes += len(data)
             super().data_received(data)
-            if self._reading_headers and self._header_bytes > limits.max_header_bytes:
+            if not self._reading_headers or self.transport.is_closing():
+                return
+            if self._header_bytes > limits.max_header_bytes:
                 counters.header_too_large += 1
                 self._refuse(b"431 Request Header Fields Too Large", b"headers too large\n")
+            elif not self._header_timer.armed:
+                # a head that did not come whole in one read (one that did, as nearly
+                # every request on a kept-alive connection does, costs no timer)
+                self._header_timer.arm()
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
             if not self._reading_headers:  # the next request on a kept-alive connection
                 self._reading_headers = True
                 self._header_bytes = 0
-                self._header_timer.arm()
 
         def on_headers_complete(self) -> None:
             self._reading_headers = False

@@ -73,6 +73,8 @@ async def serve_remote(
         access_log=False,  # request lines may carry ?token=
         log_level=log_level,
         server_header=False,
+        # nothing reads the client's address (scope["client"]): no X-Forwarded-For parsing
+        proxy_headers=False,
         timeout_graceful_shutdown=5,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,

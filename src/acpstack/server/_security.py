@@ -14,6 +14,7 @@ WebSocket hijacking) and the token.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ ALLOWED_HEADERS = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # every request's Host: a few names, parsed once each
 def is_loopback(host: str) -> bool:
     """True for names and addresses that only this machine can reach."""
     name = host.strip("[]").lower()

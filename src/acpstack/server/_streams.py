@@ -17,6 +17,7 @@ reading from the agent while too much is waiting (backpressure).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from collections.abc import Callable
 
@@ -63,7 +64,7 @@ class OutboundStream:
         self.receiver: int = 0  # the current receiver's number; 0: none
         self._receivers = 0
         self.closed: bool = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._on_size = on_size
         self._listener: Callable[[bool], None] | None = None
 
@@ -181,22 +182,27 @@ class OutboundStream:
     async def wait(self, timeout: float, also: asyncio.Future[object] | None = None) -> bool:
         """Wait until there is something to take, the stream closed or changed receiver
         (or `also` finished). False when the timeout passed first."""
-        if self._frames or self.closed:
+        if self._frames or self.closed or (also is not None and also.done()):
             return True
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
-        waitables: set[asyncio.Future[object]] = {waiter}
+        # one future and one timer (`asyncio.wait` makes a second future and a set per
+        # call): this runs once per event a quiet stream sends
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiter = waiter
+        timer = loop.call_later(timeout, _settle, waiter, False)
+        wake = functools.partial(_settle, waiter, True)
         if also is not None:
-            waitables.add(also)
+            also.add_done_callback(wake)
         try:
-            done, _ = await asyncio.wait(
-                waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            return await waiter
         finally:
+            timer.cancel()
+            if also is not None:
+                also.remove_done_callback(wake)
             if self._waiter is waiter:
                 self._waiter = None
             if not waiter.done():
                 waiter.cancel()
-        return bool(done)
 
     def listen(self, listener: Callable[[bool], None] | None) -> None:
         """Call `listener` (too) whenever `wait` would wake: a receiver that needs no task.
@@ -218,4 +224,9 @@ class OutboundStream:
             self._listener(now)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            waiter.set_result(True)
+
+
+def _settle(waiter: asyncio.Future[bool], woken: bool, *_: object) -> None:
+    if not waiter.done():
+        waiter.set_result(woken)
