@@ -150,6 +150,9 @@ class HttpClientTransport(MessageTransport):
         # a server dies every stream of the connection breaks at once, and one question is
         # enough (the others wait for its answer instead of asking the survivors again).
         self._resume_probe: asyncio.Future[None] | None = None
+        # The server answered 404 or 410 for the connection itself: it no longer has it, and
+        # `close` sends no DELETE (at a failover that is a request less on each survivor).
+        self._forgotten = False
 
     def _start_receiving(self) -> None:
         pass  # the streams open after initialize
@@ -261,6 +264,7 @@ class HttpClientTransport(MessageTransport):
             return
         self._session_requests.pop(env.id, None)
         if response.status in FATAL_STATUSES:
+            self._forgotten = response.status in (404, 410)
             self._finish(f"{env.method or 'a reply'} was refused: {_describe(response)}")
         elif response.status == 409 and session is not None:
             self._fail_session(session, "the server answered 409 (conflict)")
@@ -454,6 +458,7 @@ class HttpClientTransport(MessageTransport):
             if response.status != 200:
                 response.body = b"".join([chunk async for chunk in stream.body()])
                 if resuming:
+                    self._forgotten = response.status in (404, 410)
                     self._finish(f"the stream could not be resumed: {_describe(response)}")
                     _settle(self._resume_probe, None)
                 else:
@@ -557,7 +562,7 @@ class HttpClientTransport(MessageTransport):
         connection_id, self.connection_id = self.connection_id, None
         await self._stop_tasks()  # the senders first: the DELETE goes on a POSTs' connection
         try:
-            if connection_id is not None:
+            if connection_id is not None and not self._forgotten:
                 with contextlib.suppress(*self._errors):
                     async with asyncio.timeout(5):
                         posts = (
