@@ -136,7 +136,7 @@ class Session:
     # Each update goes out with its seq (`SEQ_KEY`): the client asked for cursors.
     stamp_seq: bool = field(default=False, repr=False)
     # The seq of the last event stored when this copy was opened, when the store said
-    # (None: unknown): a `catch_up` from there on has nothing to read.
+    # (None: unknown): the `catch_up` that follows the opening has nothing to read after it.
     stored_seq: int | None = field(default=None, repr=False)
     # A message chunk goes to this session's connection as it is stored (no `wire_form`
     # call): true of v1; `V2Session` maps every update.
@@ -420,7 +420,8 @@ class Session:
     async def catch_up(self, after_seq: int) -> int:
         """Send the updates recorded after `after_seq` (what a client that had everything
         up to there missed: prompts are not streamed live, so not here either), in order."""
-        if self.stored_seq is not None and self.stored_seq <= after_seq and not self._outbox:
+        known, self.stored_seq = self.stored_seq, None  # true only until more is stored
+        if known is not None and known <= after_seq and not self._outbox:
             return 0  # nothing was stored after it (a failover's usual case: no read)
         count = 0
         async for event in self.history(after_seq):
