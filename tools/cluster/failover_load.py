@@ -138,37 +138,28 @@ def lost_reason(err: RequestError) -> str | None:
 
 
 def time_private_requests(transport: Any, log: ConnectionLog) -> None:
-    """Time the requests a failover makes of its own (initialize, session/resume, ...),
-    when the transport is the one whose private `_ask` does them; else nothing."""
-    ask = getattr(transport, "_ask", None)
-    if ask is None:
-        return
+    """Time what a failover does of its own: the new connection (`connect`) and its requests
+    (initialize, session/resume, ...), when the transport is the one whose private
+    `_connect` and `_ask` do them; else nothing."""
 
-    async def timed(method: str, params: Any) -> Any:
-        sent = time.monotonic()
-        ok = False
-        try:
-            answer = await ask(method, params)
-            ok = True
-            return answer
-        finally:
-            log.asks.append([method, round(sent, 6), round(time.monotonic(), 6), ok])
-
-    transport._ask = timed
-    connect = getattr(transport, "_connect", None)
-    if connect is not None:
-
-        async def timed_connect() -> Any:
+    def timed(call: Any, name: Any) -> Any:
+        async def timed_call(*args: Any) -> Any:
             sent = time.monotonic()
             ok = False
             try:
-                made = await connect()
+                result = await call(*args)
                 ok = True
-                return made
+                return result
             finally:
-                log.asks.append(["connect", round(sent, 6), round(time.monotonic(), 6), ok])
+                what = name(*args)
+                log.asks.append([what, round(sent, 6), round(time.monotonic(), 6), ok])
 
-        transport._connect = timed_connect
+        return timed_call
+
+    if (ask := getattr(transport, "_ask", None)) is not None:
+        transport._ask = timed(ask, lambda method, _params: method)
+    if (connect := getattr(transport, "_connect", None)) is not None:
+        transport._connect = timed(connect, lambda: "connect")
 
 
 @dataclass
