@@ -129,23 +129,27 @@ SELECT * FROM unnest(
     %s::text[], %s::bigint[], %s::text[], %s::bytea[], %s::timestamptz[], %s::integer[]
 )
 """
-_ACQUIRE = """
+
+
+def _acquire_sql(only_if: str, returning: str) -> str:
+    """The statement that makes this node the session's holder when nobody live holds it
+    (and `only_if`), returning `returning`."""
+    return f"""
 UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
-WHERE session_id = %(sid)s
+WHERE session_id = %(sid)s{only_if}
   AND CASE WHEN owner IS NULL OR owner = %(me)s THEN true
            ELSE pg_try_advisory_xact_lock_shared(owner) END
-RETURNING 1
+RETURNING {returning}
 """
-# `_ACQUIRE` for a session whose meta says it belongs to `principal` (any, when NULL),
-# returning its record and last seq: a resume's read and lease in one round trip
-_ACQUIRE_OWNED = f"""
-UPDATE acpstack_sessions SET owner = %(me)s, owner_name = %(name)s
-WHERE session_id = %(sid)s
-  AND (%(principal)s::text IS NULL OR meta::jsonb ->> %(owner_key)s = %(principal)s::text)
-  AND CASE WHEN owner IS NULL OR owner = %(me)s THEN true
-           ELSE pg_try_advisory_xact_lock_shared(owner) END
-RETURNING {_ROW}, last_seq
-"""
+
+
+_ACQUIRE = _acquire_sql("", "1")
+# for a session whose meta says it belongs to `principal` (any, when NULL), returning its
+# record and last seq: a resume's read and lease in one round trip
+_ACQUIRE_OWNED = _acquire_sql(
+    "\n  AND (%(principal)s::text IS NULL OR meta::jsonb ->> %(owner_key)s = %(principal)s::text)",
+    f"{_ROW}, last_seq",
+)
 _INSERT = (
     "INSERT INTO acpstack_sessions (session_id, cwd, additional_directories, mcp_servers, "
     "mode_id, config_values, title, created_at, updated_at, meta, archived, last_seq) "
@@ -495,15 +499,9 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
 
     def acquire(self, session_id: str) -> None:
         """Make this process the session's only writer (`SessionBusy` while another holds it)."""
-        self._ensure_presence()
-        with self._conn() as conn:
-            taken = conn.execute(
-                _ACQUIRE, {"sid": session_id, "me": self.key, "name": self.name}
-            ).fetchone()
-            if taken is None:
+        if self._take(_ACQUIRE, session_id) is None:
+            with self._conn() as conn:
                 raise self._refusal(conn, session_id)
-        with self._lock:
-            self._held[session_id] = self._held.get(session_id, 0) + 1
 
     def acquire_owned(
         self, session_id: str, owner_key: str, principal: str | None
@@ -512,21 +510,20 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         `principal` (any session when None): its record, now held here, and the seq of its
         last event (0: none). None, and nothing held, when the session is unknown, someone
         else's or held by another live node (`get` and `acquire` say which)."""
+        row = self._take(_ACQUIRE_OWNED, session_id, owner_key=owner_key, principal=principal)
+        return None if row is None else (self._record(row[:-1]), row[-1])
+
+    def _take(self, statement: str, session_id: str, **params: Any) -> tuple[Any, ...] | None:
+        """Run one of the `_acquire_sql` statements: the row it returned, the session now
+        held here (counted), or None when it did not take it."""
         self._ensure_presence()
-        params = {
-            "sid": session_id,
-            "me": self.key,
-            "name": self.name,
-            "owner_key": owner_key,
-            "principal": principal,
-        }
+        params.update(sid=session_id, me=self.key, name=self.name)
         with self._conn() as conn:
-            row = conn.execute(_ACQUIRE_OWNED, params, prepare=True).fetchone()
-        if row is None:
-            return None
-        with self._lock:
-            self._held[session_id] = self._held.get(session_id, 0) + 1
-        return self._record(row[:-1]), row[-1]
+            row: tuple[Any, ...] | None = conn.execute(statement, params, prepare=True).fetchone()
+        if row is not None:
+            with self._lock:
+                self._held[session_id] = self._held.get(session_id, 0) + 1
+        return row
 
     def release(self, session_id: str) -> None:
         """Undo one `acquire`; the last one lets other processes take the session."""
