@@ -13,7 +13,7 @@ import pytest
 from _serving import load_scripted, running
 
 import acpstack.events as events
-from acpstack.client import ClientRuntime, connect_http
+from acpstack.client import ClientRuntime, connect_http, connect_remote
 from acpstack.schema import v1 as acp
 from acpstack.server import AgentServer
 from acpstack.transports import HttpClientTransport
@@ -53,12 +53,12 @@ class Recorder:
             self.texts.setdefault(session_id, []).append(update.content.text)
 
 
-async def test_every_session_on_the_connections_one_stream() -> None:
+async def test_by_default_every_session_is_on_the_connections_one_stream() -> None:
     app = AgentServer(load_scripted().ScriptedAgent)
     log = RequestLog(app)
     async with running(log, lifespan_app=app) as url:  # type: ignore[arg-type]
         rec = Recorder()
-        async with connect_http(url, rec.runtime, one_stream=True) as conn:
+        async with connect_remote(url, rec.runtime) as conn:  # as `acpstack chat --url` does
             await rec.runtime.initialize()
             transport = conn.transport
             assert isinstance(transport, HttpClientTransport) and transport.one_stream
