@@ -61,7 +61,7 @@ async def connect_http(
     in flight fails as lost). `one_stream`: ask for every message on the connection's
     one event stream instead of a stream per session (`HttpClientTransport`).
     """
-    from acpstack.transports import HttpClientTransport  # loads h11: only when used
+    from acpstack.transports import HttpClientTransport  # loads httptools: only when used
 
     jar = cookies if cookies is not None else _new_jar()
 

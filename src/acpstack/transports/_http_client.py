@@ -23,8 +23,8 @@
   connection) does the connection end.
 - `close()` DELETEs the connection.
 
-HTTP/1.1 comes from `_http1` (h11): a general-purpose client cost ~0.8 ms per POST here,
-most of a round trip.
+HTTP/1.1 comes from `_http1` (httptools under an asyncio protocol): a general-purpose
+client cost ~0.8 ms per POST here, most of a round trip.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import msgspec
 from acpstack.transports._cookies import cookie_header, store_cookies
 from acpstack.transports._envelope import Envelope, RequestId, peek_envelope, single_line
 from acpstack.transports._extras import require_extra
-from acpstack.transports._http1 import Http1Connection, Response, endpoint
+from acpstack.transports._http1 import Http1Connection, Response, endpoint, request_head
 from acpstack.transports._remote_base import (
     CONNECTION_HEADER,
     CONNECTION_LOST,
@@ -96,8 +96,9 @@ class HttpClientTransport(MessageTransport):
             as usual). Fewer TCP connections: a failover of many sessions opens one.
 
     Raises:
-        ValueError: `url` is not an http:// or https:// URL.
-        MissingExtraError: The `remote` extra (h11) is not installed.
+        ValueError: `url` is not an http:// or https:// URL, or a header in `headers`
+            could split a request (a name that is not a token, a value with CR or LF).
+        MissingExtraError: The `remote` extra (httptools) is not installed.
     """
 
     def __init__(
@@ -114,7 +115,7 @@ class HttpClientTransport(MessageTransport):
         one_stream: bool = False,
     ) -> None:
         super().__init__(max_message_size)
-        self._h11: Any = require_extra("h11")
+        require_extra("httptools")
         self.resume_timeout = resume_timeout
         self.resumable: bool = False
         """Whether the server said it can resume this connection (`Acp-Resumable: 1`)."""
@@ -130,13 +131,15 @@ class HttpClientTransport(MessageTransport):
         self._headers = [(k, v) for k, v in (headers or {}).items()]
         if token is not None:
             self._headers.append(("Authorization", f"Bearer {token}"))
+        request_head("GET", self._endpoint, self._headers, None)  # ValueError: not sendable
         self.cookies: CookieJar = cookies if cookies is not None else CookieJar()
         """The cookie jar in use."""
         self._timeout = timeout
         self._idle_posts: list[Http1Connection] = []  # keep-alive connections not in use
         self._all_posts: list[Http1Connection] = []
         self._post_slots = asyncio.Semaphore(MAX_POST_CONNECTIONS)
-        self._errors: tuple[type[Exception], ...] = (OSError, TimeoutError, self._h11.ProtocolError)
+        # (a reply that breaks HTTP is an HttpError, a ConnectionError)
+        self._errors: tuple[type[Exception], ...] = (OSError, TimeoutError)
         self._stream_errors: tuple[type[Exception], ...] = (*self._errors, SseError)
         self.connection_id: str | None = None
         """The server's `Acp-Connection-Id` once `initialize` was answered; None before, and after
