@@ -16,7 +16,7 @@ import asyncio
 import collections
 import re
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -124,8 +124,14 @@ class _Exchange(asyncio.Protocol):
         self._complete = False
         self._error: Exception | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._paused = False
+        self._paused = False  # reading paused: too much body unread
+        self._held = False  # reading paused: the reader asked (`hold`)
+        self._reading = True  # the transport reads the socket
         self._write_paused: asyncio.Future[None] | None = None
+        # A stream's reader: each piece of the body goes to it as it is parsed, with no
+        # task woken in between (`pump`).
+        self._sink: Callable[[bytes], None] | None = None
+        self._sink_error: Exception | None = None
 
     # -- the transport's side --------------------------------------------------------------
 
@@ -200,11 +206,19 @@ class _Exchange(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        if self._sink is not None:
+            if self._sink_error is None:
+                try:
+                    self._sink(body)
+                except Exception as exc:  # the reader's: `pump` raises it
+                    self._sink_error = exc
+                    self._fail(exc)
+            return
         self._chunks.append(body)
         self._buffered += len(body)
-        if self._buffered > BODY_HIGH_WATER and not self._paused and self.transport:
+        if self._buffered > BODY_HIGH_WATER and not self._paused:
             self._paused = True
-            self.transport.pause_reading()
+            self._set_reading()
         self._wake()
 
     def on_message_complete(self) -> None:
@@ -250,13 +264,43 @@ class _Exchange(asyncio.Protocol):
             while self._chunks:
                 chunk = self._chunks.popleft()
                 self._buffered -= len(chunk)
-                if self._paused and self._buffered <= BODY_HIGH_WATER // 2 and self.transport:
+                if self._paused and self._buffered <= BODY_HIGH_WATER // 2:
                     self._paused = False
-                    self.transport.resume_reading()
+                    self._set_reading()
                 yield chunk
             if self._complete:
                 return
             await self._wait()
+
+    async def pump(self, sink: Callable[[bytes], None]) -> None:
+        """Hand the current response's body to `sink` piece by piece, from the transport's
+        callback, until it ends; raises what broke it (or what `sink` raised)."""
+        while self._chunks:
+            chunk = self._chunks.popleft()
+            self._buffered -= len(chunk)
+            sink(chunk)
+        self._sink = sink
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self._set_reading()
+        while not self._complete:
+            await self._wait()
+
+    def hold(self, held: bool) -> None:
+        """Pause (True) or resume (False) reading the socket for the reader."""
+        self._held = held
+        self._set_reading()
+
+    def _set_reading(self) -> None:
+        transport = self.transport
+        reading = not (self._held or self._paused)
+        if transport is None or transport.is_closing() or reading == self._reading:
+            return
+        self._reading = reading
+        if reading:
+            transport.resume_reading()
+        else:
+            transport.pause_reading()
 
     def finish(self) -> bool:
         """The response was read whole: the connection may carry the next request."""
@@ -366,6 +410,18 @@ class Http1Connection:
         """The body of the response `open_stream` opened."""
         assert self._exchange is not None
         return self._exchange.body()
+
+    async def pump(self, sink: Callable[[bytes], None]) -> None:
+        """Give the body of the response `open_stream` opened to `sink` as it arrives (no
+        task switch per read), until it ends; raises what broke it or what `sink` raised."""
+        assert self._exchange is not None
+        await self._exchange.pump(sink)
+
+    def hold(self, held: bool) -> None:
+        """Stop (True) or restart (False) reading the stream's socket: the server's writes
+        wait in TCP meanwhile."""
+        if self._exchange is not None:
+            self._exchange.hold(held)
 
     async def aclose(self) -> None:
         exchange, self._exchange = self._exchange, None

@@ -145,6 +145,7 @@ class HttpClientTransport(MessageTransport):
         """The server's `Acp-Connection-Id` once `initialize` was answered; None before, and after
         `close`."""
         self._streams: dict[str, asyncio.Future[str]] = {}  # session id -> how its stream opened
+        self._reading_streams: set[Http1Connection] = set()  # streams delivering events now
         self._unknown: set[str] = set()  # sessions the server did not know when we asked
         self._failed: set[str] = set()  # sessions refused with 409 until load/resume
         self._reply_sessions: dict[RequestId, str] = {}  # agent request id -> stream it came on
@@ -159,6 +160,19 @@ class HttpClientTransport(MessageTransport):
 
     def _start_receiving(self) -> None:
         pass  # the streams open after initialize
+
+    def pause_reading(self) -> None:
+        """Stop taking messages off the server's streams until `resume_reading` (their
+        sockets are not read: TCP pushes back on the server); POST answers still come."""
+        super().pause_reading()
+        for stream in self._reading_streams:
+            stream.hold(True)
+
+    def resume_reading(self) -> None:
+        """Take messages off the streams again after `pause_reading`."""
+        super().resume_reading()
+        for stream in self._reading_streams:
+            stream.hold(False)
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -472,11 +486,20 @@ class HttpClientTransport(MessageTransport):
                 _settle(self._resume_probe, None)
             was_open = True
             decoder.reset()
-            async for chunk in stream.body():
+
+            def take(chunk: bytes) -> None:
                 messages = decoder.feed(chunk)
                 if messages:
-                    await self._wait_reading()
                     self._receive(messages, session)
+
+            # The events are handled as each read is parsed; pausing (`pause_reading`)
+            # stops reading the stream's socket.
+            self._reading_streams.add(stream)
+            stream.hold(not self._reading.is_set())
+            try:
+                await stream.pump(take)
+            finally:
+                self._reading_streams.discard(stream)
         except ConnectionRefusedError as exc:
             ended, broken = f"{REFUSED}: {exc!r}", True
         except self._stream_errors as exc:

@@ -152,10 +152,6 @@ class MessageTransport:
         if messages and not self._finished:
             self._inbox.data(b"\n".join(messages) + b"\n")
 
-    async def _wait_reading(self) -> None:
-        if not self._reading.is_set():
-            await self._reading.wait()
-
     def _finish(self, reason: str | None) -> None:
         """The connection is over: no more input (the runtime fails what is pending with `reason`)."""
         if self._finished:
