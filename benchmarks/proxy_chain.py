@@ -3,7 +3,9 @@
 acpstack's benchmark client and agent (peers/acpstack_*.py), every process pinned to CPU 0
 as in BENCHMARKS.md (unpinned, a round trip between two processes has two speeds, about
 30 and about 100 µs here, depending on whether they share a core, and the ratios follow
-that rather than the chain): directly; through `acpstack conduct` with no proxy
+that rather than the chain): directly; through a process that only copies bytes
+(peers/byte_relay.py, `byte relay`: the floor of any process in between, conductor or
+not); through `acpstack conduct` with no proxy
 (`conductor alone`: the floor of any chain a conductor process runs); with two
 pass-through proxies (peers/pass_proxy.py) run as processes (`chain`: three pipe hops each
 way instead of one); the same two inside the conductor's process (`in-process`,
@@ -37,6 +39,7 @@ CHAIN = [*CONDUCT, "--proxy", PASS, "--proxy", PASS, "--", *AGENT]
 PASS_MODULE = str(PEERS / "pass_proxy.py")
 IN_PROCESS = [*CONDUCT, "--proxy-module", PASS_MODULE, "--proxy-module", PASS_MODULE, "--", *AGENT]
 ALONE = [*CONDUCT, "--", *AGENT]  # the conductor with no proxy: what its own process costs
+RELAY = [sys.executable, str(PEERS / "byte_relay.py"), *AGENT]  # a process that parses nothing
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "proxies"
 # The two example proxies in the conductor's process: a prompt hook and an update hook (every
 # update goes through the audit proxy; the W1/W2 turns have no tool call for it to write).
@@ -45,6 +48,7 @@ HOOKS += ["--proxy-module", str(EXAMPLES / "audit.py"), "--", *AGENT]
 # name, the agent's command line, proxies the benchmark client runs in its own process
 SETUPS = (
     ("direct", AGENT, 0),
+    ("byte relay", RELAY, 0),
     ("conductor alone", ALONE, 0),
     ("chain", CHAIN, 0),
     ("in-process", IN_PROCESS, 0),
