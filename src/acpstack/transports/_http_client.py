@@ -97,7 +97,7 @@ class HttpClientTransport(MessageTransport):
 
     Raises:
         ValueError: `url` is not an http:// or https:// URL, or a header in `headers`
-            could split a request (a name that is not a token, a value with CR or LF).
+            could split a request (a name that is not a token, a value with CR, LF or NUL).
         MissingExtraError: The `remote` extra (httptools) is not installed.
     """
 
