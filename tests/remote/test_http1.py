@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from acpstack.transports import HttpClientTransport
 from acpstack.transports._http1 import (
     BODY_HIGH_WATER,
     Http1Connection,
@@ -242,3 +243,11 @@ async def test_a_stream_nobody_reads_stops_reading_the_socket_and_loses_nothing(
         got = b"".join([part async for part in conn.body()])
         assert got == chunk * count
         await conn.aclose()
+
+
+def test_a_transport_with_a_header_that_could_split_a_request_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="X-A"):
+        HttpClientTransport("http://127.0.0.1:9/acp", headers={"X-A": "1\r\nX-B: 2"})
+    with pytest.raises(ValueError) as refused:
+        HttpClientTransport("http://127.0.0.1:9/acp", token="secret-token\r\nX-B: 2")
+    assert "secret-token" not in str(refused.value)  # the header's name, never its value
