@@ -83,15 +83,7 @@ async def test_a_connection_the_server_closed_is_opened_again(
 
 
 async def test_a_reply_that_is_not_http_is_an_error() -> None:
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"SSH-2.0-OpenSSH\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
-    async with srv:
-        url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}/acp"
+    async with serving(answering(b"SSH-2.0-OpenSSH\r\n\r\n")) as url:
         conn = Http1Connection(endpoint(url), connect_timeout=5, max_event_size=1024)
         with pytest.raises(HttpError):
             await conn.send("POST", [], b"{}")

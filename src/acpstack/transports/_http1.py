@@ -262,12 +262,7 @@ class _Exchange(asyncio.Protocol):
         """The current response's body, chunk by chunk as it arrives."""
         while True:
             while self._chunks:
-                chunk = self._chunks.popleft()
-                self._buffered -= len(chunk)
-                if self._paused and self._buffered <= BODY_HIGH_WATER // 2:
-                    self._paused = False
-                    self._set_reading()
-                yield chunk
+                yield self._take()
             if self._complete:
                 return
             await self._wait()
@@ -276,15 +271,19 @@ class _Exchange(asyncio.Protocol):
         """Hand the current response's body to `sink` piece by piece, from the transport's
         callback, until it ends; raises what broke it (or what `sink` raised)."""
         while self._chunks:
-            chunk = self._chunks.popleft()
-            self._buffered -= len(chunk)
-            sink(chunk)
-        self._sink = sink
-        if self._paused and self.transport is not None:
-            self._paused = False
-            self._set_reading()
+            sink(self._take())
+        self._sink = sink  # from now on nothing is held: on_body hands each piece over
         while not self._complete:
             await self._wait()
+
+    def _take(self) -> bytes:
+        """The oldest piece of body held; reading resumes once half the limit is left."""
+        chunk = self._chunks.popleft()
+        self._buffered -= len(chunk)
+        if self._paused and self._buffered <= BODY_HIGH_WATER // 2:
+            self._paused = False
+            self._set_reading()
+        return chunk
 
     def hold(self, held: bool) -> None:
         """Pause (True) or resume (False) reading the socket for the reader."""
