@@ -353,10 +353,12 @@ async def test_a_pass_through_proxy_is_not_handed_what_it_would_pass_on() -> Non
         prompt = {"sessionId": "s", "prompt": []}
         answer = await client.result("session/prompt", prompt)
         assert answer["params"] == {**prompt, "tagged": True}
-        assert await client.result("_echo", {"x": 1}) == {
+        echo = await client.result("_echo", {"x": 1})
+        assert echo == {
             "method": "_echo",
             "params": {"x": 1},
             "seen": ["initialize", "session/prompt", "_echo"],
+            "id": echo["id"],
         }
         client.link.notify("_ping", None)  # type: ignore[arg-type]
         pong = await asyncio.wait_for(client.notes.get(), WAIT)

@@ -20,6 +20,11 @@ except that a proxy learns `mcpCapabilities.acp` from the agent's answer (the co
 bridges MCP-over-ACP for agents without it). `$/cancel_request` is answered on its own hop
 and never forwarded; `session/cancel` is a notification like any other.
 
+What the conductor only routes (see `pass_on`: plain on both sides, under its own method,
+neither changed nor acted on) goes the fast lane: the bytes as they came, a request under
+its own id while the next hop has no request of that id in flight, its answer back the
+same way; the rest is decoded (params stay raw) and sent anew.
+
 When any component ends, the chain ends: pending requests of the upstream peer fail with
 an error naming the component and how it ended, and every process is stopped.
 """
@@ -32,14 +37,24 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from acpstack.proxy._inprocess import InProcessEnd
-from acpstack.proxy._link import Link, Message, Outbox, RequestId, envelope, loads, raw, unwrap
-from acpstack.proxy._mcp_bridge import McpBridge
+from acpstack.proxy._link import (
+    Link,
+    Message,
+    Outbox,
+    Peek,
+    RequestId,
+    envelope,
+    loads,
+    raw,
+    unwrap,
+)
+from acpstack.proxy._mcp_bridge import SESSION_OPENERS, McpBridge
 from acpstack.proxy._proxy import Proxy
 from acpstack.transports import Transport
 
@@ -57,9 +72,13 @@ SUCCESSOR = frozenset(
     }
 )
 CANCEL_REQUEST = "$/cancel_request"
+# Methods whose messages the conductor changes or acts on: never passed on as they came.
+# (The others are, when their route needs no envelope; see `pass_on`.)
+ROUTED_WHOLE = INITIALIZE | SUCCESSOR | SESSION_OPENERS | {CANCEL_REQUEST, "mcp/message"}
 REQUEST_CANCELLED = -32800
 CHAIN_ENDED = -32603
 _SKIPS_KEPT = 1024
+_UNKNOWN: Any = object()
 
 Command = Sequence[str] | str
 #: A proxy: a command line (a process), or a `Proxy` object (run in the conductor's process).
@@ -147,11 +166,15 @@ class Conductor:
                         cwd=self.cwd,
                         env=self.env,
                         stderr_callback=_stderr_to_ours,
+                        direct_io=True,  # every message crosses two pipes here
                     )
                 except (OSError, ValueError) as exc:
                     raise ChainEnded(f"cannot start {name}: {exc}") from None
                 self.components.append(Link(transport, name, self, self._outbox))
             self.upstream = Link(upstream, "the client", self, self._outbox)
+            self.upstream.position = -1
+            for position, link in enumerate(self.components):
+                link.position = position
             for link in (*self.components, self.upstream):
                 link.start()
             await self._done.wait()
@@ -200,13 +223,10 @@ class Conductor:
 
     # -- routing ----------------------------------------------------------------------
 
-    def _position(self, link: Link) -> int:
-        return -1 if link is self.upstream else self.components.index(link)
-
     def _entry(self, link: Link, method: str) -> tuple[int, bool]:
         """Where a message from `link` enters the chain and whether it heads down; the
         method it carries is the envelope's own unless it is `proxy/successor`."""
-        position = self._position(link)
+        position = link.position
         wrapped = method in SUCCESSOR
         if position == -1:
             return (self.depth, False) if wrapped and self.proxy_mode else (-1, True)
@@ -279,6 +299,56 @@ class Conductor:
         return Raw(
             b'{"method":' + msgspec.json.encode(method) + b',"params":' + bytes(params) + b"}"
         )
+
+    def pass_on(self, link: Link, frame: bytes, peek: Peek) -> bool:
+        """The fast lane: a message whose route takes it to its next hop plain (not in an
+        envelope) under its own method, that the conductor neither changes nor acts on,
+        goes on as the bytes it came in, a request with its own id (its answer comes back
+        the same way, `relay_answer`). False: it goes the whole way (`on_request`,
+        `on_notification`), e.g. when the next hop already uses that id."""
+        request = peek.id is not UNSET
+        lanes = link.lanes[request]
+        method = cast(str, peek.method)  # (the link passes on only what has one)
+        target = lanes.get(method, _UNKNOWN)
+        if target is _UNKNOWN:
+            target = self._lane(link, method, request)
+            if len(lanes) >= _SKIPS_KEPT:  # (method names come from the peers)
+                lanes.clear()
+            lanes[method] = target
+        if target is None or self._done.is_set():
+            return False
+        if not request:
+            target.send_frame(frame + b"\n")
+            return True
+        rid = peek.id
+        assert not isinstance(rid, UnsetType)
+        key = (id(link), rid)
+        if key in self._relayed or not target.relay(frame + b"\n", rid, link):
+            return False
+        self._relayed[key] = (target, rid)
+        return True
+
+    def _lane(self, link: Link, method: str, request: bool) -> Link | None:
+        """The link a message of `method` from `link` goes on to as it came, or None when
+        the conductor must handle it whole (see `pass_on`)."""
+        if method in ROUTED_WHOLE:
+            return None
+        # (plain, so from upstream it heads down, from the others up)
+        target, out_method, wrap, _ = self._target(
+            link.position, link.position == -1, method, request
+        )
+        return None if wrap or out_method != method else target
+
+    def relay_answer(self, source: Link, rid: RequestId, frame: bytes | None, text: str) -> None:
+        """The answer to a request `pass_on` sent: to `source` as it came, unless the
+        request was cancelled on its hop or the chain ended (answered already); None:
+        the link it went to ended first."""
+        if self._relayed.pop((id(source), rid), None) is None:
+            return
+        if frame is not None:
+            source.send_frame(frame + b"\n")
+        else:
+            source.fail(rid, CHAIN_ENDED, text)
 
     def on_notification(self, link: Link, message: Message) -> None:
         if self._done.is_set():
@@ -386,7 +456,7 @@ async def conduct_stdio(
     """Run a conductor on this process's stdin/stdout (`acpstack conduct`)."""
     from acpstack.transports import open_stdio_transport
 
-    transport = await open_stdio_transport()
+    transport = await open_stdio_transport(direct_io=True)
     conductor = Conductor(proxies, agent, **options)
     await conductor.run(transport)
 

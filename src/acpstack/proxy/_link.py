@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
@@ -51,7 +51,17 @@ class Envelope(Struct):
     params: Raw | UnsetType = UNSET
 
 
+class Peek(Struct):
+    """What routing needs of a message before anything else: the envelope's members that
+    say what it is (the rest of the message is skipped, not decoded)."""
+
+    jsonrpc: str | UnsetType = UNSET
+    id: RequestId | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+
+
 _decode = msgspec.json.Decoder(Message).decode
+_peek = msgspec.json.Decoder(Peek).decode
 _unwrap = msgspec.json.Decoder(Envelope).decode
 
 
@@ -68,6 +78,10 @@ def unwrap(params: Raw | UnsetType) -> Envelope | None:
 _encode = msgspec.json.Encoder().encode
 Reply = Callable[[Message], None]
 NULL_ID: RequestId = None
+
+
+def _ignore(reply: Message) -> None:
+    """The reply callback of a request whose answer nobody waits for any more."""
 
 
 def raw(value: Any) -> Raw:
@@ -123,6 +137,21 @@ class LinkHandler(Protocol):
     def on_closed(self, link: Link, reason: str) -> None: ...
 
 
+class Relaying(LinkHandler, Protocol):
+    """A handler that can pass a message on as the bytes it came in (a conductor): the
+    fast lane for what it only routes."""
+
+    def pass_on(self, link: Link, frame: bytes, peek: Peek) -> bool:
+        """Route `frame` (a request or notification from `link`) unchanged, or say False
+        (the message then goes the whole way: decoded, `on_request`/`on_notification`)."""
+        ...
+
+    def relay_answer(self, source: Link, rid: RequestId, frame: bytes | None, text: str) -> None:
+        """The answer to a request passed on from `source` as it came (same id): `frame`
+        as it came, or None when the link ended first (`text` says how)."""
+        ...
+
+
 class Link:
     """A peer over `transport`: requests we send get their reply through a callback, the
     peer's requests and notifications go to `handler`. `name` says which peer it is in
@@ -142,7 +171,16 @@ class Link:
         self.close_reason: str = ""
         self._decoder = FrameDecoder(64 * 1024 * 1024, "ndjson")
         self._next_id = 0
-        self._pending: dict[RequestId, Reply] = {}
+        # Our requests in flight: their reply callbacks, or the link a request was passed
+        # on from with the id it came with (`relay`: its answer goes back as it comes).
+        self._pending: dict[RequestId, Reply | Link] = {}
+        # A conductor passes on what it only routes (the fast lane); a proxy handles all.
+        self._relaying = cast("Relaying", handler) if hasattr(handler, "pass_on") else None
+        #: Where this link's peer sits in a conductor's chain (set by the conductor).
+        self.position: int = 0
+        #: The conductor's fast lane: method -> the link its messages from here are passed
+        #: on to as they came (None: handled whole); [notifications, requests].
+        self.lanes: tuple[dict[str, Link | None], dict[str, Link | None]] = ({}, {})
         self._ending: asyncio.Task[None] | None = None
         # Frames go out in order, those of one event-loop turn in one write.
         self._writer = Writer(transport, asyncio.get_running_loop())
@@ -188,6 +226,8 @@ class Link:
         """Send a request; `on_reply` gets its response (or an error made here when the
         peer leaves first). Returns the request's id on this link."""
         self._next_id += 1
+        while self._next_id in self._pending:  # an id a relayed request kept
+            self._next_id += 1
         rid = self._next_id
         if self.closed:
             on_reply(Message(id=rid, error=error(-32603, f"{self.name} is gone")))
@@ -211,9 +251,22 @@ class Link:
             self.forget(rid)
             raise
 
+    def relay(self, frame: bytes, rid: RequestId, source: Link) -> bool:
+        """Send `frame`, a request from `source`, as it came (with its id `rid`); its
+        answer goes to `source`'s handler (`relay_answer`). False when that id is in use
+        here (or the link is closed): the request must then be sent with an id of ours."""
+        if self.closed or rid in self._pending:
+            return False
+        self._pending[rid] = source
+        self.send_frame(frame)
+        return True
+
     def forget(self, rid: RequestId) -> None:
-        """Drop the callback of a request of ours: its late answer is ignored."""
-        self._pending.pop(rid, None)
+        """Drop the callback of a request of ours: its late answer is ignored. The id
+        stays taken until that answer comes (a request relayed with the same id meanwhile
+        would get it), so the peer never has two requests in flight under one id."""
+        if rid in self._pending:
+            self._pending[rid] = _ignore
 
     def notify(self, method: str, params: Raw | UnsetType) -> None:
         self.send(Message(method=method, params=params))
@@ -233,7 +286,10 @@ class Link:
     # -- receiving --------------------------------------------------------------------
 
     def _data(self, data: bytes) -> None:
-        self._route(self._decoder.feed(data))
+        if self._decoder.whole_line(data):  # the common read: one whole message
+            self._route([data[:-1]])
+        else:
+            self._route(self._decoder.feed(data))
 
     def _route(self, frames: list[bytes | Oversized | FramingError]) -> None:
         """Handle `frames`; what they send leaves afterwards, one write per link."""
@@ -253,6 +309,23 @@ class Link:
             return
         if not frame.strip():
             return
+        relaying = self._relaying
+        if relaying is not None:
+            try:
+                peek = _peek(frame)
+            except msgspec.DecodeError:
+                pass  # refused below, with the reason
+            else:
+                if peek.jsonrpc == "2.0":
+                    if peek.method is not UNSET:
+                        if relaying.pass_on(self, frame, peek):
+                            return
+                    elif peek.id is not UNSET:
+                        waiting = self._pending.get(peek.id)
+                        if type(waiting) is Link:
+                            del self._pending[peek.id]
+                            relaying.relay_answer(waiting, peek.id, frame, "")
+                            return
         try:
             message = _decode(frame)
             self.frame = frame
@@ -271,7 +344,10 @@ class Link:
                 )
                 return
             on_reply = self._pending.pop(message.id, None)
-            if on_reply is not None:
+            if isinstance(on_reply, Link):
+                assert self._relaying is not None
+                self._relaying.relay_answer(on_reply, message.id, self.frame, "")
+            elif on_reply is not None:
                 on_reply(message)
         elif message.id is UNSET:
             self.handler.on_notification(self, message)
@@ -308,8 +384,13 @@ class Link:
         self.close_reason = reason
         pending, self._pending = self._pending, {}
         self.handler.on_closed(self, reason)  # first: it may answer for the whole chain
+        text = f"{self.name} ended: {reason}"
         for rid, on_reply in pending.items():
-            on_reply(Message(id=rid, error=error(-32603, f"{self.name} ended: {reason}")))
+            if isinstance(on_reply, Link):
+                assert self._relaying is not None
+                self._relaying.relay_answer(on_reply, rid, None, text)
+            else:
+                on_reply(Message(id=rid, error=error(-32603, text)))
 
     async def aclose(self) -> None:
         """Close the transport (which ends a subprocess) and fail what is pending."""

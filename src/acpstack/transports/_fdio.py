@@ -82,9 +82,10 @@ class FdReader:
 class FdWriter:
     """Writes at once when it can, buffers the rest until `fd` is writable; owns `fd`."""
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, name: str = "stdout") -> None:
         self._fd = fd
         self._loop = loop
+        self._name = name  # what the descriptor is, for the log
         self._chunks: deque[memoryview] = deque()
         self._size = 0
         self._watching = False
@@ -101,14 +102,15 @@ class FdWriter:
         view = memoryview(data)
         if not self._chunks:
             try:
-                view = view[os.write(self._fd, view) :]
+                written = os.write(self._fd, data)
             except (BlockingIOError, InterruptedError):
-                pass
+                written = 0
             except OSError as exc:
                 self._fail(exc)
                 return
-            if not view:
+            if written == len(data):  # the common case: the pipe took it all
                 return
+            view = view[written:]
             self._loop.add_writer(self._fd, self._ready)
             self._watching = True
             self._flushed.clear()
@@ -160,7 +162,7 @@ class FdWriter:
             self._stop()
 
     def _fail(self, exc: OSError) -> None:
-        log.warning("writing stdout failed, dropping further output: %s", exc)
+        log.warning("writing %s failed, dropping further output: %s", self._name, exc)
         self._failed = True
         self._chunks.clear()
         self._size = 0

@@ -261,13 +261,18 @@ async def _open_writer(loop: asyncio.AbstractEventLoop, fd: int, kind: str) -> _
     return _PipeWriter(transport, flow)
 
 
-async def open_stdio_transport(*, protect_stdout: bool = True) -> StdioTransport:
+async def open_stdio_transport(
+    *, protect_stdout: bool = True, direct_io: bool = False
+) -> StdioTransport:
     """stdin/stdout as a transport. Raises `StdioError` (one clear sentence) when they
     cannot carry ACP; any kind of descriptor that can be read or written works.
 
     Nothing that arrives before `start_reading` is lost. With `protect_stdout` (the
     default), fd 1 and `sys.stdout` point at stderr until the transport is closed, so
-    nothing but frames reaches the real stdout.
+    nothing but frames reaches the real stdout. With `direct_io`, pipes and sockets are
+    read and written by this process itself (`add_reader`/`add_writer`) rather than by
+    the event loop's pipe transports: less work per message (the conductor's choice);
+    a reader that went away is then noticed at the next write.
 
     Have one open at a time: the transport owns stdin and stdout until it is closed.
     """
@@ -278,6 +283,10 @@ async def open_stdio_transport(*, protect_stdout: bool = True) -> StdioTransport
     in_kind, out_kind = _kind(0), _kind(1)
     if in_kind == out_kind == "socket" and _same_file(0, 1):
         in_kind = out_kind = "duplex"
+    if direct_io:  # watched descriptors, as a duplex socket's
+        in_kind, out_kind = (
+            ("duplex" if k in ("pipe", "socket") else k) for k in (in_kind, out_kind)
+        )
     inbox = Inbox()
     in_fd, out_fd = os.dup(0), os.dup(1)
     reader: _Reader | None = None

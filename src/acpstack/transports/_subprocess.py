@@ -14,6 +14,7 @@ from typing import Any, TypeAlias, cast
 
 from acpstack._reads import read_in_heap_sized_chunks
 from acpstack.transports._base import DataCallback, EofCallback
+from acpstack.transports._fdio import FdReader, FdWriter
 from acpstack.transports._plumbing import Inbox, WriteFlow
 
 log = logging.getLogger("acpstack.peer")
@@ -84,6 +85,18 @@ class _ProcessPipes(asyncio.SubprocessProtocol):
             self._stderr_line(piece.decode("utf-8", errors="replace").rstrip("\r"))
 
 
+class _DirectPipes:
+    """The child's stdin and stdout as OS pipes this process reads and writes itself
+    (`spawn(direct_io=True)`); the reading starts at once (the inbox keeps it)."""
+
+    def __init__(
+        self, stdin_fd: int, stdout_fd: int, inbox: Inbox, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.writer: FdWriter = FdWriter(stdin_fd, loop, name="the peer's stdin")
+        self.reader: FdReader = FdReader(stdout_fd, inbox, loop)
+        self.reader.start()
+
+
 class SubprocessTransport:
     """The peer's stdin/stdout as a transport, its stderr drained continuously.
 
@@ -104,13 +117,17 @@ class SubprocessTransport:
         stderr_tail: deque[str],
         shutdown_timeout: float,
         description: str,
+        direct: _DirectPipes | None = None,
     ) -> None:
         self._process = process
         self._pipes = pipes
-        # (uvloop's pipe transports do not subclass asyncio's, hence the casts)
-        self._stdin = cast(asyncio.WriteTransport, process.get_pipe_transport(0))
-        self._stdout = cast(asyncio.ReadTransport, process.get_pipe_transport(1))
-        read_in_heap_sized_chunks(self._stdout)
+        self._direct = direct
+        if direct is None:
+            # (uvloop's pipe transports do not subclass asyncio's, hence the casts)
+            self._stdin = cast(asyncio.WriteTransport, process.get_pipe_transport(0))
+            self._stdout = cast(asyncio.ReadTransport, process.get_pipe_transport(1))
+            read_in_heap_sized_chunks(self._stdout)
+        self._stdin_closing: asyncio.Task[None] | None = None
         self._stderr_callback = stderr_callback
         self._stderr_tail = stderr_tail
         self._shutdown_timeout = shutdown_timeout
@@ -129,6 +146,7 @@ class SubprocessTransport:
         stderr_tail_lines: int = 200,
         shutdown_timeout: float = 2.0,
         description: str | None = None,
+        direct_io: bool = False,
     ) -> SubprocessTransport:
         """Start `command` (an argv list, or a shell command line as one string).
 
@@ -146,6 +164,11 @@ class SubprocessTransport:
             stderr_tail_lines: How many of the last stderr lines to keep.
             shutdown_timeout: Seconds `close` waits at each step of the ladder.
             description: How `close_reason` names the process.
+            direct_io: Talk over OS pipes that this process reads and writes itself
+                (`add_reader`/`add_writer`, `os.read`/`os.write`) instead of the event
+                loop's pipe transports over socket pairs: less work per message, for a
+                process that only passes messages on (the conductor). Same behaviour
+                otherwise.
 
         Raises:
             ValueError: `command` is an empty list.
@@ -176,15 +199,10 @@ class SubprocessTransport:
             cwd=cwd,
             start_new_session=True,  # so the shutdown ladder reaches the agent's children too
         )
-        if isinstance(command, str):
-            process, _ = await loop.subprocess_shell(lambda: pipes, command, **common)
-            shown = command
-        else:
-            argv = list(command)
-            if not argv:
-                raise ValueError("empty agent command")
-            process, _ = await loop.subprocess_exec(lambda: pipes, *argv, **common)
-            shown = " ".join(argv)
+        if not isinstance(command, str) and not command:
+            raise ValueError("empty agent command")
+        shown = command if isinstance(command, str) else " ".join(command)
+        process, direct = await _start(loop, pipes, command, common, direct_io)
         return cls(
             process,
             pipes,
@@ -192,6 +210,7 @@ class SubprocessTransport:
             stderr_tail=tail,
             shutdown_timeout=shutdown_timeout,
             description=description or shown,
+            direct=direct,
         )
 
     # -- the Transport interface -------------------------------------------------
@@ -205,27 +224,40 @@ class SubprocessTransport:
     def pause_reading(self) -> None:
         """Stop reading stdout until `resume_reading` (the process blocks once the pipe is
         full); stderr is still drained."""
-        if not self._stdout.is_closing():
+        if self._direct is not None:
+            self._direct.reader.pause()
+        elif not self._stdout.is_closing():
             self._stdout.pause_reading()
 
     def resume_reading(self) -> None:
         """Read stdout again after `pause_reading`."""
-        if not self._stdout.is_closing():
+        if self._direct is not None:
+            self._direct.reader.resume()
+        elif not self._stdout.is_closing():
             self._stdout.resume_reading()
 
     def write(self, data: bytes) -> None:
         """Queue `data` for the process's stdin, in order. Dropped after `close` or once
         stdin closed (the process exited, or closed it)."""
-        if not self._closed and not self._stdin.is_closing():
+        if self._closed:
+            return
+        if self._direct is not None:
+            self._direct.writer.write(data)
+        elif not self._stdin.is_closing():
             self._stdin.write(data)
 
     async def drain(self) -> None:
         """Wait while stdin's buffer is over its high-water mark (the process is not
         reading); returns at once after stdin closed."""
-        await self._pipes.flow.drain()
+        if self._direct is not None:
+            await self._direct.writer.drain()
+        else:
+            await self._pipes.flow.drain()
 
     def write_buffer_size(self) -> int:
         """Bytes queued for stdin and not yet taken by the pipe."""
+        if self._direct is not None:
+            return self._direct.writer.buffer_size()
         return self._stdin.get_write_buffer_size()
 
     async def settle(self) -> None:
@@ -258,13 +290,22 @@ class SubprocessTransport:
         if self._closed:
             return
         self._closed = True
-        self._stdin.close()  # the polite request to exit (after what is buffered is sent)
+        # The polite request to exit: stdin ends (after what is buffered is sent).
+        direct = self._direct
+        if direct is None:
+            self._stdin.close()
+        else:
+            self._stdin_closing = asyncio.ensure_future(direct.writer.close(self._shutdown_timeout))
         try:
             await self._terminate()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._pipes.stderr_closed.wait(), 1.0)
         finally:
             self._process.close()
+            if direct is not None:
+                direct.reader.close()
+                if self._stdin_closing is not None:
+                    await asyncio.wait([self._stdin_closing])
 
     # -- the process ---------------------------------------------------------------
 
@@ -310,6 +351,38 @@ class SubprocessTransport:
         # Children of the agent that outlived it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+
+
+async def _start(
+    loop: asyncio.AbstractEventLoop,
+    pipes: _ProcessPipes,
+    command: Sequence[str] | str,
+    common: dict[str, Any],
+    direct_io: bool,
+) -> tuple[asyncio.SubprocessTransport, _DirectPipes | None]:
+    """Start the process; with `direct_io`, on two OS pipes whose child ends are closed
+    here once it has them (and ours too when it cannot start)."""
+    child_ends: list[int] = []
+    ours: list[int] = []
+    if direct_io:
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        child_ends, ours = [stdin_read, stdout_write], [stdin_write, stdout_read]
+        common = {**common, "stdin": stdin_read, "stdout": stdout_write}
+    try:
+        if isinstance(command, str):
+            process, _ = await loop.subprocess_shell(lambda: pipes, command, **common)
+        else:
+            process, _ = await loop.subprocess_exec(lambda: pipes, *command, **common)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in child_ends:
+            os.close(fd)
+    direct = _DirectPipes(ours[0], ours[1], pipes.inbox, loop) if direct_io else None
+    return process, direct
 
 
 def _signal_name(num: int) -> str:

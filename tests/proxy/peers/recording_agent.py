@@ -4,7 +4,10 @@
   far, in order), except: `initialize` (an ordinary answer, protocolVersion echoed), `_hold`
   (never answered), `_ask` (first asks its client `_question` and answers with the reply),
   `_chatter` (first sends `params["count"]` `session/update` notifications numbered from 0);
-- a notification `_ping` is answered with a notification `_pong` carrying its params.
+- a notification `_ping` is answered with a notification `_pong` carrying its params;
+  `_exit` ends the agent at once (exit code 3);
+- a request whose params hold `"hold": true` is never answered, and every answer carries
+  `"id"`: the id the request reached the agent with.
 - `_ask` and `_ping` with params `{"as": METHOD}` use METHOD instead of `_question`/`_pong`
   (a permission request, an `fs/*` request, a `session/update`, ...).
 """
@@ -36,6 +39,10 @@ for line in sys.stdin:
     if "id" not in message:
         if method == "_ping":
             send({"jsonrpc": "2.0", "method": named(params, "_pong"), "params": params})
+        elif method == "_exit":
+            sys.exit(3)
+        continue
+    if isinstance(params, dict) and params.get("hold") is True:
         continue
     if method == "initialize":
         caps = {"loadSession": False, "mcpCapabilities": {"http": False}}
@@ -54,4 +61,5 @@ for line in sys.stdin:
         continue
     else:
         result = {"method": method, "params": params, "seen": list(seen)}
+    result["id"] = message["id"]
     send({"jsonrpc": "2.0", "id": message["id"], "result": result})
