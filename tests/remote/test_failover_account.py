@@ -24,6 +24,8 @@ class Run:
         self.begun: dict[str, list[tuple[str, int, float]]] = {"node1": [], "node2": []}
         self.events: dict[int, list[list[Any]]] = {0: [], 1: []}
         self.asks: dict[int, list[list[Any]]] = {0: [], 1: []}
+        # the server of each epoch, as the initialize answers said (empty: not said)
+        self.servers: dict[int, list[str]] = {0: [], 1: []}
         self.problems: list[str] = []
         self.counts: dict[str, int] = {}
         self.not_reattached: dict[str, str] = {}
@@ -54,7 +56,8 @@ class Run:
         load = {
             "records": self.records,
             "connections": {
-                str(c): {"events": e, "asks": self.asks[c]} for c, e in self.events.items()
+                str(c): {"events": e, "asks": self.asks[c], "servers": self.servers[c]}
+                for c, e in self.events.items()
             },
             "failovers": [0.4],
             "not_reattached": self.not_reattached,
@@ -158,6 +161,35 @@ def test_a_turn_lost_on_a_new_server_after_the_failover_is_not_the_killed_ones()
     # Had it begun on node1 (the server its session was on before), it would be node1's.
     run.begun["node1"].append(("node1-a", 1, 95.0))
     assert run.judge().problems == []
+
+
+def test_a_turn_sent_to_the_killed_server_is_its_own_when_the_epoch_began_nothing_there() -> None:
+    """A connection set up just before the kill: node1 began none of what it sent, its
+    turns in flight were sent again after the failover and began on node2, and one was
+    lost unbegun. It was in flight on node1, as node1's initialize answer said; the
+    turns that began on node2 do not make it node2's (a run failed on that once)."""
+    run = Run()
+    run.records = [r for r in run.records if r[2] != 0]  # connection 0 ran no turn before
+    run.begun["node1"].clear()
+    run.turn("node1-a", 0, 0, 0, "acknowledged", begun=["node2"])  # sent again, began there
+    run.turn("node1-b", 0, 0, 0, "lost", "connection_lost")  # never begun anywhere
+    run.turn("node1-a", 1, 0, 1, "acknowledged", begun=["node2"])
+    run.turn("node1-b", 1, 0, 1, "acknowledged", begun=["node2"])
+    for sid in ("node2-a", "node2-b"):
+        run.turn(sid, 1, 1, 0, "acknowledged", begun=["node2"])
+    run.failover(0, KILL + 0.05, KILL + 0.6)
+    run.servers = {0: ["node1", "node2"], 1: ["node2"]}
+    account = run.judge()
+    assert [t.held_by for t in account.lost] == ["node1"], account.text()
+    assert not any("no killed server held" in p for p in account.problems), account.text()
+    # Without the servers' names, the turns that began show only node2: the turn is
+    # counted as lost on a live server, and the verdict fails.
+    run.servers = {0: [], 1: []}
+    assert [t.held_by for t in run.judge().lost] == ["node2"]
+    # The names never hide a live server's loss: a turn sent to node2 and lost is node2's.
+    run.servers = {0: ["node1", "node2"], 1: ["node2"]}
+    run.records[-1][4:6] = ["lost", "connection_lost"]
+    assert run.judge().problems[0].endswith("1 lost that no killed server held")
 
 
 def test_sessions_lost_duplicates_and_a_kill_that_hit_nothing_fail() -> None:

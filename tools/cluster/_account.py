@@ -6,8 +6,11 @@ the connection and failover epoch it was sent on; the servers' side (each server
 log, tools/cluster/stream_agent.py) says which server began it, and when. A turn is
 *held by* the last server that began it; a turn that no server began (sent to a server
 already dead, or lost before the agent saw it) is held by the server its connection was
-on in that epoch (the server that began the other turns sent there). The turns *in flight
-on a killed server* are those it held that were never acknowledged.
+on in that epoch: the one whose `initialize` answer opened it (the stream agent names its
+server in `agentInfo.title`), else the one that began the other turns sent then (which can
+be wrong: a turn sent before a failover and sent again after it begins on the next
+server). The turns *in flight on a killed server* are those it held that were never
+acknowledged.
 
 The verdict does not depend on how many servers HAProxy took out, nor on timing: it
 fails when a turn is lost that no killed server held (so more are lost than the killed
@@ -308,9 +311,22 @@ def judge(
                 f"connection {connection}'s turns sent in epoch {epoch} began on "
                 f"{dict(found)}: {odd[:3]}"
             )
+    # Where each connection was in each epoch, as its initialize answer said (the stream
+    # agent names its server); else, as the turns sent then and begun show. A turn sent in
+    # an epoch and sent again after the connection's failover begins on the next server,
+    # so for a turn no server began the first is the only sure answer.
+    recorded = {
+        (int(connection), epoch): server
+        for connection, log in load.get("connections", {}).items()
+        for epoch, server in enumerate(log.get("servers", []))
+        if server
+    }
     for t in turns:
-        if t.held_by is None and (t.connection, t.epoch) in epochs:
-            t.held_by = epochs[(t.connection, t.epoch)].most_common(1)[0][0]
+        if t.held_by is None:
+            if (t.connection, t.epoch) in recorded:
+                t.held_by = recorded[(t.connection, t.epoch)]
+            elif (t.connection, t.epoch) in epochs:
+                t.held_by = epochs[(t.connection, t.epoch)].most_common(1)[0][0]
 
     servers = {name: ServerCounts(begun=len(rows)) for name, rows in begun.items()}
     for t in turns:
@@ -325,7 +341,9 @@ def judge(
         if t.held_by in killed and t.outcome != "acknowledged":
             counts.in_flight_at_kill += 1
         sent_to = epochs.get((t.connection, t.epoch))
-        origin = sent_to.most_common(1)[0][0] if sent_to else None
+        origin = recorded.get((t.connection, t.epoch)) or (
+            sent_to.most_common(1)[0][0] if sent_to else None
+        )
         if (
             t.outcome == "acknowledged"
             and origin in killed

@@ -152,7 +152,11 @@ class Cluster(Service):
             # client is gone (e.g. HAProxy cut it) lets its sessions go within 20-25 s.
             argv += ["--idle-timeout", "20", *self.serve_args]
             turn_log = str(self._turn_log(index))
-            node_env = {**env, "ACPSTACK_TURN_LOG": turn_log}
+            node_env = {
+                **env,
+                "ACPSTACK_TURN_LOG": turn_log,
+                "ACPSTACK_NODE_NAME": self.name(index),
+            }
             if os.environ.get("ACPSTACK_NODE_ASYNCIO_DEBUG") == "1":
                 # a diagnosis: asyncio logs each callback that holds the loop over 100 ms
                 node_env["PYTHONASYNCIODEBUG"] = "1"

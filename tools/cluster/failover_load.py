@@ -102,6 +102,10 @@ class ConnectionLog:
     reconnecting: bool = False
     events: list[list[Any]] = field(default_factory=list)
     asks: list[list[Any]] = field(default_factory=list)
+    # The server of each epoch (the agentInfo.title its initialize answer gave, when the
+    # agent says: tools/cluster/stream_agent.py does), and of the failover's last initialize.
+    servers: list[str | None] = field(default_factory=list)
+    answered_by: str | None = None
 
     def epoch_to_send(self) -> int:
         return self.epoch + self.reconnecting
@@ -137,6 +141,17 @@ def lost_reason(err: RequestError) -> str | None:
     return reason if isinstance(reason, str) and reason else None
 
 
+def server_of(initialized: Any) -> str | None:
+    """The server that answered an initialize (its agentInfo.title), from the typed answer
+    or the raw one; None when it does not say."""
+    if isinstance(initialized, dict):
+        info = initialized.get("agentInfo")
+        title = info.get("title") if isinstance(info, dict) else None
+    else:
+        title = getattr(getattr(initialized, "agent_info", None), "title", None)
+    return title if isinstance(title, str) else None
+
+
 def time_private_requests(transport: Any, log: ConnectionLog) -> None:
     """Time what a failover does of its own: the new connection (`connect`) and its requests
     (initialize, session/resume, ...), when the transport is the one whose private
@@ -149,6 +164,8 @@ def time_private_requests(transport: Any, log: ConnectionLog) -> None:
             try:
                 result = await call(*args)
                 ok = True
+                if name(*args) == "initialize":
+                    log.answered_by = server_of(result)
                 return result
             finally:
                 what = name(*args)
@@ -230,6 +247,7 @@ class Load:
             elif event.kind == "reconnected":
                 log.epoch += 1
                 log.reconnecting = False
+                log.servers.append(log.answered_by)
                 if broke_at:
                     self.failovers.append(now - broke_at[-1])
                 self.missing.update(event.missing)
@@ -245,7 +263,7 @@ class Load:
             self.transports.append(conn.transport)
             time_private_requests(conn.transport, log)
             self.phases[index] = "initialize"
-            await conn.agent.initialize(timeout=REQUEST_TIMEOUT)
+            log.servers.append(server_of(await conn.agent.initialize(timeout=REQUEST_TIMEOUT)))
             ids = []
             while len(ids) < self.per_connection:
                 self.phases[index] = f"session/new {len(ids)}"
@@ -492,7 +510,7 @@ async def main(
         "verify_seconds": time.monotonic() - checked,
         "records": [record.row() for record in load.records],
         "connections": {
-            index: {"events": log.events, "asks": log.asks}
+            index: {"events": log.events, "asks": log.asks, "servers": log.servers}
             for index, log in load.connections.items()
         },
         "loop_lag": lags,

@@ -54,6 +54,9 @@ def shared_store() -> SessionStore:
 
 class StreamAgent(SessionAgent):
     name = "acpstack-stream-agent"
+    # `initialize` says which server answered (agentInfo.title): the run's account knows
+    # so where each connection was, also for a turn no server began.
+    title = os.environ.get("ACPSTACK_NODE_NAME")
 
     async def prompt(self, turn: Turn) -> acp.StopReason:
         words = turn.text.split()
