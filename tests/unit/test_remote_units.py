@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acpstack.server import ServerSecurity, is_loopback
+from acpstack.server._http import sse_events
 from acpstack.transports._cookies import cookie_header, store_cookies
 from acpstack.transports._envelope import peek_envelope, single_line
 from acpstack.transports._sse import SseDecoder, SseError, encode_event
@@ -58,6 +59,70 @@ def test_sse_line_endings_comments_fields_and_multiline_data(eol: bytes, cut: in
     decoder = SseDecoder(1024)
     out = decoder.feed(raw[:cut]) + decoder.feed(raw[cut:])
     assert out == [b'{"a":\n1}', b""]
+
+
+# Messages whose text looks like SSE fields, and one with an escape, among plain ones.
+TRICKY = [
+    *MESSAGES,
+    b'{"jsonrpc":"2.0","method":"x","params":{"text":"id: 5 data: y"}}',
+    b'{"jsonrpc":"2.0","id":"data: 1","result":{"t":"\\u00e9"}}',
+]
+
+
+def feed_both_ways(decoder: SseDecoder, piece: bytes) -> tuple[list[bytes], bool]:
+    """What the HTTP client does with a read: the fast path, else `feed`; and which ran."""
+    lines = decoder.feed_lines(piece)
+    if lines is None:
+        return decoder.feed(piece), False
+    return (lines[:-1].split(b"\n") if lines else []), True
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(TRICKY), min_size=1, max_size=5), max_size=6),
+    st.lists(st.sampled_from([b"", b":\n\n", b"retry: 5\n\n"]), min_size=6, max_size=6),
+    st.data(),
+)
+def test_sse_fast_lines_equal_the_decoder_on_any_split(
+    batches: list[list[bytes]], between: list[bytes], data: st.DataObject
+) -> None:
+    # Batches as acpstack's server writes them (an id on the first event only), with
+    # keep-alive comments or other fields between some of them, cut anywhere.
+    stream, first = b"", 1
+    for batch, extra in zip(batches, between, strict=False):
+        stream += sse_events(first, batch) + extra
+        first += len(batch)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    fast, plain = SseDecoder(1024), SseDecoder(1024)
+    got: list[bytes] = []
+    want: list[bytes] = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        got += feed_both_ways(fast, stream[start:end])[0]
+        want += plain.feed(stream[start:end])
+        assert (fast.last_id, fast.after_id, fast.position()) == (
+            plain.last_id,
+            plain.after_id,
+            plain.position(),
+        )
+    assert got == want == [m for batch in batches for m in batch]
+
+
+def test_sse_fast_lines_take_a_busy_streams_reads_and_leave_the_rest() -> None:
+    decoder = SseDecoder(1024)
+    decoder.feed(b": hello\n\n")  # the first read goes the whole way (a BOM may start it)
+    one = sse_events(1, [b"{}", b"[1]"]) + sse_events(3, [b"{}"])
+    assert decoder.feed_lines(one + b"data: {") == b"{}\n[1]\n{}\n"
+    assert (decoder.last_id, decoder.position()) == ("3", "3")
+    assert decoder.feed_lines(b'"a":1}\n\ndata: 2\n\n') == b'{"a":1}\n2\n'
+    assert decoder.position() == "5"
+    assert decoder.feed_lines(b"data: 3") is None  # no event ends here: `feed` keeps it
+    assert decoder.feed(b"data: 3") == []
+    # Anything else is left to `feed`, untouched: a second line, another field, CR.
+    for odd in (b"\n\ndata: 4\ndata: 5\n\n", b"\n\nevent: x\ndata: 4\n\n", b"\r\n\r\n"):
+        assert decoder.feed_lines(odd) is None
+    assert decoder.feed(b"\n\n") == [b"3"]
+    assert decoder.position() == "6"
+    with pytest.raises(SseError):  # the size limit holds on this path too
+        decoder.feed_lines(b"data: 1\n\ndata: " + b"x" * 2000)
 
 
 def test_sse_event_over_the_limit_is_an_error() -> None:

@@ -488,9 +488,15 @@ class HttpClientTransport(MessageTransport):
             decoder.reset()
 
             def take(chunk: bytes) -> None:
-                messages = decoder.feed(chunk)
-                if messages:
-                    self._receive(messages, session)
+                lines = decoder.feed_lines(chunk)
+                if lines is None:  # not only one-line data events
+                    messages = decoder.feed(chunk)
+                    if messages:
+                        self._receive(messages, session)
+                elif b'"id"' in lines or b"\\u" in lines:  # (see `_receive`)
+                    self._receive(lines[:-1].split(b"\n"), session)
+                elif lines and not self._finished:  # notifications only: as they are
+                    self._inbox.data(lines)
 
             # The events are handled as each read is parsed; pausing (`pause_reading`)
             # stops reading the stream's socket.

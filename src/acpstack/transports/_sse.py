@@ -86,6 +86,54 @@ class SseDecoder:
         self.after_id = after
         return out
 
+    def feed_lines(self, chunk: bytes) -> bytes | None:
+        """The common chunk of a busy stream, fast: when every event it completes is one
+        `data` line, after an `id` line for the first event of a batch (as acpstack's
+        server sends them), their data as NDJSON lines, each ending in LF (b"" when none
+        completes; the rest is kept for the next chunk). None, consuming nothing, for any
+        other chunk: `feed` takes it then. Equal to `feed`'s data joined with LF, with
+        the same `last_id` and `after_id` after it, in a few passes of C per batch."""
+        if not self._started or self._cr_pending or b"\r" in chunk:
+            return None
+        buf = self._buf + chunk if self._buf else chunk
+        end = buf.rfind(b"\n\n")
+        if end < 0:
+            return None
+        whole = buf[:end]
+        last_id: bytes | None = None
+        if whole.startswith(b"id: ") or b"\n\nid: " in whole:
+            # batches: an id line, then its events (the first may have none before it)
+            batches = whole.split(b"\n\nid: ")
+            runs = [] if whole.startswith(b"id: ") else [batches.pop(0)]
+            if runs == []:
+                batches[0] = batches[0][4:]
+            for batch in batches:
+                line = batch.find(b"\n")
+                if line <= 0 or not batch[:line].isdigit():
+                    return None
+                last_id = batch[:line]
+                runs.append(batch[line + 1 :])
+            whole = b"\n\n".join(runs)
+            after = runs[-1].count(b"\n\n")  # the events after the last numbered one
+        # one data line each: every separator is followed by `data: `, no other LF (a
+        # JSON-RPC message holds none; a second line would be another field)
+        breaks = whole.count(b"\n\n")
+        if (
+            not whole.startswith(b"data: ")
+            or whole.count(b"\n\ndata: ") != breaks
+            or whole.count(b"\n") != 2 * breaks
+        ):
+            return None
+        rest = buf[end + 2 :]
+        if len(rest) > self._max:
+            raise SseError(f"an event is larger than {self._max} bytes")
+        self._buf = rest
+        if last_id is None:
+            self.after_id += breaks + 1
+        else:
+            self.last_id, self.after_id = last_id.decode(), after
+        return whole[6:].replace(b"\n\ndata: ", b"\n") + b"\n"
+
     def position(self) -> str | None:
         """What to send as `Last-Event-ID` to resume after the last event received: the
         last id, moved on by the events after it when ids are positions (numbers)."""
