@@ -97,6 +97,15 @@ class OutboundStream:
         if wake:
             self._wake()
 
+    def push_many(self, frames: list[bytes]) -> None:
+        """`push` for several frames, without waking the receiver (the caller does)."""
+        if self.closed:
+            return
+        self._frames.extend(frames)
+        size = sum(map(len, frames))
+        self.size += size
+        self._on_size(size)
+
     def take(self) -> tuple[int, list[bytes]]:
         """The messages waiting, and the position of the first; they move to the replay
         buffer."""
