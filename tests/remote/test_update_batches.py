@@ -1,14 +1,13 @@
-"""A busy stream's updates cross the server in batches (`RemoteConnection._updates_only`:
-a read from the agent that holds only session updates is pushed to the connection's
-stream at once) and the client's reads in one piece (`SseDecoder.feed_lines`): every
-update arrives once, in order, before the prompt's answer, with the odd ones (an `"id"` key
-inside, a `\\u` escape) among them; `/metrics` counts each. An `AgentServer` on uvicorn on
-127.0.0.1 and our client, over HTTP and WebSocket."""
+"""A busy stream's updates cross the server in batches (`RemoteConnection._updates_read`
+and `_updates_only`: a read from the agent that holds only session updates is pushed to
+the connection's stream at once) and the client's reads in one piece
+(`SseDecoder.feed_lines`): every update arrives once, in order, before the prompt's answer,
+with the odd ones (an `"id"` key inside, a `\\u` escape) among them; `/metrics` counts
+each. An `AgentServer` on uvicorn on 127.0.0.1 and our client, over HTTP and WebSocket."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import httpx
 import pytest
@@ -74,15 +73,15 @@ async def test_every_update_arrives_once_in_order_and_is_counted(
     scheme: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     batched: list[int] = []
-    whole_way = RemoteConnection._updates_only
+    push = RemoteConnection._push_updates
 
-    def counting(self: RemoteConnection, frames: list[Any]) -> bool:
-        taken = whole_way(self, frames)
+    def counting(self: RemoteConnection, text: bytes, frames: list[bytes]) -> bool:
+        taken = push(self, text, frames)
         if taken:
             batched.append(len(frames))
         return taken
 
-    monkeypatch.setattr(RemoteConnection, "_updates_only", counting)
+    monkeypatch.setattr(RemoteConnection, "_push_updates", counting)
     app = AgentServer([sys.executable, "-c", AGENT])
     async with running(app) as url:
         client = Recording()

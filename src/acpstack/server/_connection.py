@@ -46,6 +46,7 @@ REMEMBERED_IDS = 4096
 SMALL_FRAME = 64 * 1024
 # How our encoder starts a session update (after the LF that ends the frame before it).
 UPDATE_START = b'\n{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+MAX_BATCH_READ = 64 * 1024 * 1024  # (the frame decoder's least limit: no line is over it)
 
 
 class InitializeFailed(Exception):
@@ -155,6 +156,8 @@ class RemoteConnection:
             if decoder.whole_line(data) and data[-2] != 13 and not data.isspace():
                 self._route(data[:-1])  # the usual read: one message line (nothing to split)
                 return
+            if self._updates_read(data):
+                return
             frames = decoder.feed(data)
             if self._updates_only(frames):
                 return
@@ -170,20 +173,48 @@ class RemoteConnection:
                 for stream in streams:
                     stream.wake_now()
 
+    @property
+    def _batching(self) -> bool:
+        """Whether a read of updates may go onto the stream at once (`_updates_read`):
+        every message goes on the connection's one stream, and no other connection
+        shares a session."""
+        return self.multiplex and not (self.sharing.shares or self.sharing.forwarded)
+
+    def _updates_read(self, data: bytes) -> bool:
+        """A busy stream's read, at once: whole lines, nothing held before them, each a
+        `session/update` notification as our encoder starts one, with no `id` key. They
+        are pushed together, checked and split in C, with no envelope read per line.
+        False (nothing done) for any other read."""
+        if (
+            not data.startswith(UPDATE_START[1:])
+            or not data.endswith(b"\n")
+            or b"\r" in data
+            or len(data) > MAX_BATCH_READ
+            or self._decoder.buffered
+            or not self._batching
+        ):
+            return False
+        # (a line holds no LF, so the count is of lines that start so)
+        if data.count(UPDATE_START) != data.count(b"\n") - 1:
+            return False
+        return self._push_updates(data, data[:-1].split(b"\n"))
+
     def _updates_only(self, frames: list[Any]) -> bool:
-        """A busy stream's read, at once: on a connection whose messages all go on its one
-        stream, frames that are all `session/update` notifications (each starts as our
-        encoder writes one and holds no `id` key) are pushed together, with no envelope
-        read per frame. False (nothing done) for any other read."""
-        if not self.multiplex or len(frames) < 2 or self.sharing.shares or self.sharing.forwarded:
+        """`_updates_read` for the frames a read completed (one began in an earlier read)."""
+        if len(frames) < 2 or not self._batching:
             return False
         try:
             joined = b"\n" + b"\n".join(frames)
         except TypeError:  # a bad frame among them: the whole way, which reports it
             return False
-        # (frames hold no LF, so each count is of frames that start so; inside a JSON
-        # string a quote is escaped, and without `\u` escapes a key `id` is `"id"`)
-        if joined.count(UPDATE_START) != len(frames) or b'"id"' in joined or b"\\u" in joined:
+        if joined.count(UPDATE_START) != len(frames):
+            return False
+        return self._push_updates(joined, frames)
+
+    def _push_updates(self, text: bytes, frames: list[bytes]) -> bool:
+        # Inside a JSON string a quote is escaped, and without `\u` escapes a key `id` can
+        # only be spelled `"id"`: without either, none is a request or a response.
+        if b'"id"' in text or b"\\u" in text:
             return False
         self.opened_session = True
         self.stats.updates_sent += len(frames)
