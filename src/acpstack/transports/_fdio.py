@@ -99,8 +99,9 @@ class FdWriter:
     def write(self, data: bytes) -> None:
         if self._closing or self._failed or not data:
             return
-        view = memoryview(data)
-        if not self._chunks:
+        if self._chunks:  # in order, after what waits
+            view = memoryview(data)
+        else:
             try:
                 written = os.write(self._fd, data)
             except (BlockingIOError, InterruptedError):
@@ -110,7 +111,7 @@ class FdWriter:
                 return
             if written == len(data):  # the common case: the pipe took it all
                 return
-            view = view[written:]
+            view = memoryview(data)[written:]
             self._loop.add_writer(self._fd, self._ready)
             self._watching = True
             self._flushed.clear()
