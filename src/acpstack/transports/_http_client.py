@@ -495,8 +495,8 @@ class HttpClientTransport(MessageTransport):
                         self._receive(messages, session)
                 elif b'"id"' in lines or b"\\u" in lines:  # (see `_receive`)
                     self._receive(lines[:-1].split(b"\n"), session)
-                elif lines and not self._finished:  # notifications only: as they are
-                    self._inbox.data(lines)
+                else:  # notifications only: as they are
+                    self._deliver_lines(lines)
 
             # The events are handled as each read is parsed; pausing (`pause_reading`)
             # stops reading the stream's socket.

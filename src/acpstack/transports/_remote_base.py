@@ -149,8 +149,13 @@ class MessageTransport:
         task.add_done_callback(self._tasks.discard)
 
     def _deliver(self, messages: list[bytes]) -> None:
-        if messages and not self._finished:
-            self._inbox.data(b"\n".join(messages) + b"\n")
+        if messages:
+            self._deliver_lines(b"\n".join(messages) + b"\n")
+
+    def _deliver_lines(self, lines: bytes) -> None:
+        """Hand NDJSON lines (each ending in LF) to the runtime, unless the connection is over."""
+        if lines and not self._finished:
+            self._inbox.data(lines)
 
     def _finish(self, reason: str | None) -> None:
         """The connection is over: no more input (the runtime fails what is pending with `reason`)."""
