@@ -137,3 +137,27 @@ async def test_a_cancelled_relayed_request_is_answered_on_its_hop_once() -> None
         assert (await client.answer(4))["result"]["id"] == 4
     finally:
         await client.close()
+
+
+async def test_what_the_fast_lane_cannot_read_gets_its_error_and_the_chain_goes_on() -> None:
+    client = RawLines([])
+    try:
+        await client.initialize()
+        for line, code in (
+            (b'{"id":2,"method":"_echo"}', -32600),  # no jsonrpc member
+            (b'{"jsonrpc":"2.0","id":1.5,"method":"_echo"}', -32600),  # an id of no allowed type
+            (b'{"jsonrpc":"2.0","id":3,"method":', -32700),  # cut short
+            (b"[1, 2", -32700),
+        ):
+            client.ours.write(line + b"\n")
+            answer = json.loads(await client.line())
+            assert answer["error"]["code"] == code, (line, answer)
+        # An answer to a request nobody made is dropped; a huge request still goes through.
+        client.send({"id": 404, "result": {}})
+        big = "x" * 5_000_000
+        client.send({"id": 5, "method": "_echo", "params": {"big": big}})
+        answer = await client.answer(5)
+        assert answer["result"]["params"]["big"] == big and answer["result"]["id"] == 5
+        assert client.lines.empty()  # nothing else came back
+    finally:
+        await client.close()
