@@ -28,8 +28,12 @@ Json = dict[str, Any]
 Meta = Json | None | UnsetType
 
 
-class EventStruct(msgspec.Struct, kw_only=True, tag_field="sessionUpdate", repr_omit_defaults=True):
-    """Base of every known event: tagged by its `sessionUpdate` kind."""
+class EventStruct(
+    msgspec.Struct, kw_only=True, tag_field="sessionUpdate", repr_omit_defaults=True, gc=False
+):
+    """Base of every known event: tagged by its `sessionUpdate` kind. Not tracked by the
+    cyclic garbage collector (`gc=False`), as every type here: events are trees of JSON
+    values, and a long session log of tracked objects makes every full collection slow."""
 
 
 # -- messages --------------------------------------------------------------------------
@@ -94,7 +98,9 @@ class SessionMessage(EventStruct, tag="session_message"):
 # -- tool calls ------------------------------------------------------------------------
 
 
-class Diff(msgspec.Struct, kw_only=True, tag="diff", tag_field="type", repr_omit_defaults=True):
+class Diff(
+    msgspec.Struct, kw_only=True, tag="diff", tag_field="type", repr_omit_defaults=True, gc=False
+):
     """A file change: v1's `{path, oldText, newText}` and/or v2's `{changes, patch}`
     (whichever the agent gave; each codec derives what its version needs)."""
 
@@ -152,7 +158,7 @@ class ToolCallContentChunk(EventStruct, tag="tool_call_content_chunk"):
 # -- plans -----------------------------------------------------------------------------
 
 
-class PlanEntry(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
+class PlanEntry(msgspec.Struct, kw_only=True, repr_omit_defaults=True, gc=False):
     """One step of a plan (priority and status as sent: v2's values are open)."""
 
     content: str
@@ -304,7 +310,7 @@ class TerminalOutputChunk(EventStruct, tag="terminal_output_chunk"):
 # -- the rest --------------------------------------------------------------------------
 
 
-class UnknownEvent(msgspec.Struct):
+class UnknownEvent(msgspec.Struct, gc=False):
     """An update of a kind this library does not know (custom or newer), or one it cannot
     read, kept whole as its JSON object."""
 
@@ -348,7 +354,7 @@ KnownEvent = (
 Event = KnownEvent | UnknownEvent
 
 
-class SessionNotification(msgspec.Struct, kw_only=True):
+class SessionNotification(msgspec.Struct, kw_only=True, gc=False):
     """The params of a `session/update` with its update read as an event, in one msgspec
     pass (`ClientRuntime` takes its updates so, in either protocol version). Named as the
     schema's params type is, so the wire's lenient reading keeps an update of an unknown

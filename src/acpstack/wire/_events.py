@@ -13,8 +13,12 @@ from acpstack.wire._structs import RequestId
 
 # ---- events -------------------------------------------------------------------
 
+# The request and notification events are not tracked by the cyclic garbage collector
+# (`gc=False`, like the wire types they carry): they are made for every message of a busy
+# stream. `IncomingResponse` is, as its error may hold a traceback that leads back to it.
 
-class IncomingRequest(Struct):
+
+class IncomingRequest(Struct, gc=False):
     """A request of the peer that passed every check: answer it with
     `ProtocolState.result` or `ProtocolState.error`, using `id`.
     """
@@ -30,7 +34,7 @@ class IncomingRequest(Struct):
     value."""
 
 
-class IncomingNotification(Struct):
+class IncomingNotification(Struct, gc=False):
     """A notification of the peer that passed every check (never answered)."""
 
     method: str

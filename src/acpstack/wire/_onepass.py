@@ -77,6 +77,7 @@ def _envelope(spec: MethodSpec, request: bool, markers: tuple[bytes, ...]) -> ty
         tag=spec.name,
         namespace={"call": TypedCall(spec, request, markers)},
         module=__name__,
+        gc=False,
     )
 
 
