@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from acpstack.proxy import ChainEnded, Conductor, Proxy
+from acpstack.proxy._link import Link
 from acpstack.transports import memory_pair
 
 pytestmark = pytest.mark.timeout(60)
@@ -161,3 +162,63 @@ async def test_what_the_fast_lane_cannot_read_gets_its_error_and_the_chain_goes_
         assert client.lines.empty()  # nothing else came back
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("proxies", [0, 2], ids=["alone", "two in-process pass-through"])
+async def test_messages_keep_their_order_whether_a_read_holds_one_or_several(
+    proxies: int,
+) -> None:
+    """A read of one whole line is passed on at once; a read of several goes through the
+    frame split and the per-link write. Mixed, with a message the conductor handles whole
+    between them, the agent sees them in the order sent and each answer keeps its id."""
+    client = RawLines([Proxy() for _ in range(proxies)])
+
+    def line(message: dict[str, Any]) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+
+    try:
+        await client.initialize()
+        sent = []
+        for rid in range(10, 50, 4):
+            several = [
+                {"id": rid, "method": "_echo", "params": {"n": rid}},
+                {"method": "_ping", "params": {"n": rid}},
+                {"id": rid + 1, "method": "session/new", "params": {"cwd": "/", "hold": False}},
+                {"id": rid + 2, "method": "_echo", "params": {"n": rid + 2}},
+            ]
+            client.ours.write(b"".join(line(m) for m in several))
+            client.send({"id": rid + 3, "method": "_echo", "params": {"n": rid + 3}})
+            sent += ["_echo", "_ping", "session/new", "_echo", "_echo"]
+        answers: dict[Any, dict[str, Any]] = {}
+        pongs = []
+        while len(answers) < 40:
+            message = json.loads(await client.line())
+            if message.get("method") == "_pong":
+                pongs.append(message["params"]["n"])
+            else:
+                answers[message["id"]] = message
+        assert sorted(answers) == list(range(10, 50))
+        last = answers[49]["result"]
+        assert last["id"] == 49 and last["params"] == {"n": 49}  # routed with its own id
+        assert last["seen"][-len(sent) :] == sent
+        assert pongs[: len(range(10, 50, 4))] == list(range(10, 50, 4))
+    finally:
+        await client.close()
+
+
+async def test_a_line_written_at_once_goes_after_what_the_link_has_waiting() -> None:
+    """`Link.write_now` (the fast lane's send) writes past the link's writer only when
+    nothing waits in it: a frame queued for the end of the loop turn goes first."""
+    ours, theirs = memory_pair()
+    got: list[bytes] = []
+    theirs.start_reading(got.append, lambda: None)
+    link = Link(ours, "peer", handler=Conductor([], AGENT))
+    link.send_frame(b"1\n")  # written at once
+    link.send_frame(b"2\n")  # waits for the end of this loop turn
+    link.write_now(b"3\n")
+    link.write_now(b"4\n")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert b"".join(got) == b"1\n2\n3\n4\n"
+    await ours.close()
+    await theirs.close()

@@ -300,7 +300,7 @@ class Conductor:
             b'{"method":' + msgspec.json.encode(method) + b',"params":' + bytes(params) + b"}"
         )
 
-    def pass_on(self, link: Link, frame: bytes, peek: Peek) -> bool:
+    def pass_on(self, link: Link, line: bytes, peek: Peek) -> bool:
         """The fast lane: a message whose route takes it to its next hop plain (not in an
         envelope) under its own method, that the conductor neither changes nor acts on,
         goes on as the bytes it came in, a request with its own id (its answer comes back
@@ -318,12 +318,12 @@ class Conductor:
         if target is None or self._done.is_set():
             return False
         if not request:
-            target.send_frame(frame + b"\n")
+            target.write_now(line)
             return True
         rid = peek.id
         assert not isinstance(rid, UnsetType)
         key = (id(link), rid)
-        if key in self._relayed or not target.relay(frame + b"\n", rid, link):
+        if key in self._relayed or not target.relay(line, rid, link):
             return False
         self._relayed[key] = (target, rid)
         return True
@@ -339,14 +339,14 @@ class Conductor:
         )
         return None if wrap or out_method != method else target
 
-    def relay_answer(self, source: Link, rid: RequestId, frame: bytes | None, text: str) -> None:
+    def relay_answer(self, source: Link, rid: RequestId, line: bytes | None, text: str) -> None:
         """The answer to a request `pass_on` sent: to `source` as it came, unless the
         request was cancelled on its hop or the chain ended (answered already); None:
         the link it went to ended first."""
         if self._relayed.pop((id(source), rid), None) is None:
             return
-        if frame is not None:
-            source.send_frame(frame + b"\n")
+        if line is not None:
+            source.write_now(line)
         else:
             source.fail(rid, CHAIN_ENDED, text)
 

@@ -141,14 +141,15 @@ class Relaying(LinkHandler, Protocol):
     """A handler that can pass a message on as the bytes it came in (a conductor): the
     fast lane for what it only routes."""
 
-    def pass_on(self, link: Link, frame: bytes, peek: Peek) -> bool:
-        """Route `frame` (a request or notification from `link`) unchanged, or say False
-        (the message then goes the whole way: decoded, `on_request`/`on_notification`)."""
+    def pass_on(self, link: Link, line: bytes, peek: Peek) -> bool:
+        """Route `line` (a request or notification from `link`, with its newline)
+        unchanged, or say False (the message then goes the whole way: decoded,
+        `on_request`/`on_notification`)."""
         ...
 
-    def relay_answer(self, source: Link, rid: RequestId, frame: bytes | None, text: str) -> None:
-        """The answer to a request passed on from `source` as it came (same id): `frame`
-        as it came, or None when the link ended first (`text` says how)."""
+    def relay_answer(self, source: Link, rid: RequestId, line: bytes | None, text: str) -> None:
+        """The answer to a request passed on from `source` as it came (same id): `line`
+        as it came (with its newline), or None when the link ended first (`text` says how)."""
         ...
 
 
@@ -184,6 +185,7 @@ class Link:
         self._ending: asyncio.Task[None] | None = None
         # Frames go out in order, those of one event-loop turn in one write.
         self._writer = Writer(transport, asyncio.get_running_loop())
+        self._write = transport.write  # (the fast lane writes past `_writer` when it is idle)
         self._outbox = outbox if outbox is not None else Outbox()
         self._held: list[bytes] = []
         #: The frame being handled (without its newline), for forwarding it unchanged.
@@ -209,6 +211,19 @@ class Link:
             self._held.append(frame)
         else:
             self._writer.send(frame)
+
+    def write_now(self, line: bytes) -> None:
+        """Send `line` (ending in a newline) in the write of the read being routed, or,
+        outside one, at once (after what waits): the fast lane's send."""
+        if self.closed:
+            return
+        if self._outbox.holding:
+            self.send_frame(line)
+        elif self._writer.idle():
+            self._write(line)
+        else:
+            self._writer.send(line)
+            self._writer.flush()
 
     def release(self) -> None:
         """Write the frames held for this link now, in one write."""
@@ -258,7 +273,7 @@ class Link:
         if self.closed or rid in self._pending:
             return False
         self._pending[rid] = source
-        self.send_frame(frame)
+        self.write_now(frame)
         return True
 
     def forget(self, rid: RequestId) -> None:
@@ -287,9 +302,37 @@ class Link:
 
     def _data(self, data: bytes) -> None:
         if self._decoder.whole_line(data):  # the common read: one whole message
+            # A conductor's fast lane for it: passed on as it came, written at once, with
+            # no frame split off or held; otherwise the usual way.
+            if self._relaying is not None and not self._outbox.holding:
+                try:
+                    peek = _peek(data)  # (the newline is JSON whitespace)
+                except msgspec.DecodeError:
+                    pass
+                else:
+                    if self._passed(data, peek):
+                        return
             self._route([data[:-1]])
         else:
             self._route(self._decoder.feed(data))
+
+    def _passed(self, line: bytes, peek: Peek) -> bool:
+        """Whether the conductor passed on `line` (the message `peek` read, with its
+        newline) as it came: a routed request or notification, or the answer to a request
+        passed on so."""
+        if peek.jsonrpc != "2.0":
+            return False
+        relaying = self._relaying
+        assert relaying is not None
+        if peek.method is not UNSET:
+            return relaying.pass_on(self, line, peek)
+        if peek.id is not UNSET:
+            waiting = self._pending.get(peek.id)
+            if type(waiting) is Link:
+                del self._pending[peek.id]
+                relaying.relay_answer(waiting, peek.id, line, "")
+                return True
+        return False
 
     def _route(self, frames: list[bytes | Oversized | FramingError]) -> None:
         """Handle `frames`; what they send leaves afterwards, one write per link."""
@@ -309,23 +352,16 @@ class Link:
             return
         if not frame.strip():
             return
-        relaying = self._relaying
-        if relaying is not None:
+        if self._relaying is not None:
             try:
                 peek = _peek(frame)
             except msgspec.DecodeError:
                 pass  # refused below, with the reason
             else:
-                if peek.jsonrpc == "2.0":
-                    if peek.method is not UNSET:
-                        if relaying.pass_on(self, frame, peek):
-                            return
-                    elif peek.id is not UNSET:
-                        waiting = self._pending.get(peek.id)
-                        if type(waiting) is Link:
-                            del self._pending[peek.id]
-                            relaying.relay_answer(waiting, peek.id, frame, "")
-                            return
+                if (peek.method is not UNSET or peek.id in self._pending) and self._passed(
+                    frame + b"\n", peek
+                ):
+                    return
         try:
             message = _decode(frame)
             self.frame = frame
@@ -346,7 +382,7 @@ class Link:
             on_reply = self._pending.pop(message.id, None)
             if isinstance(on_reply, Link):
                 assert self._relaying is not None
-                self._relaying.relay_answer(on_reply, message.id, self.frame, "")
+                self._relaying.relay_answer(on_reply, message.id, self.frame + b"\n", "")
             elif on_reply is not None:
                 on_reply(message)
         elif message.id is UNSET:

@@ -41,6 +41,10 @@ class Writer:
             self.flush()
             self._flush_scheduled = True  # the end-of-turn callback is still pending
 
+    def idle(self) -> bool:
+        """Nothing waits to be written: a frame may go to the transport directly."""
+        return not self._out
+
     def flush(self) -> None:
         """Write what waits now."""
         self._flush_scheduled = False
