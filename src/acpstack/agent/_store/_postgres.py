@@ -115,19 +115,27 @@ INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at)
 SELECT %(sid)s, last_seq, %(kind)s, %(payload)s, updated_at FROM bumped
 RETURNING seq
 """
-_APPEND_MANY = """
-UPDATE acpstack_sessions AS s
-SET last_seq = s.last_seq + v.n,
-    updated_at = GREATEST(%(now)s, s.updated_at + interval '1 microsecond')
-FROM unnest(%(sids)s::text[], %(counts)s::bigint[], %(held)s::boolean[]) AS v(sid, n, held)
-WHERE s.session_id = v.sid AND (s.owner = %(me)s OR (s.owner IS NULL AND NOT v.held))
-RETURNING s.session_id, s.last_seq, s.updated_at
-"""
-_INSERT_EVENTS = """
-INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at, n)
-SELECT * FROM unnest(
-    %s::text[], %s::bigint[], %s::text[], %s::bytea[], %s::timestamptz[], %s::integer[]
+# A batch in one statement (one round trip, its own transaction): each session's row
+# takes the seqs of its run of events (fenced by this node's lease), and the run is
+# inserted as one row whose seq is the run's last, stamped with the row's new updated_at.
+_APPEND_RUNS = """
+WITH v AS (
+    SELECT * FROM unnest(
+        %(sids)s::text[], %(counts)s::bigint[], %(held)s::boolean[],
+        %(kinds)s::text[], %(payloads)s::bytea[]
+    ) AS v(sid, n, held, kind, payload)
+), taken AS (
+    UPDATE acpstack_sessions AS s
+    SET last_seq = s.last_seq + v.n,
+        updated_at = GREATEST(%(now)s, s.updated_at + interval '1 microsecond')
+    FROM v
+    WHERE s.session_id = v.sid AND (s.owner = %(me)s OR (s.owner IS NULL AND NOT v.held))
+    RETURNING s.session_id, s.last_seq, s.updated_at, v.n, v.kind, v.payload
+), stored AS (
+    INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at, n)
+    SELECT session_id, last_seq, kind, payload, updated_at, n FROM taken
 )
+SELECT session_id, last_seq FROM taken
 """
 
 
@@ -362,10 +370,9 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
         return seq
 
     def append_events(self, events: Sequence[NewEvent]) -> list[int | Exception]:
-        """Append events of any sessions in one transaction of two statements (see
-        `SessionStore.append_events`): each session's row takes its seqs and one new
-        `updated_at`, fenced by this node's lease, then each session's events are
-        inserted as one row (a run, see `_paging.RUN_KIND`)."""
+        """Append events of any sessions in one statement (see `SessionStore.append_events`
+        and `_APPEND_RUNS`): each session's events are one row (a run, see
+        `_paging.RUN_KIND`)."""
         by_session: dict[str, list[tuple[int, str, bytes]]] = {}  # sid -> (index, kind, data)
         for index, (sid, kind, payload) in enumerate(events):
             if type(payload) is not bytes or type(kind) is not str or not kind:
@@ -375,36 +382,40 @@ class PostgresSessionStore(ClosingStore, SessionStore, SessionLeases):
                 run = by_session[sid] = []
             run.append((index, kind, payload))
         sids = list(by_session)
+        kinds: list[str] = []
+        payloads: list[bytes] = []
+        for sid in sids:
+            run = by_session[sid]
+            if len(run) == 1:
+                kinds.append(run[0][1])
+                payloads.append(run[0][2])
+            else:
+                kinds.append(RUN_KIND)
+                payloads.append(pack_run([(kind, data) for _, kind, data in run]))
         results: list[int | Exception] = [0] * len(events)
-        with self._conn() as conn, conn.transaction():
+        with self._conn() as conn:
             taken = conn.execute(
-                _APPEND_MANY,
+                _APPEND_RUNS,
                 {
                     "sids": sids,
                     "counts": [len(by_session[sid]) for sid in sids],
                     "held": [sid in self._held for sid in sids],
+                    "kinds": kinds,
+                    "payloads": payloads,
                     "me": self.key,
                     "now": datetime.now(UTC),
                 },
+                prepare=True,
             ).fetchall()
-            rows: list[tuple[str, int, str, bytes, datetime, int]] = []
-            for sid, last, at in taken:
+            for sid, last in taken:
                 run = by_session.pop(sid)
                 first = last - len(run) + 1
                 for offset, (index, _, _) in enumerate(run):
                     results[index] = first + offset
-                if len(run) == 1:
-                    rows.append((sid, last, run[0][1], run[0][2], at, 1))
-                else:
-                    packed = pack_run([(kind, data) for _, kind, data in run])
-                    rows.append((sid, last, RUN_KIND, packed, at, len(run)))
             for sid, run in by_session.items():  # not taken: unknown, or another node's
                 refusal = self._refusal(conn, sid)
                 for index, _, _ in run:
                     results[index] = refusal
-            if rows:
-                columns = list(zip(*rows, strict=True))
-                conn.execute(_INSERT_EVENTS, [list(column) for column in columns])
         return results
 
     def events(self, session_id: str, after_seq: int = 0) -> Iterator[StoredEvent]:
