@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from acpstack.agent import MemorySessionStore, SessionRecord, SqliteSessionStore
+from acpstack.agent._session import Session
 from acpstack.agent._store import SessionStore, StoreUnavailable
 from acpstack.agent._writer import StoreThread, StoreWriter, writer_for
 
@@ -178,6 +179,33 @@ async def test_a_call_about_another_session_does_not_wait_for_the_batch() -> Non
     await ticket.batch.wait()
     assert (await waiting) is not None and (await plain) is not None
     assert [e.payload for e in store.events("busy")] == [b"x"]
+    writer.close()
+
+
+async def test_a_sessions_own_reads_and_writes_do_not_wait_for_other_sessions() -> None:
+    """A session's history (a reattached session's catch-up) and its settings wait only
+    for the batches holding its own events, not for a batch of another session's."""
+    store = GatedStore()
+    for sid in ("busy", "idle"):
+        store.create(SessionRecord(sid, "/tmp"))
+    store.append_event("idle", "update", b"before")
+    writer = writer_for(store)  # the one the session uses
+    ticket = writer.append("busy", "update", b"x")
+    await asyncio.to_thread(store.committing.wait, 30)  # the batch is committing, held
+    record = store.get("idle")
+    assert record is not None
+    session = Session.from_record(record, client=None, store=store)  # type: ignore[arg-type]
+
+    async def history() -> list[bytes]:
+        return [event.payload async for event in session.history()]
+
+    assert await asyncio.wait_for(history(), 30) == [b"before"]
+    session.title = "renamed"
+    await asyncio.wait_for(session.save(), 30)
+    assert store.get("idle").title == "renamed"  # type: ignore[union-attr]
+    assert not ticket.done  # the other session's batch is still held
+    store.gate.set()
+    await ticket.batch.wait()
     writer.close()
 
 

@@ -381,12 +381,18 @@ class Session:
         far (e.g. `await session.stored(session.store.get, session.session_id)`)."""
         return await self._get_writer().call(fn, *args, **kwargs)
 
+    async def _stored_own(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`stored` for a call about this session only: it waits for the batches holding
+        this session's events, not for every other session's (on a busy server a
+        reattached session's catch-up read waited for whole batches of the others)."""
+        return await self._get_writer().call_about(self.session_id, fn, *args, **kwargs)
+
     async def history(self, after_seq: int = 0) -> AsyncIterator[StoredEvent]:
         """The session's recorded events after `after_seq`, read off the event loop in
         batches, once the events sent so far are stored."""
         await self.flush()
         while True:
-            batch = await self.stored(_read_batch, self.store, self.session_id, after_seq)
+            batch = await self._stored_own(_read_batch, self.store, self.session_id, after_seq)
             for event in batch:
                 yield event
             if len(batch) < EVENT_BATCH:
@@ -432,7 +438,7 @@ class Session:
 
     async def save(self) -> None:
         """Write the session's settings back to the store (`updated_at` moves)."""
-        await self.stored(
+        await self._stored_own(
             self.store.update,
             self.session_id,
             cwd=self.cwd,
