@@ -302,24 +302,22 @@ class Link:
 
     def _data(self, data: bytes) -> None:
         if self._decoder.whole_line(data):  # the common read: one whole message
-            # A conductor's fast lane for it: passed on as it came, written at once, with
-            # no frame split off or held; otherwise the usual way.
-            if self._relaying is not None and not self._outbox.holding:
-                try:
-                    peek = _peek(data)  # (the newline is JSON whitespace)
-                except msgspec.DecodeError:
-                    pass
-                else:
-                    if self._passed(data, peek):
-                        return
+            # A conductor's fast lane for it: passed on as it came and written at once,
+            # with no frame split off or held; otherwise the usual way.
+            if self._relaying is not None and not self._outbox.holding and self._passed(data):
+                return
             self._route([data[:-1]])
         else:
             self._route(self._decoder.feed(data))
 
-    def _passed(self, line: bytes, peek: Peek) -> bool:
-        """Whether the conductor passed on `line` (the message `peek` read, with its
-        newline) as it came: a routed request or notification, or the answer to a request
-        passed on so."""
+    def _passed(self, line: bytes) -> bool:
+        """Whether the conductor passed on `line` (one message with its newline) as it
+        came: a routed request or notification, or the answer to a request passed on so.
+        False for anything else, unreadable lines included (refused the usual way)."""
+        try:
+            peek = _peek(line)  # (the newline is JSON whitespace)
+        except msgspec.DecodeError:
+            return False
         if peek.jsonrpc != "2.0":
             return False
         relaying = self._relaying
@@ -352,16 +350,8 @@ class Link:
             return
         if not frame.strip():
             return
-        if self._relaying is not None:
-            try:
-                peek = _peek(frame)
-            except msgspec.DecodeError:
-                pass  # refused below, with the reason
-            else:
-                if (peek.method is not UNSET or peek.id in self._pending) and self._passed(
-                    frame + b"\n", peek
-                ):
-                    return
+        if self._relaying is not None and self._passed(frame + b"\n"):
+            return
         try:
             message = _decode(frame)
             self.frame = frame
