@@ -227,6 +227,30 @@ def test_a_version_1_database_keeps_its_events_and_appends_runs(
     assert sql(postgres_url, runs) == [(1, 1), (2, 1), (3, 1), (9, 6), (10, 1)]
 
 
+def test_a_batch_is_stored_whole_or_not_at_all(postgres_url: str) -> None:
+    """`append_events` is one statement: when the insert of one session's events fails,
+    no session of the batch takes its seqs, and the store goes on."""
+    import psycopg
+
+    with PostgresSessionStore(postgres_url) as store:
+        for sid in ("a", "b"):
+            store.create(SessionRecord(sid, "/w"))
+        assert store.append_event("a", "update", b"a1") == 1
+        # a row already at the seq b's next event takes: the batch's insert conflicts
+        sql(
+            postgres_url,
+            "INSERT INTO acpstack_events (session_id, seq, kind, payload, created_at, n) "
+            "VALUES ('b', 1, 'update', 'x', now(), 1)",
+        )
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            store.append_events([("a", "update", b"a2"), ("b", "update", b"b1")])
+        seqs = "SELECT session_id, last_seq FROM acpstack_sessions ORDER BY session_id"
+        assert sql(postgres_url, seqs) == [("a", 1), ("b", 0)]
+        assert [e.payload for e in store.events("a")] == [b"a1"]
+        assert store.append_events([("a", "update", b"a2"), ("a", "prompt", b"p")]) == [2, 3]
+        assert [e.payload for e in store.events("a")] == [b"a1", b"a2", b"p"]
+
+
 def test_processes_starting_at_once_migrate_once(postgres_url: str) -> None:
     helpers = [Helper("store_open.py", postgres_url) for _ in range(4)]
     try:
